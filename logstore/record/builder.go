@@ -1,0 +1,151 @@
+package record
+
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// BatchSpec holds the header fields of a batch to build.
+type BatchSpec struct {
+	BaseOffset    int64
+	LeaderEpoch   int32
+	ProducerID    int64 // -1 if none
+	ProducerEpoch int16 // -1 if none
+	BaseSequence  int32 // -1 if none
+	Codec         Codec
+	Transactional bool
+	Control       bool
+	LogAppendTime bool
+}
+
+// DefaultSpec is a non-idempotent, uncompressed batch at base offset 0,
+// leader epoch 0.
+func DefaultSpec() BatchSpec {
+	return BatchSpec{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}
+}
+
+// attributes returns the attribute bits of a batch built from s.
+func (s *BatchSpec) attributes() int16 {
+	a := int16(s.Codec) & attrCodecMask
+	if s.LogAppendTime {
+		a |= attrLogAppendTime
+	}
+	if s.Transactional {
+		a |= attrTransactional
+	}
+	if s.Control {
+		a |= attrControl
+	}
+	return a
+}
+
+// Builder accumulates records and produces one batch. Reusable after Reset;
+// appends allocate nothing per record once its buffers have grown. A
+// Builder used without Reset builds with DefaultSpec.
+type Builder struct {
+	spec    BatchSpec
+	started bool   // Reset was called; otherwise the first Add applies DefaultSpec
+	recs    []byte // encoded records, uncompressed
+	n       int32  // records in recs
+	firstTS int64
+	maxTS   int64
+	z       compressor
+}
+
+// Reset starts a new batch with spec.
+func (bl *Builder) Reset(spec BatchSpec) {
+	bl.spec = spec
+	bl.started = true
+	bl.recs = bl.recs[:0]
+	bl.n = 0
+}
+
+// Add appends a record with absolute timestamp ts (deltas computed against
+// the first record's timestamp). key/value nil = null.
+func (bl *Builder) Add(ts int64, key, value []byte, headers []RecordHeader) {
+	if !bl.started {
+		bl.Reset(DefaultSpec())
+	}
+	if bl.n == 0 {
+		bl.firstTS, bl.maxTS = ts, ts
+	}
+	bl.maxTS = max(bl.maxTS, ts)
+	tsDelta := ts - bl.firstTS
+	body := 1 + sizeVarlong(tsDelta) + sizeVarint(bl.n) + sizeBytes(key) + sizeBytes(value) + sizeVarint(int32(len(headers)))
+	for i := range headers {
+		body += sizeVarint(int32(len(headers[i].Key))) + len(headers[i].Key) + sizeBytes(headers[i].Value)
+	}
+	b := slices.Grow(bl.recs, maxVarintLen32+body)
+	b = appendVarint(b, int32(body))
+	b = append(b, 0) // attributes
+	b = appendVarlong(b, tsDelta)
+	b = appendVarint(b, bl.n)
+	b = appendBytes(b, key)
+	b = appendBytes(b, value)
+	b = appendVarint(b, int32(len(headers)))
+	for i := range headers {
+		b = appendVarint(b, int32(len(headers[i].Key)))
+		b = append(b, headers[i].Key...)
+		b = appendBytes(b, headers[i].Value)
+	}
+	bl.recs = b
+	bl.n++
+}
+
+// Len is the number of records added since Reset.
+func (bl *Builder) Len() int { return int(bl.n) }
+
+// Build appends the finished batch to dst (compressing per spec.Codec) and
+// returns it. OffsetDeltas are 0..n-1, LastOffsetDelta = n-1, BaseTimestamp =
+// first ts, MaxTimestamp = max ts, CRC computed. It fails with ErrEmptyBatch
+// when no record was added and ErrCodec for an unknown codec, returning dst
+// unchanged.
+func (bl *Builder) Build(dst []byte) ([]byte, error) {
+	if bl.n == 0 {
+		return dst, ErrEmptyBatch
+	}
+	if bl.spec.Codec < CodecNone || bl.spec.Codec > CodecZstd {
+		return dst, fmt.Errorf("%w %d", ErrCodec, int8(bl.spec.Codec))
+	}
+	start := len(dst)
+	out := slices.Grow(dst, HeaderSize)[:start+HeaderSize]
+	out, err := bl.z.compress(out, bl.spec.Codec, bl.recs)
+	if err != nil {
+		return dst[:start], fmt.Errorf("record: %v compression: %w", bl.spec.Codec, err)
+	}
+	if len(out)-start-LogOverhead > math.MaxInt32 {
+		return dst[:start], fmt.Errorf("record: batch of %d bytes exceeds the int32 batch length", len(out)-start)
+	}
+	putHeader(out[start:], &bl.spec, bl.spec.attributes(), bl.n-1, bl.firstTS, bl.maxTS, bl.n)
+	return out, nil
+}
+
+// sizeBytes is the encoded size of a nullable byte string.
+func sizeBytes(b []byte) int {
+	if b == nil {
+		return 1
+	}
+	return sizeVarint(int32(len(b))) + len(b)
+}
+
+// appendBytes appends a nullable byte string: its varint length (-1 for
+// nil) and its bytes.
+func appendBytes(dst, b []byte) []byte {
+	if b == nil {
+		return append(dst, 1) // varint -1
+	}
+	dst = appendVarint(dst, int32(len(b)))
+	return append(dst, b...)
+}
+
+// sizeVarlong is the encoded length of v as a varlong.
+func sizeVarlong(v int64) int {
+	u := uint64(v<<1) ^ uint64(v>>63)
+	n := 1
+	for u >= 0x80 {
+		u >>= 7
+		n++
+	}
+	return n
+}

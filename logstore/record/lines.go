@@ -1,0 +1,119 @@
+package record
+
+import (
+	"bytes"
+	"slices"
+)
+
+// maxLinesText bounds the text AppendLines accepts, so that the batch it
+// builds always fits an int32 BatchLength. The worst case is text of empty
+// lines, where every byte of text becomes a record of up to
+// maxRecordOverhead bytes.
+const maxLinesText = (1<<31 - 1 - HeaderSize) / (1 + maxRecordOverhead)
+
+// AppendLines appends to dst one uncompressed batch (DefaultSpec, base offset
+// 0) holding one record per '\n'-terminated line of text, every record with
+// timestamp ts; text must end in '\n' (callers pass only complete lines). If
+// keySep is non-empty, a line containing keySep splits at its first
+// occurrence into key and value; a line with nothing after the separator is
+// a tombstone (null value); a line without the separator has a null key.
+// It returns the batch and the number of records. No allocation per record
+// when dst has room.
+//
+// Room means cap(dst)-len(dst) at least the size of the batch plus
+// maxRecordOverhead (23) bytes, as a dst reused from an earlier call for
+// similar text has.
+//
+// Should text not end in '\n', its last fragment is still encoded as a
+// line, because dropping bytes the caller believes written would be worse
+// than the missing newline. Empty text appends nothing and returns 0. The
+// lines are not stored with their '\n', so AppendText with the same keySep
+// renders text back exactly. text longer than about 89 MiB would risk a
+// batch over 2 GiB in the worst case and panics; the mount hands over
+// write-sized chunks, far below that.
+func AppendLines(dst []byte, text []byte, ts int64, keySep []byte) ([]byte, int) {
+	if len(text) == 0 {
+		return dst, 0
+	}
+	if len(text) > maxLinesText {
+		panic("record: AppendLines text too large for one batch")
+	}
+	// Reserve the header and the text; the loop grows the buffer when a
+	// line's record might not fit, reserving for the rest of the text with
+	// a guess at its record overhead. Growing only on demand keeps a dst
+	// with room for the batch free of allocation, and saves a pass counting
+	// lines.
+	start := len(dst)
+	buf := slices.Grow(dst, HeaderSize+len(text)+maxRecordOverhead)
+	buf = buf[:cap(buf)]
+	w := start + HeaderSize
+	var n int32
+	for len(text) > 0 {
+		var line []byte
+		if i := bytes.IndexByte(text, '\n'); i >= 0 {
+			line, text = text[:i], text[i+1:]
+		} else {
+			line, text = text, nil
+		}
+		if len(buf)-w < len(line)+maxRecordOverhead {
+			buf = slices.Grow(buf[:w], len(line)+len(text)+maxRecordOverhead*(2+len(text)/32))
+			buf = buf[:cap(buf)]
+		}
+		key, value := line, line
+		keyNull, valueNull := true, false
+		if len(keySep) > 0 {
+			if j := indexSep(line, keySep); j >= 0 {
+				key, value = line[:j], line[j+len(keySep):]
+				keyNull, valueNull = false, len(value) == 0
+			}
+		}
+		// body: attributes, timestamp delta 0, offset delta, key, value,
+		// header count 0.
+		body := 3 + sizeVarint(n)
+		if keyNull {
+			body++
+		} else {
+			body += sizeVarint(int32(len(key))) + len(key)
+		}
+		if valueNull {
+			body++
+		} else {
+			body += sizeVarint(int32(len(value))) + len(value)
+		}
+		w += putVarint(buf[w:], int32(body))
+		buf[w] = 0 // attributes
+		buf[w+1] = 0
+		w += 2 // timestamp delta 0
+		w += putVarint(buf[w:], n)
+		if keyNull {
+			buf[w] = 1 // varint -1
+			w++
+		} else {
+			w += putVarint(buf[w:], int32(len(key)))
+			w += copy(buf[w:], key)
+		}
+		if valueNull {
+			buf[w] = 1
+			w++
+		} else {
+			w += putVarint(buf[w:], int32(len(value)))
+			w += copy(buf[w:], value)
+		}
+		buf[w] = 0 // header count
+		w++
+		n++
+	}
+	buf = buf[:w]
+	spec := DefaultSpec()
+	putHeader(buf[start:], &spec, 0, n-1, ts, ts, n)
+	return buf, int(n)
+}
+
+// indexSep finds sep in line, with the single-byte separators that are the
+// common case (tab, '=', ':') on the faster IndexByte.
+func indexSep(line, sep []byte) int {
+	if len(sep) == 1 {
+		return bytes.IndexByte(line, sep[0])
+	}
+	return bytes.Index(line, sep)
+}
