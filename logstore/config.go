@@ -1,0 +1,249 @@
+package logstore
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Config is a topic's effective configuration, with Kafka's topic-level
+// names and defaults plus segfs's key.separator.
+type Config struct {
+	SegmentBytes           int64
+	SegmentMs              int64
+	SegmentJitterMs        int64
+	SegmentIndexBytes      int64
+	IndexIntervalBytes     int64
+	RetentionMs            int64
+	RetentionBytes         int64
+	CleanupPolicy          string // "delete", "compact" or "compact,delete"
+	MinCleanableDirtyRatio float64
+	DeleteRetentionMs      int64
+	MinCompactionLagMs     int64
+	MaxCompactionLagMs     int64
+	MaxMessageBytes        int64
+	MessageTimestampType   string // CreateTime or LogAppendTime
+	FlushMessages          int64
+	FlushMs                int64
+	FileDeleteDelayMs      int64
+	CompressionType        string // producer, uncompressed, gzip, snappy, lz4, zstd
+	KeySeparator           string // segfs: "" = no keys
+}
+
+// DefaultConfig returns Kafka's defaults (KAFKA-FORMAT.md §12).
+func DefaultConfig() Config {
+	return Config{
+		SegmentBytes:           1 << 30,
+		SegmentMs:              604800000,
+		SegmentJitterMs:        0,
+		SegmentIndexBytes:      10485760,
+		IndexIntervalBytes:     4096,
+		RetentionMs:            604800000,
+		RetentionBytes:         -1,
+		CleanupPolicy:          "delete",
+		MinCleanableDirtyRatio: 0.5,
+		DeleteRetentionMs:      86400000,
+		MinCompactionLagMs:     0,
+		MaxCompactionLagMs:     math.MaxInt64,
+		MaxMessageBytes:        1048588,
+		MessageTimestampType:   "CreateTime",
+		FlushMessages:          math.MaxInt64,
+		FlushMs:                math.MaxInt64,
+		FileDeleteDelayMs:      60000,
+		CompressionType:        "producer",
+		KeySeparator:           "",
+	}
+}
+
+// configKey describes one setting: how to read it from a Config, and how to
+// validate and store a new value.
+type configKey struct {
+	get func(c *Config) string
+	set func(c *Config, v string) error
+}
+
+func intKey(field func(c *Config) *int64, min, max int64) configKey {
+	return configKey{
+		get: func(c *Config) string { return strconv.FormatInt(*field(c), 10) },
+		set: func(c *Config, v string) error {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return fmt.Errorf("not an integer: %q", v)
+			}
+			if n < min || n > max {
+				return fmt.Errorf("%d is outside [%d, %d]", n, min, max)
+			}
+			*field(c) = n
+			return nil
+		},
+	}
+}
+
+func enumKey(field func(c *Config) *string, allowed ...string) configKey {
+	return configKey{
+		get: func(c *Config) string { return *field(c) },
+		set: func(c *Config, v string) error {
+			for _, a := range allowed {
+				if v == a {
+					*field(c) = v
+					return nil
+				}
+			}
+			return fmt.Errorf("%q is not one of %s", v, strings.Join(allowed, ", "))
+		},
+	}
+}
+
+var configKeys = map[string]configKey{
+	"segment.bytes":         intKey(func(c *Config) *int64 { return &c.SegmentBytes }, 14, math.MaxInt32),
+	"segment.ms":            intKey(func(c *Config) *int64 { return &c.SegmentMs }, 1, math.MaxInt64),
+	"segment.jitter.ms":     intKey(func(c *Config) *int64 { return &c.SegmentJitterMs }, 0, math.MaxInt64),
+	"segment.index.bytes":   intKey(func(c *Config) *int64 { return &c.SegmentIndexBytes }, 4, math.MaxInt32),
+	"index.interval.bytes":  intKey(func(c *Config) *int64 { return &c.IndexIntervalBytes }, 0, math.MaxInt32),
+	"retention.ms":          intKey(func(c *Config) *int64 { return &c.RetentionMs }, -1, math.MaxInt64),
+	"retention.bytes":       intKey(func(c *Config) *int64 { return &c.RetentionBytes }, -1, math.MaxInt64),
+	"delete.retention.ms":   intKey(func(c *Config) *int64 { return &c.DeleteRetentionMs }, 0, math.MaxInt64),
+	"min.compaction.lag.ms": intKey(func(c *Config) *int64 { return &c.MinCompactionLagMs }, 0, math.MaxInt64),
+	"max.compaction.lag.ms": intKey(func(c *Config) *int64 { return &c.MaxCompactionLagMs }, 1, math.MaxInt64),
+	"max.message.bytes":     intKey(func(c *Config) *int64 { return &c.MaxMessageBytes }, 0, math.MaxInt32),
+	"flush.messages":        intKey(func(c *Config) *int64 { return &c.FlushMessages }, 1, math.MaxInt64),
+	"flush.ms":              intKey(func(c *Config) *int64 { return &c.FlushMs }, 0, math.MaxInt64),
+	"file.delete.delay.ms":  intKey(func(c *Config) *int64 { return &c.FileDeleteDelayMs }, 0, math.MaxInt64),
+	"message.timestamp.type": enumKey(func(c *Config) *string { return &c.MessageTimestampType },
+		"CreateTime", "LogAppendTime"),
+	"compression.type": enumKey(func(c *Config) *string { return &c.CompressionType },
+		"producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
+	"cleanup.policy": {
+		get: func(c *Config) string { return c.CleanupPolicy },
+		set: func(c *Config, v string) error {
+			var del, comp bool
+			for _, p := range strings.Split(v, ",") {
+				switch strings.TrimSpace(p) {
+				case "delete":
+					del = true
+				case "compact":
+					comp = true
+				default:
+					return fmt.Errorf("%q is not a list of delete, compact", v)
+				}
+			}
+			switch {
+			case del && comp:
+				c.CleanupPolicy = "compact,delete"
+			case comp:
+				c.CleanupPolicy = "compact"
+			default:
+				c.CleanupPolicy = "delete"
+			}
+			return nil
+		},
+	},
+	"min.cleanable.dirty.ratio": {
+		get: func(c *Config) string { return strconv.FormatFloat(c.MinCleanableDirtyRatio, 'g', -1, 64) },
+		set: func(c *Config, v string) error {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || f < 0 || f > 1 || math.IsNaN(f) {
+				return fmt.Errorf("%q is not a number in [0, 1]", v)
+			}
+			c.MinCleanableDirtyRatio = f
+			return nil
+		},
+	},
+	"key.separator": {
+		get: func(c *Config) string { return c.KeySeparator },
+		set: func(c *Config, v string) error {
+			if strings.ContainsAny(v, "\n\x00") || len(v) > 64 {
+				return fmt.Errorf("a separator may not contain a newline or NUL and is at most 64 bytes")
+			}
+			c.KeySeparator = v
+			return nil
+		},
+	},
+}
+
+// ConfigKeys lists every settable key, sorted.
+func ConfigKeys() []string {
+	keys := make([]string, 0, len(configKeys))
+	for k := range configKeys {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Get returns the value of key as text, and whether the key exists.
+func (c Config) Get(key string) (string, bool) {
+	k, ok := configKeys[key]
+	if !ok {
+		return "", false
+	}
+	return k.get(&c), true
+}
+
+// Text renders every setting as sorted key=value lines.
+func (c Config) Text() []byte {
+	var b bytes.Buffer
+	for _, k := range ConfigKeys() {
+		fmt.Fprintf(&b, "%s=%s\n", k, configKeys[k].get(&c))
+	}
+	return b.Bytes()
+}
+
+// Compact reports whether cleanup.policy includes compact.
+func (c Config) Compact() bool { return strings.Contains(c.CleanupPolicy, "compact") }
+
+// Delete reports whether cleanup.policy includes delete.
+func (c Config) Delete() bool { return strings.Contains(c.CleanupPolicy, "delete") }
+
+// withOverrides returns DefaultConfig with every override applied, or an
+// error wrapping ErrInvalidConfig naming the first bad key.
+func withOverrides(overrides map[string]string) (Config, error) {
+	c := DefaultConfig()
+	keys := make([]string, 0, len(overrides))
+	for k := range overrides {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		ck, ok := configKeys[k]
+		if !ok {
+			return Config{}, fmt.Errorf("%w: unknown key %q", ErrInvalidConfig, k)
+		}
+		if err := ck.set(&c, overrides[k]); err != nil {
+			return Config{}, fmt.Errorf("%w: %s: %v", ErrInvalidConfig, k, err)
+		}
+	}
+	return c, nil
+}
+
+// ParseConfigText parses key=value lines (blank lines and # comments
+// skipped) into changes for SetConfig; a malformed line is ErrInvalidConfig
+// naming its line number.
+func ParseConfigText(text []byte) (map[string]string, error) {
+	changes := map[string]string{}
+	for i, line := range strings.Split(string(text), "\n") {
+		line = strings.TrimSuffix(line, "\r")
+		trimmed := strings.TrimSpace(line)
+		if trimmed == "" || strings.HasPrefix(trimmed, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			return nil, fmt.Errorf("%w: line %d: want key=value, got %q", ErrInvalidConfig, i+1, line)
+		}
+		k = strings.TrimSpace(k)
+		if _, known := configKeys[k]; !known {
+			return nil, fmt.Errorf("%w: line %d: unknown key %q", ErrInvalidConfig, i+1, k)
+		}
+		// The separator is taken verbatim so that " " or "\t" can be set;
+		// other values are trimmed like a properties file would.
+		if k != "key.separator" {
+			v = strings.TrimSpace(v)
+		}
+		changes[k] = v
+	}
+	return changes, nil
+}

@@ -1,0 +1,37 @@
+// Package logstore keeps Kafka-format partition logs in a data directory:
+// record batches in 20-digit segment files with sparse .index and
+// .timeindex files, Kafka's checkpoint files, and recovery after a crash.
+// The FUSE view (fs) and the Kafka protocol server (fetch) are adapters
+// over it.
+//
+// # Layout
+//
+// DATA_DIR holds one TOPIC-N directory per partition, Kafka's
+// recovery-point-offset-checkpoint and log-start-offset-checkpoint, the
+// clean-shutdown marker .kafka_cleanshutdown, a .lock file, and files of
+// segfs's own: segfs-topics.json (topic ids and config overrides, which
+// Kafka keeps in its controller) and segfs-producer-id. Each partition
+// directory has Kafka's NNN.log/.index/.timeindex, partition.metadata,
+// leader-epoch-checkpoint and producer .snapshot files, plus NNN.textindex,
+// segfs's sparse map from rendered text positions to batches.
+//
+// # Durability
+//
+// An append is a pwrite of one whole batch to the active segment: when
+// AppendLines or AppendBatch returns, the bytes are in the page cache and
+// survive the death of the process. flush.messages, flush.ms and Flush make
+// them durable (data, then indexes, then the recovery point). A roll seals
+// and fsyncs the old segment. A failed write is truncated away; if that
+// fails too, or an fsync fails, the partition is fenced and refuses appends
+// until a restart recovers it. Close writes checkpoints and the
+// clean-shutdown marker; without the marker, Open validates every batch
+// from the recovery point on and truncates at the first torn or corrupt one.
+//
+// # Concurrency
+//
+// One appender at a time per partition (amu). Readers snapshot the segment
+// list under a short read lock, take a reference on each segment, and then
+// read with pread and no lock, never past the committed size that the
+// appender publishes after writing. References keep files of deleted
+// segments readable until the last reader releases them.
+package logstore

@@ -1,0 +1,57 @@
+package logstore
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Callers map them once at their edge (fs/errno.go,
+// fetch's error-code table). Wrapped errors keep file and position.
+var (
+	ErrOffsetOutOfRange  = errors.New("offset out of range")
+	ErrUnknownTopic      = errors.New("unknown topic")
+	ErrUnknownPartition  = errors.New("unknown partition")
+	ErrTopicExists       = errors.New("topic already exists")
+	ErrPartitionExists   = errors.New("partition already exists")
+	ErrInvalidName       = errors.New("invalid topic name")
+	ErrInvalidPartition  = errors.New("invalid partition number") // not the next number
+	ErrInvalidConfig     = errors.New("invalid config")
+	ErrMessageTooLarge   = errors.New("message too large")      // record/batch over max.message.bytes
+	ErrBatchTooLarge     = errors.New("record batch too large") // batch over segment.bytes
+	ErrInvalidRecord     = errors.New("invalid record")         // e.g. no key on a compacted topic, bad counts
+	ErrCorrupt           = errors.New("corrupt data")           // CRC/length/magic failure while reading; wraps record.ErrCorrupt
+	ErrFenced            = errors.New("partition fenced")       // a previous write or fsync failed; appends refused
+	ErrClosed            = errors.New("store closed")
+	ErrLocked            = errors.New("data directory is locked") // held by another process
+	ErrDuplicateSequence = errors.New("duplicate sequence number")
+	ErrOutOfOrderSeq     = errors.New("out of order sequence number")
+	ErrProducerFenced    = errors.New("invalid producer epoch")
+	ErrUnknownProducerID = errors.New("unknown producer id")
+)
+
+// CorruptError reports damaged segment data with its file and position. It
+// matches ErrCorrupt and unwraps to the decoder's error.
+type CorruptError struct {
+	Path string
+	Pos  int64
+	Err  error
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("%s: position %d: %v", e.Path, e.Pos, e.Err)
+}
+
+// Is makes errors.Is(err, ErrCorrupt) true.
+func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
+
+func (e *CorruptError) Unwrap() error { return e.Err }
+
+// fencedError carries the error that fenced a partition, so callers can
+// still see the cause (ENOSPC, EIO, EROFS) through errors.Is.
+type fencedError struct{ cause error }
+
+func (e *fencedError) Error() string {
+	return fmt.Sprintf("partition fenced after an earlier failure: %v", e.cause)
+}
+func (e *fencedError) Is(target error) bool { return target == ErrFenced }
+func (e *fencedError) Unwrap() error        { return e.cause }

@@ -1,0 +1,675 @@
+package logstore
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/segfs/segfs/logstore/record"
+)
+
+// Partition is one partition log. All methods are safe for concurrent use:
+// appends are serialised by amu; readers snapshot the segment list under a
+// short read lock and then read files without any lock.
+type Partition struct {
+	store *Store
+	topic *Topic
+	num   int32
+	dir   string
+
+	// Lock order: amu, then mu, then chMu.
+	amu  sync.Mutex   // serialises appends, rolls, flushes
+	mu   sync.RWMutex // guards segs
+	segs []*segment   // sorted by base offset; the last is active
+
+	logStart      atomic.Int64
+	leo           atomic.Int64
+	recoveryPoint atomic.Int64
+	gen           atomic.Uint64
+
+	// Appender state (amu).
+	fenceErr  error
+	lastFlush time.Time
+	dec       record.Decoder
+	batchBuf  []byte
+	producers producerState
+
+	chMu    sync.Mutex
+	ch      chan struct{}
+	watched bool
+}
+
+func (p *Partition) Topic() *Topic { return p.topic }
+func (p *Partition) Num() int32    { return p.num }
+
+// LogStartOffset is the first retained offset.
+func (p *Partition) LogStartOffset() int64 { return p.logStart.Load() }
+
+// LogEndOffset is the offset the next record will get (committed end).
+func (p *Partition) LogEndOffset() int64 { return p.leo.Load() }
+
+// Generation changes whenever the retained prefix of the log changes
+// (retention delete, compaction swap, key.separator change): text positions
+// of a new generation start again at the new log start. Appends do not
+// change it.
+func (p *Partition) Generation() uint64 { return p.gen.Load() }
+
+// Changed returns a channel closed at the next change of the log (append,
+// retention, compaction, truncation). Take a fresh one after each wake-up.
+func (p *Partition) Changed() <-chan struct{} {
+	p.chMu.Lock()
+	defer p.chMu.Unlock()
+	p.watched = true
+	return p.ch
+}
+
+// notify wakes every Changed waiter. Nothing is allocated while nobody
+// waits, which keeps the append path free of per-call garbage.
+func (p *Partition) notify() {
+	p.chMu.Lock()
+	if p.watched {
+		close(p.ch)
+		p.ch = make(chan struct{})
+		p.watched = false
+	}
+	p.chMu.Unlock()
+}
+
+// bumpGeneration starts a new text generation and wakes watchers.
+func (p *Partition) bumpGeneration() {
+	p.gen.Add(1)
+	p.notify()
+}
+
+func (p *Partition) config() *Config { return p.topic.cfg.Load() }
+
+func (p *Partition) active() *segment {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.segs[len(p.segs)-1]
+}
+
+// acquireSegments snapshots the segments from the one containing offset
+// (floor by base offset) to the end, each with a reference taken.
+func (p *Partition) acquireSegments(offset int64) []*segment {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	i := sort.Search(len(p.segs), func(i int) bool { return p.segs[i].base > offset }) - 1
+	if i < 0 {
+		i = 0
+	}
+	out := make([]*segment, 0, len(p.segs)-i)
+	for _, s := range p.segs[i:] {
+		s.acquire()
+		out = append(out, s)
+	}
+	return out
+}
+
+func releaseAll(segs []*segment) {
+	for _, s := range segs {
+		s.release()
+	}
+}
+
+func (p *Partition) name() string { return fmt.Sprintf("%s-%d", p.topic.name, p.num) }
+
+// AppendLines appends text (complete '\n'-terminated lines only) as one
+// batch (several if it exceeds max.message.bytes per batch), one record per
+// line with CreateTime = now, keys split on key.separator. A single line
+// whose record exceeds max.message.bytes fails the whole call with
+// ErrMessageTooLarge and appends nothing; on a compacted topic a line
+// without a key fails with ErrInvalidRecord. When it returns nil the lines
+// are in the log (written to the segment file) and visible to readers.
+func (p *Partition) AppendLines(text []byte) (first, last int64, err error) {
+	if len(text) == 0 {
+		return -1, -1, nil
+	}
+	if text[len(text)-1] != '\n' {
+		return -1, -1, fmt.Errorf("%w: text must end with a newline", ErrInvalidRecord)
+	}
+	cfg := p.config()
+	sep := []byte(cfg.KeySeparator)
+	// A record's framing costs at most 22 bytes beyond its key and value
+	// (length, attributes, deltas, key and value lengths, header count).
+	const recOverhead = 22
+	limit := cfg.MaxMessageBytes
+	// Check every line before anything is written: the call is all or nothing.
+	chunks := make([][]byte, 0, 1)
+	start, est := 0, int64(record.HeaderSize)
+	for i := 0; i < len(text); {
+		j := bytes.IndexByte(text[i:], '\n') + i
+		line := text[i:j]
+		if cfg.Compact() && (len(sep) == 0 || !bytes.Contains(line, sep)) {
+			return -1, -1, fmt.Errorf("%w: line without a key on a compacted topic", ErrInvalidRecord)
+		}
+		rec := int64(len(line)) + recOverhead
+		if record.HeaderSize+rec > limit {
+			one, _ := record.AppendLines(nil, text[i:j+1], 0, sep)
+			if int64(len(one)) > limit {
+				return -1, -1, fmt.Errorf("%w: a line of %d bytes exceeds max.message.bytes=%d", ErrMessageTooLarge, len(line), limit)
+			}
+		}
+		if est+rec > limit && i > start {
+			chunks = append(chunks, text[start:i])
+			start, est = i, int64(record.HeaderSize)
+		}
+		est += rec
+		i = j + 1
+	}
+	chunks = append(chunks, text[start:])
+
+	p.amu.Lock()
+	defer p.amu.Unlock()
+	first = -1
+	for _, c := range chunks {
+		now := p.store.now().UnixMilli()
+		p.batchBuf, _ = record.AppendLines(p.batchBuf[:0], c, now, sep)
+		b := p.batchBuf
+		h, err := record.ParseHeader(b)
+		if err != nil {
+			return first, last, err
+		}
+		if int64(len(b)) > cfg.SegmentBytes {
+			return first, last, fmt.Errorf("%w: batch of %d bytes exceeds segment.bytes=%d", ErrBatchTooLarge, len(b), cfg.SegmentBytes)
+		}
+		if cfg.MessageTimestampType == "LogAppendTime" {
+			record.SetLogAppendTime(b, now)
+			h.MaxTimestamp = now
+		}
+		st, err := p.dec.Stats(b, 0)
+		if err != nil {
+			return first, last, err
+		}
+		base, err := p.appendLocked(b, &h, st, cfg)
+		if err != nil {
+			return first, last, err
+		}
+		if first < 0 {
+			first = base
+		}
+		last = base + int64(h.LastOffsetDelta)
+	}
+	return first, last, nil
+}
+
+// appendLocked assigns offsets to one validated batch and appends it,
+// rolling first if needed. The caller holds amu.
+func (p *Partition) appendLocked(b []byte, h *record.Header, st record.TextStats, cfg *Config) (int64, error) {
+	if p.fenceErr != nil {
+		return 0, &fencedError{cause: p.fenceErr}
+	}
+	if p.store.closed.Load() {
+		return 0, ErrClosed
+	}
+	base := p.leo.Load()
+	record.SetBaseOffset(b, base)
+	record.SetLeaderEpoch(b, 0)
+	h.BaseOffset = base
+	h.PartitionLeaderEpoch = 0
+	if err := p.maybeRollLocked(int64(len(b)), h, cfg); err != nil {
+		return 0, p.failLocked(err)
+	}
+	seg := p.active()
+	if err := seg.appendBatch(b, h, st, cfg); err != nil {
+		var wf *writeFailure
+		if errors.As(err, &wf) && !wf.fatal {
+			// The file is back at its previous size: this write failed
+			// cleanly (ENOSPC, EDQUOT) and later ones may succeed.
+			return 0, fmt.Errorf("append to %s: %w", seg.path(logSuffix), wf.err)
+		}
+		return 0, p.failLocked(err)
+	}
+	p.leo.Store(h.NextOffset())
+	if h.ProducerID >= 0 {
+		p.producers.update(h)
+	}
+	if p.leo.Load()-p.recoveryPoint.Load() >= cfg.FlushMessages {
+		if err := p.flushLocked(); err != nil {
+			p.notify()
+			return 0, err
+		}
+	}
+	p.notify()
+	return base, nil
+}
+
+// failLocked fences the partition: after a failed write or fsync the state
+// of the file is unknown, so appends stop until a restart recovers it.
+func (p *Partition) failLocked(err error) error {
+	if p.fenceErr == nil {
+		p.fenceErr = err
+		p.store.log.Error("partition fenced", "partition", p.name(), "err", err)
+	}
+	return &fencedError{cause: err}
+}
+
+// maybeRollLocked applies Kafka's roll rules (KAFKA-FORMAT.md §5) before an
+// append of size bytes.
+func (p *Partition) maybeRollLocked(size int64, h *record.Header, cfg *Config) error {
+	seg := p.active()
+	cur := seg.size.Load()
+	reason := ""
+	switch {
+	case cur > cfg.SegmentBytes-size:
+		reason = "segment.bytes"
+	case cur > 0 && p.timeWaited(seg, h.MaxTimestamp) > cfg.SegmentMs-seg.rollJitter:
+		reason = "segment.ms"
+	case seg.oidx.Full():
+		reason = "offset index full"
+	case seg.tidx.Full():
+		reason = "time index full"
+	case h.LastOffset()-seg.base > 1<<31-1 || h.LastOffset() < seg.base:
+		reason = "relative offset overflow"
+	}
+	if reason == "" || cur == 0 {
+		return nil
+	}
+	return p.rollLocked(reason, cfg)
+}
+
+// timeWaited follows Kafka: record time since the segment's first batch,
+// or wall time since the segment was created when it has no timestamps.
+func (p *Partition) timeWaited(seg *segment, maxTs int64) int64 {
+	if seg.firstBatchTs >= 0 && maxTs >= 0 {
+		return maxTs - seg.firstBatchTs
+	}
+	return p.store.now().Sub(seg.created).Milliseconds()
+}
+
+// rollLocked seals the active segment and starts a new one at the log end.
+// The sealed segment is fsynced, so the recovery point moves to the new
+// base and recovery after a crash rescans only the new segment.
+func (p *Partition) rollLocked(reason string, cfg *Config) error {
+	old := p.active()
+	if err := old.seal(); err != nil {
+		return err
+	}
+	ns, err := createSegment(p.dir, p.leo.Load(), cfg)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.segs = append(p.segs, ns)
+	p.mu.Unlock()
+	p.recoveryPoint.Store(ns.base)
+	p.store.markDirty()
+	p.producers.snapshotIfDirty(p.dir, ns.base)
+	p.store.log.Debug("rolled segment", "partition", p.name(), "reason", reason, "base", ns.base)
+	return nil
+}
+
+// Flush makes everything appended so far durable (data, then indexes, then
+// the recovery point). A failure fences the partition.
+func (p *Partition) Flush() error {
+	p.amu.Lock()
+	defer p.amu.Unlock()
+	return p.flushLocked()
+}
+
+func (p *Partition) flushLocked() error {
+	if p.fenceErr != nil {
+		return &fencedError{cause: p.fenceErr}
+	}
+	leo := p.leo.Load()
+	if leo == p.recoveryPoint.Load() {
+		return nil
+	}
+	if err := p.active().flush(); err != nil {
+		// After a failed fsync the kernel may have dropped the dirty pages;
+		// a retry could report success for data that never reached disk.
+		return p.failLocked(err)
+	}
+	p.recoveryPoint.Store(leo)
+	p.lastFlush = p.store.now()
+	p.store.markDirty()
+	return nil
+}
+
+// FileSlice is a byte range of a segment file.
+type FileSlice struct {
+	File *os.File // never read with Read/Seek: use pread / sendfile at Pos
+	Pos  int64
+	Len  int64
+}
+
+// ReadResult holds file ranges of whole batches. The segment files stay
+// open (even if retention deletes them) until Release.
+type ReadResult struct {
+	Slices []FileSlice
+	Bytes  int64 // sum of Slices[i].Len
+	segs   []*segment
+	once   sync.Once
+}
+
+// Release drops the references taken by Read. Safe to call twice.
+func (r *ReadResult) Release() {
+	if r == nil {
+		return
+	}
+	r.once.Do(func() { releaseAll(r.segs) })
+}
+
+// Read returns whole batches starting with the batch that contains offset
+// (its first record may be below offset), across segment boundaries, up to
+// maxBytes — except that the first batch is always whole (KIP-74) — and
+// never past the committed end. offset == LogEndOffset gives an empty
+// result; offset outside [LogStartOffset, LogEndOffset] is
+// ErrOffsetOutOfRange.
+func (p *Partition) Read(offset int64, maxBytes int64) (*ReadResult, error) {
+	if err := p.checkRange(offset); err != nil {
+		return nil, err
+	}
+	res := &ReadResult{}
+	if offset == p.leo.Load() {
+		return res, nil
+	}
+	segs := p.acquireSegments(offset)
+	var used []*segment
+	// Segments that contribute no bytes are released at once; the others
+	// stay referenced until the caller releases the result.
+	defer func() {
+		for _, s := range segs {
+			if !containsSeg(used, s) {
+				s.release()
+			}
+		}
+	}()
+	for _, s := range segs {
+		if res.Bytes > 0 && res.Bytes >= maxBytes {
+			break
+		}
+		limit := s.size.Load()
+		var pos int64
+		if res.Bytes == 0 {
+			var found bool
+			var err error
+			pos, _, found, err = s.findBatch(offset, limit)
+			if err != nil {
+				used = nil
+				return nil, err
+			}
+			if !found {
+				continue
+			}
+		}
+		end := pos
+		for end < limit {
+			h, err := s.header(end, limit)
+			if err != nil {
+				if res.Bytes == 0 && end == pos {
+					used = nil
+					return nil, err
+				}
+				break // return what precedes the damage; the next read reports it
+			}
+			if res.Bytes+(end-pos) > 0 && res.Bytes+(end-pos)+h.Size() > maxBytes {
+				break
+			}
+			end += h.Size()
+		}
+		if end > pos {
+			res.Slices = append(res.Slices, FileSlice{File: s.log, Pos: pos, Len: end - pos})
+			res.Bytes += end - pos
+			used = append(used, s)
+		}
+		if end < limit {
+			break
+		}
+	}
+	res.segs = used
+	return res, nil
+}
+
+func containsSeg(list []*segment, s *segment) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *Partition) checkRange(offset int64) error {
+	if offset < p.logStart.Load() || offset > p.leo.Load() {
+		return fmt.Errorf("%w: %d not in [%d, %d] of %s", ErrOffsetOutOfRange, offset, p.logStart.Load(), p.leo.Load(), p.name())
+	}
+	return nil
+}
+
+// OffsetForTime returns the first offset whose record timestamp is >= ts,
+// or ok=false if there is none (KAFKA-FORMAT.md §4.4).
+func (p *Partition) OffsetForTime(ts int64) (int64, bool, error) {
+	start := p.logStart.Load()
+	segs := p.acquireSegments(start)
+	defer releaseAll(segs)
+	var dec record.Decoder
+	for _, s := range segs {
+		if s.maxTs.Load() < ts {
+			continue
+		}
+		limit := s.size.Load()
+		from := max(s.tidx.Lookup(ts).Offset, start)
+		pos, _, found, err := s.findBatch(from, limit)
+		if err != nil {
+			return 0, false, err
+		}
+		if !found {
+			continue
+		}
+		sc := newScanner(s.log, s.path(logSuffix), pos, limit, nil)
+		for {
+			_, b, err := sc.next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return 0, false, err
+			}
+			h, err := record.ParseHeader(b)
+			if err != nil {
+				return 0, false, err
+			}
+			if h.MaxTimestamp < ts || h.LastOffset() < start {
+				continue
+			}
+			if err := record.Validate(b); err != nil {
+				return 0, false, &CorruptError{Path: s.path(logSuffix), Pos: sc.pos - int64(len(b)), Err: err}
+			}
+			var got int64 = -1
+			errStop := errors.New("stop")
+			err = dec.Records(b, func(r *record.Record) error {
+				if r.Timestamp >= ts && r.Offset >= start {
+					got = r.Offset
+					return errStop
+				}
+				return nil
+			})
+			if err != nil && err != errStop {
+				return 0, false, err
+			}
+			if got >= 0 {
+				return got, true, nil
+			}
+		}
+	}
+	return 0, false, nil
+}
+
+// MaxTimestamp returns the largest timestamp in the log and the offset of
+// the record carrying it (ListOffsets -3), ok=false for an empty log.
+func (p *Partition) MaxTimestamp() (int64, int64, bool, error) {
+	segs := p.acquireSegments(p.logStart.Load())
+	defer releaseAll(segs)
+	var best *segment
+	for _, s := range segs {
+		if s.maxTs.Load() >= 0 && (best == nil || s.maxTs.Load() > best.maxTs.Load()) {
+			best = s
+		}
+	}
+	if best == nil {
+		return -1, -1, false, nil
+	}
+	ts := best.maxTs.Load()
+	off, ok, err := p.OffsetForTime(ts)
+	if err != nil || !ok {
+		return -1, -1, false, err
+	}
+	return ts, off, true, nil
+}
+
+// Status is a summary for the status file and dump tools.
+type Status struct {
+	LogStartOffset          int64
+	LogEndOffset            int64
+	Segments                int
+	SizeBytes               int64 // sum of .log sizes
+	FirstTimestamp          int64 // -1 when empty
+	LastTimestamp           int64 // -1 when empty
+	ActiveSegmentBaseOffset int64
+	RecoveryPoint           int64
+}
+
+// Status summarises the partition. Timestamps are those of the first
+// retained record and of the last batch.
+func (p *Partition) Status() Status {
+	segs := p.acquireSegments(p.logStart.Load())
+	defer releaseAll(segs)
+	st := Status{
+		LogStartOffset: p.logStart.Load(),
+		LogEndOffset:   p.leo.Load(),
+		Segments:       len(segs),
+		FirstTimestamp: -1,
+		LastTimestamp:  -1,
+		RecoveryPoint:  p.recoveryPoint.Load(),
+	}
+	for _, s := range segs {
+		st.SizeBytes += s.size.Load()
+	}
+	if len(segs) > 0 {
+		st.ActiveSegmentBaseOffset = segs[len(segs)-1].base
+	}
+	if st.LogEndOffset > st.LogStartOffset {
+		var dec record.Decoder
+		errStop := errors.New("stop")
+		for _, s := range segs {
+			limit := s.size.Load()
+			pos, _, found, err := s.findBatch(st.LogStartOffset, limit)
+			if err != nil || !found {
+				continue
+			}
+			b := make([]byte, 0)
+			if h, err := s.header(pos, limit); err == nil {
+				b = make([]byte, h.Size())
+				if s.readFull(b, pos) == nil {
+					dec.Records(b, func(r *record.Record) error {
+						if r.Offset >= st.LogStartOffset {
+							st.FirstTimestamp = r.Timestamp
+							return errStop
+						}
+						return nil
+					})
+				}
+			}
+			break
+		}
+		for i := len(segs) - 1; i >= 0; i-- {
+			s := segs[i]
+			if lp := s.lastBatchPos.Load(); lp >= 0 {
+				if h, err := s.header(lp, s.size.Load()); err == nil {
+					st.LastTimestamp = h.MaxTimestamp
+				}
+				break
+			}
+		}
+	}
+	return st
+}
+
+// SegmentFile names one raw file of the partition (.log, .index, .timeindex).
+type SegmentFile struct {
+	Name string
+	Size int64 // committed size for the active .log; used size for indexes
+}
+
+// SegmentFiles lists the raw files, sorted by name.
+func (p *Partition) SegmentFiles() []SegmentFile {
+	segs := p.acquireSegments(p.logStart.Load())
+	defer releaseAll(segs)
+	var out []SegmentFile
+	for _, s := range segs {
+		n := segmentName(s.base)
+		out = append(out,
+			SegmentFile{Name: n + indexSuffix, Size: int64(s.oidx.Entries()) * 8},
+			SegmentFile{Name: n + logSuffix, Size: s.size.Load()},
+			SegmentFile{Name: n + timeIndexSuffix, Size: int64(s.tidx.Entries()) * 12},
+		)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// SegmentFileHandle is an open raw segment file.
+type SegmentFileHandle struct {
+	seg  *segment
+	file *os.File
+	own  bool // file opened for this handle (indexes), closed with it
+	size func() int64
+	once sync.Once
+}
+
+func (h *SegmentFileHandle) File() *os.File { return h.file }
+func (h *SegmentFileHandle) Size() int64    { return h.size() }
+func (h *SegmentFileHandle) Close() error {
+	h.once.Do(func() {
+		if h.own {
+			h.file.Close()
+		}
+		h.seg.release()
+	})
+	return nil
+}
+
+// OpenSegmentFile opens a raw file by name for reading. The handle keeps the
+// file readable across retention until Close. Size() follows the committed
+// size of a growing active .log.
+func (p *Partition) OpenSegmentFile(name string) (*SegmentFileHandle, error) {
+	segs := p.acquireSegments(p.logStart.Load())
+	var seg *segment
+	for _, s := range segs {
+		if name == segmentName(s.base)+logSuffix || name == segmentName(s.base)+indexSuffix || name == segmentName(s.base)+timeIndexSuffix {
+			seg = s
+		} else {
+			s.release()
+		}
+	}
+	if seg == nil {
+		return nil, fmt.Errorf("%s: %w", name, os.ErrNotExist)
+	}
+	h := &SegmentFileHandle{seg: seg}
+	switch filepath.Ext(name) {
+	case logSuffix:
+		h.file = seg.log
+		h.size = seg.size.Load
+	case indexSuffix, timeIndexSuffix:
+		f, err := os.Open(filepath.Join(p.dir, name))
+		if err != nil {
+			seg.release()
+			return nil, err
+		}
+		h.file, h.own = f, true
+		if filepath.Ext(name) == indexSuffix {
+			h.size = func() int64 { return int64(seg.oidx.Entries()) * 8 }
+		} else {
+			h.size = func() int64 { return int64(seg.tidx.Entries()) * 12 }
+		}
+	}
+	return h, nil
+}

@@ -1,0 +1,330 @@
+package logstore
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/segfs/segfs/logstore/record"
+)
+
+// producerBatch is the sequence range and offsets of one idempotent batch.
+type producerBatch struct {
+	firstSeq, lastSeq int32
+	firstOff, lastOff int64
+	ts                int64
+}
+
+// producerEntry keeps a producer's epoch and its last five batches, the
+// window Kafka uses to recognise retries.
+type producerEntry struct {
+	epoch   int16
+	batches []producerBatch
+}
+
+// producerState is the idempotence state of one partition (amu held).
+type producerState struct {
+	m     map[int64]*producerEntry
+	dirty bool
+}
+
+const producerWindow = 5
+
+func seqAdd(seq int32, n int32) int32 {
+	v := int64(seq) + int64(n)
+	if v > math.MaxInt32 {
+		v -= math.MaxInt32 + 1
+	}
+	return int32(v)
+}
+
+// check classifies an incoming idempotent batch: a retry of a stored batch
+// (returned), a valid next batch (nil, nil), or an error.
+func (ps *producerState) check(h *record.Header) (*producerBatch, error) {
+	e := ps.m[h.ProducerID]
+	if e == nil {
+		return nil, nil // first batch we know of: any sequence starts it
+	}
+	if h.ProducerEpoch < e.epoch {
+		return nil, fmt.Errorf("%w: epoch %d is older than %d", ErrProducerFenced, h.ProducerEpoch, e.epoch)
+	}
+	if h.ProducerEpoch > e.epoch {
+		if h.BaseSequence != 0 {
+			return nil, fmt.Errorf("%w: a new epoch must start at sequence 0, got %d", ErrOutOfOrderSeq, h.BaseSequence)
+		}
+		return nil, nil
+	}
+	last := seqAdd(h.BaseSequence, h.LastOffsetDelta)
+	for i := range e.batches {
+		if e.batches[i].firstSeq == h.BaseSequence && e.batches[i].lastSeq == last {
+			return &e.batches[i], nil
+		}
+	}
+	if len(e.batches) > 0 {
+		want := seqAdd(e.batches[len(e.batches)-1].lastSeq, 1)
+		if h.BaseSequence != want {
+			return nil, fmt.Errorf("%w: expected %d, got %d", ErrOutOfOrderSeq, want, h.BaseSequence)
+		}
+	}
+	return nil, nil
+}
+
+func (ps *producerState) update(h *record.Header) {
+	if ps.m == nil {
+		ps.m = map[int64]*producerEntry{}
+	}
+	e := ps.m[h.ProducerID]
+	if e == nil || h.ProducerEpoch > e.epoch {
+		e = &producerEntry{epoch: h.ProducerEpoch}
+		ps.m[h.ProducerID] = e
+	}
+	if len(e.batches) == producerWindow {
+		copy(e.batches, e.batches[1:])
+		e.batches = e.batches[:producerWindow-1]
+	}
+	e.batches = append(e.batches, producerBatch{
+		firstSeq: h.BaseSequence, lastSeq: seqAdd(h.BaseSequence, h.LastOffsetDelta),
+		firstOff: h.BaseOffset, lastOff: h.LastOffset(), ts: h.MaxTimestamp,
+	})
+	ps.dirty = true
+}
+
+// Producer snapshots use Kafka's .snapshot format (KAFKA-FORMAT.md §9.7):
+// version 1, CRC-32C, count, then 46-byte entries holding each producer's
+// last batch. Named after the end offset they capture.
+const snapshotEntrySize = 46
+
+func (ps *producerState) encode() []byte {
+	ids := make([]int64, 0, len(ps.m))
+	for id := range ps.m {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	b := make([]byte, 10, 10+len(ids)*snapshotEntrySize)
+	binary.BigEndian.PutUint16(b, 1)
+	binary.BigEndian.PutUint32(b[6:], uint32(len(ids)))
+	for _, id := range ids {
+		e := ps.m[id]
+		if len(e.batches) == 0 {
+			continue
+		}
+		l := e.batches[len(e.batches)-1]
+		b = binary.BigEndian.AppendUint64(b, uint64(id))
+		b = binary.BigEndian.AppendUint16(b, uint16(e.epoch))
+		b = binary.BigEndian.AppendUint32(b, uint32(l.lastSeq))
+		b = binary.BigEndian.AppendUint64(b, uint64(l.lastOff))
+		b = binary.BigEndian.AppendUint32(b, uint32(l.lastOff-l.firstOff))
+		b = binary.BigEndian.AppendUint64(b, uint64(l.ts))
+		b = binary.BigEndian.AppendUint32(b, 0xffffffff) // coordinator epoch -1
+		b = binary.BigEndian.AppendUint64(b, ^uint64(0)) // no open transaction
+	}
+	binary.BigEndian.PutUint32(b[6:], uint32((len(b)-10)/snapshotEntrySize))
+	binary.BigEndian.PutUint32(b[2:], crc32.Checksum(b[6:], castagnoli))
+	return b
+}
+
+func decodeSnapshot(b []byte) (map[int64]*producerEntry, error) {
+	if len(b) < 10 || binary.BigEndian.Uint16(b) != 1 {
+		return nil, errors.New("bad producer snapshot header")
+	}
+	if crc32.Checksum(b[6:], castagnoli) != binary.BigEndian.Uint32(b[2:]) {
+		return nil, errors.New("producer snapshot checksum mismatch")
+	}
+	n := int(binary.BigEndian.Uint32(b[6:]))
+	if n < 0 || len(b) != 10+n*snapshotEntrySize {
+		return nil, errors.New("producer snapshot length mismatch")
+	}
+	m := make(map[int64]*producerEntry, n)
+	for p := b[10:]; len(p) >= snapshotEntrySize; p = p[snapshotEntrySize:] {
+		id := int64(binary.BigEndian.Uint64(p))
+		epoch := int16(binary.BigEndian.Uint16(p[8:]))
+		lastSeq := int32(binary.BigEndian.Uint32(p[10:]))
+		lastOff := int64(binary.BigEndian.Uint64(p[14:]))
+		delta := int32(binary.BigEndian.Uint32(p[22:]))
+		ts := int64(binary.BigEndian.Uint64(p[26:]))
+		m[id] = &producerEntry{epoch: epoch, batches: []producerBatch{{
+			firstSeq: seqAdd(lastSeq, -delta+0), lastSeq: lastSeq,
+			firstOff: lastOff - int64(delta), lastOff: lastOff, ts: ts,
+		}}}
+	}
+	return m, nil
+}
+
+// snapshotIfDirty writes a snapshot at offset and removes older ones.
+func (ps *producerState) snapshotIfDirty(dir string, offset int64) {
+	if !ps.dirty && len(ps.m) == 0 {
+		return
+	}
+	path := filepath.Join(dir, segmentName(offset)+snapshotSuffix)
+	if err := WriteFileAtomic(path, ps.encode()); err != nil {
+		return // snapshots only shorten the scan at load; losing one is safe
+	}
+	ps.dirty = false
+	for _, old := range listSnapshots(dir) {
+		if old < offset {
+			os.Remove(filepath.Join(dir, segmentName(old)+snapshotSuffix))
+		}
+	}
+}
+
+func listSnapshots(dir string) []int64 {
+	ents, _ := os.ReadDir(dir)
+	var out []int64
+	for _, e := range ents {
+		n := e.Name()
+		if !strings.HasSuffix(n, snapshotSuffix) || len(n) != 20+len(snapshotSuffix) {
+			continue
+		}
+		if off, err := strconv.ParseInt(n[:20], 10, 64); err == nil {
+			out = append(out, off)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// AppendResult describes a stored produce batch.
+type AppendResult struct {
+	BaseOffset     int64
+	LastOffset     int64
+	LogAppendTime  int64 // -1 unless the topic uses LogAppendTime
+	LogStartOffset int64
+	Duplicate      bool // an idempotent retry of one of the producer's last 5 batches: nothing written, offsets are the original ones
+}
+
+// AppendBatch validates a produced batch like Kafka's leader (magic 2, base
+// offset 0, CRC, sizes, count vs last offset delta, keys on compacted
+// topics, idempotent sequence/epoch), assigns offsets by rewriting the base
+// offset (and the leader epoch), and appends it as it came (compressed
+// batches stay compressed). The slice is modified in place.
+func (p *Partition) AppendBatch(batch []byte) (AppendResult, error) {
+	res := AppendResult{LogAppendTime: -1}
+	cfg := p.config()
+	size, err := record.PeekSize(batch)
+	if err != nil {
+		return res, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	if size > int64(len(batch)) {
+		return res, fmt.Errorf("%w: batch claims %d bytes, the request holds %d", ErrCorrupt, size, len(batch))
+	}
+	if size != int64(len(batch)) {
+		return res, fmt.Errorf("%w: request holds %d bytes, the batch claims %d (one batch per partition)", ErrInvalidRecord, len(batch), size)
+	}
+	h, err := record.ParseHeader(batch)
+	if err != nil {
+		return res, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	if err := record.Validate(batch); err != nil {
+		return res, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	switch {
+	case h.BaseOffset != 0:
+		return res, fmt.Errorf("%w: base offset %d, producers must send 0", ErrInvalidRecord, h.BaseOffset)
+	case h.Control():
+		return res, fmt.Errorf("%w: clients may not produce control batches", ErrInvalidRecord)
+	case h.RecordCount <= 0 || int64(h.RecordCount) != int64(h.LastOffsetDelta)+1:
+		return res, fmt.Errorf("%w: %d records but last offset delta %d", ErrInvalidRecord, h.RecordCount, h.LastOffsetDelta)
+	case h.ProducerID >= 0 && h.BaseSequence < 0:
+		return res, fmt.Errorf("%w: idempotent batch without a sequence", ErrInvalidRecord)
+	case size > cfg.MaxMessageBytes:
+		return res, fmt.Errorf("%w: batch of %d bytes exceeds max.message.bytes=%d", ErrMessageTooLarge, size, cfg.MaxMessageBytes)
+	case size > cfg.SegmentBytes:
+		return res, fmt.Errorf("%w: batch of %d bytes exceeds segment.bytes=%d", ErrBatchTooLarge, size, cfg.SegmentBytes)
+	}
+	// Walk every record: the layout must be valid (so the text view can
+	// always render it) and compacted topics need keys.
+	var dec record.Decoder
+	var n int32
+	err = dec.Records(batch, func(r *record.Record) error {
+		if r.OffsetDelta != n {
+			return fmt.Errorf("%w: record %d has offset delta %d", ErrInvalidRecord, n, r.OffsetDelta)
+		}
+		n++
+		if cfg.Compact() && r.Key == nil {
+			return fmt.Errorf("%w: record without a key on a compacted topic", ErrInvalidRecord)
+		}
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, ErrInvalidRecord) {
+			return res, err
+		}
+		return res, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	st, err := dec.Stats(batch, 0)
+	if err != nil {
+		return res, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+
+	p.amu.Lock()
+	defer p.amu.Unlock()
+	if h.ProducerID >= 0 {
+		dup, err := p.producers.check(&h)
+		if err != nil {
+			return res, err
+		}
+		if dup != nil {
+			res.BaseOffset, res.LastOffset, res.Duplicate = dup.firstOff, dup.lastOff, true
+			res.LogStartOffset = p.logStart.Load()
+			return res, nil
+		}
+	}
+	if cfg.MessageTimestampType == "LogAppendTime" {
+		now := p.store.now().UnixMilli()
+		record.SetLogAppendTime(batch, now)
+		h.MaxTimestamp = now
+		res.LogAppendTime = now
+	}
+	base, err := p.appendLocked(batch, &h, st, cfg)
+	if err != nil {
+		return res, err
+	}
+	res.BaseOffset = base
+	res.LastOffset = base + int64(h.LastOffsetDelta)
+	res.LogStartOffset = p.logStart.Load()
+	return res, nil
+}
+
+// loadProducers restores idempotence state from the newest snapshot at or
+// below the log end, then scans batch headers from there to the end.
+func (p *Partition) loadProducers() {
+	leo := p.leo.Load()
+	from := p.active().base
+	for _, off := range listSnapshots(p.dir) {
+		path := filepath.Join(p.dir, segmentName(off)+snapshotSuffix)
+		if off > leo {
+			os.Remove(path)
+			continue
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		if m, err := decodeSnapshot(b); err == nil {
+			p.producers.m = m
+			from = off
+		}
+	}
+	for _, s := range p.acquireSegments(from) {
+		limit := s.size.Load()
+		pos, _, found, err := s.findBatch(from, limit)
+		for found && err == nil && pos < limit {
+			h, herr := s.header(pos, limit)
+			if herr != nil {
+				break
+			}
+			if h.ProducerID >= 0 && h.BaseOffset >= from && !h.Control() {
+				p.producers.update(&h)
+			}
+			pos += h.Size()
+		}
+		s.release()
+	}
+}

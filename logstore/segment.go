@@ -1,0 +1,544 @@
+package logstore
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/segfs/segfs/index"
+	"github.com/segfs/segfs/logstore/record"
+)
+
+// File suffixes. .textindex is segfs's own (Kafka ignores it): the sparse
+// map from rendered text positions to batches, saved when a segment closes.
+const (
+	logSuffix       = ".log"
+	indexSuffix     = ".index"
+	timeIndexSuffix = ".timeindex"
+	textIndexSuffix = ".textindex"
+	snapshotSuffix  = ".snapshot"
+	deletedSuffix   = ".deleted"
+	cleanedSuffix   = ".cleaned"
+	swapSuffix      = ".swap"
+)
+
+// segment is one .log file with its indexes. The appender (holding the
+// partition's append lock) is the only writer; readers use pread at
+// positions below size, which is published after the bytes are written.
+type segment struct {
+	dir  string
+	base int64
+	log  *os.File
+	oidx *index.OffsetIndex
+	tidx *index.TimeIndex
+	text textMap
+
+	size         atomic.Int64 // committed bytes of the .log
+	next         atomic.Int64 // offset after the last batch (base when empty)
+	lastBatchPos atomic.Int64 // position of the last batch, -1 when empty
+	maxTs        atomic.Int64 // largest timestamp, -1 when none
+	maxTsOffset  atomic.Int64 // last offset of the batch holding maxTs
+
+	// Appender-only state.
+	bytesSinceIndex int64
+	firstBatchTs    int64 // MaxTimestamp of the first batch, -1 unknown
+	created         time.Time
+	rollJitter      int64
+
+	refs    atomic.Int32 // the partition holds one; readers hold others
+	deleted atomic.Bool  // renamed .deleted: remove the files at the last release
+	closeMu sync.Mutex
+	closed  bool
+}
+
+func (s *segment) path(suffix string) string {
+	return filepath.Join(s.dir, segmentName(s.base)+suffix)
+}
+
+func newSegmentStruct(dir string, base int64) *segment {
+	s := &segment{dir: dir, base: base, firstBatchTs: -1, created: time.Now()}
+	s.next.Store(base)
+	s.lastBatchPos.Store(-1)
+	s.maxTs.Store(-1)
+	s.maxTsOffset.Store(base)
+	s.refs.Store(1)
+	return s
+}
+
+// createSegment makes a new empty active segment at base, replacing stale
+// files of the same name, and fsyncs the directory so the new file survives
+// a power cut.
+func createSegment(dir string, base int64, cfg *Config) (*segment, error) {
+	s := newSegmentStruct(dir, base)
+	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, textIndexSuffix} {
+		os.Remove(s.path(suf))
+	}
+	f, err := os.OpenFile(s.path(logSuffix), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	s.log = f
+	if err := s.openIndexes(true, cfg); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if cfg.SegmentJitterMs > 0 {
+		s.rollJitter = int64(randUint64() % uint64(min(cfg.SegmentJitterMs, cfg.SegmentMs)))
+	}
+	if err := syncDir(dir); err != nil {
+		s.closeFiles()
+		return nil, err
+	}
+	return s, nil
+}
+
+// openIndexes opens (creating if absent) both indexes. Writable indexes are
+// preallocated to segment.index.bytes; read-only ones are mapped as they are.
+func (s *segment) openIndexes(writable bool, cfg *Config) error {
+	max := int(cfg.SegmentIndexBytes)
+	o, err := index.OpenOffsetIndex(s.path(indexSuffix), s.base, max, writable)
+	if err != nil {
+		return err
+	}
+	t, err := index.OpenTimeIndex(s.path(timeIndexSuffix), s.base, max, writable)
+	if err != nil {
+		o.Close()
+		return err
+	}
+	s.oidx, s.tidx = o, t
+	return nil
+}
+
+func (s *segment) closeIndexes() {
+	if s.oidx != nil {
+		s.oidx.Close()
+	}
+	if s.tidx != nil {
+		s.tidx.Close()
+	}
+}
+
+func (s *segment) acquire() { s.refs.Add(1) }
+
+// release drops a reference; the last one closes the files, and removes
+// them if retention or compaction deleted the segment meanwhile.
+func (s *segment) release() {
+	if s.refs.Add(-1) == 0 {
+		s.closeFiles()
+		if s.deleted.Load() {
+			for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, textIndexSuffix} {
+				os.Remove(s.path(suf) + deletedSuffix)
+			}
+		}
+	}
+}
+
+func (s *segment) closeFiles() {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.closed {
+		return
+	}
+	s.closed = true
+	s.closeIndexes()
+	if s.log != nil {
+		s.log.Close()
+	}
+}
+
+// readFull reads len(b) bytes at off or fails.
+func (s *segment) readFull(b []byte, off int64) error {
+	n, err := s.log.ReadAt(b, off)
+	if n == len(b) {
+		return nil
+	}
+	if err == nil || err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// header reads the batch header at pos (which must lie below limit).
+func (s *segment) header(pos, limit int64) (record.Header, error) {
+	var buf [record.HeaderSize]byte
+	if limit-pos < record.HeaderSize {
+		return record.Header{}, &CorruptError{Path: s.path(logSuffix), Pos: pos, Err: record.ErrShort}
+	}
+	if err := s.readFull(buf[:], pos); err != nil {
+		return record.Header{}, err
+	}
+	h, err := record.ParseHeader(buf[:])
+	if err != nil {
+		return h, &CorruptError{Path: s.path(logSuffix), Pos: pos, Err: err}
+	}
+	if pos+h.Size() > limit {
+		return h, &CorruptError{Path: s.path(logSuffix), Pos: pos, Err: record.ErrShort}
+	}
+	return h, nil
+}
+
+// findBatch returns the position and header of the first batch whose last
+// offset is >= offset, scanning headers from the index's floor entry.
+// found is false when no batch below limit qualifies.
+func (s *segment) findBatch(offset, limit int64) (pos int64, h record.Header, found bool, err error) {
+	if s.oidx != nil {
+		pos = int64(s.oidx.Lookup(offset).Position)
+	}
+	if pos > limit {
+		pos = 0 // an index entry past the committed end cannot be trusted
+	}
+	for pos < limit {
+		h, err = s.header(pos, limit)
+		if err != nil {
+			return pos, h, false, err
+		}
+		if h.LastOffset() >= offset {
+			return pos, h, true, nil
+		}
+		pos += h.Size()
+	}
+	return pos, h, false, nil
+}
+
+// batchScanner iterates whole batches of a segment file through a large
+// read buffer, so recovery and text rendering cost one pread per megabyte
+// rather than one per batch.
+type batchScanner struct {
+	f      *os.File
+	path   string
+	pos    int64 // next batch position
+	end    int64
+	buf    []byte
+	bufPos int64
+	bufLen int
+}
+
+const scanBufSize = 1 << 20
+
+func newScanner(f *os.File, path string, pos, end int64, buf []byte) *batchScanner {
+	return &batchScanner{f: f, path: path, pos: pos, end: end, buf: buf[:cap(buf)]}
+}
+
+// ensure makes [pos, pos+n) available in the buffer.
+func (sc *batchScanner) ensure(pos int64, n int) ([]byte, error) {
+	if pos >= sc.bufPos && pos+int64(n) <= sc.bufPos+int64(sc.bufLen) {
+		o := int(pos - sc.bufPos)
+		return sc.buf[o : o+n], nil
+	}
+	want := max(n, scanBufSize)
+	if rem := sc.end - pos; int64(want) > rem {
+		want = int(rem)
+	}
+	if want < n {
+		return nil, io.ErrUnexpectedEOF
+	}
+	if cap(sc.buf) < want {
+		sc.buf = make([]byte, want)
+	}
+	sc.buf = sc.buf[:cap(sc.buf)]
+	m, err := sc.f.ReadAt(sc.buf[:want], pos)
+	if m < n {
+		if err == nil || err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		sc.bufLen = 0
+		return nil, err
+	}
+	sc.bufPos, sc.bufLen = pos, m
+	return sc.buf[:n], nil
+}
+
+// next returns the next whole batch (aliasing the buffer until the next
+// call). io.EOF at the end; a *CorruptError (ErrShort for a torn tail) when
+// the bytes at pos are not a complete batch header and length. It does not
+// check the CRC.
+func (sc *batchScanner) next() (int64, []byte, error) {
+	if sc.pos >= sc.end {
+		return sc.pos, nil, io.EOF
+	}
+	pos := sc.pos
+	if sc.end-pos < 17 {
+		return pos, nil, &CorruptError{Path: sc.path, Pos: pos, Err: fmt.Errorf("%w: %d bytes left", record.ErrShort, sc.end-pos)}
+	}
+	hdr, err := sc.ensure(pos, 17)
+	if err != nil {
+		return pos, nil, err
+	}
+	size, err := record.PeekSize(hdr)
+	if err != nil {
+		return pos, nil, &CorruptError{Path: sc.path, Pos: pos, Err: err}
+	}
+	if size > sc.end-pos {
+		return pos, nil, &CorruptError{Path: sc.path, Pos: pos, Err: fmt.Errorf("%w: batch of %d bytes, %d left", record.ErrShort, size, sc.end-pos)}
+	}
+	b, err := sc.ensure(pos, int(size))
+	if err != nil {
+		return pos, nil, err
+	}
+	sc.pos = pos + size
+	return pos, b, nil
+}
+
+// appendBatch writes one batch at the end of the segment and maintains the
+// indexes and the text map (KAFKA-FORMAT.md §3.3, §4.2). The caller holds
+// the partition's append lock and publishes the new end afterwards.
+func (s *segment) appendBatch(b []byte, h *record.Header, st record.TextStats, cfg *Config) error {
+	pos := s.size.Load()
+	if _, err := s.log.WriteAt(b, pos); err != nil {
+		// Take back whatever part of the batch reached the file, so the
+		// log never holds a torn batch; a failed truncate is the caller's
+		// cue to fence the partition.
+		if terr := s.log.Truncate(pos); terr != nil {
+			return &writeFailure{err: err, fatal: true}
+		}
+		return &writeFailure{err: err}
+	}
+	last := h.LastOffset()
+	ts := h.MaxTimestamp
+	if s.bytesSinceIndex > cfg.IndexIntervalBytes {
+		// Index failures (full) are not data loss: the roll check keeps
+		// them from happening, and recovery rebuilds indexes anyway.
+		if err := s.oidx.Append(last, int32(pos)); err == nil {
+			s.tidx.MaybeAppend(max(s.maxTs.Load(), ts), s.offsetOfMaxAfter(ts, last), false)
+		}
+		s.bytesSinceIndex = 0
+	}
+	s.bytesSinceIndex += int64(len(b))
+	if ts > s.maxTs.Load() {
+		s.maxTs.Store(ts)
+		s.maxTsOffset.Store(last)
+	}
+	if s.firstBatchTs < 0 && pos == 0 {
+		s.firstBatchTs = ts
+	}
+	s.text.add(pos, int64(len(b)), h.BaseOffset, st)
+	s.lastBatchPos.Store(pos)
+	s.next.Store(last + 1)
+	s.size.Store(pos + int64(len(b)))
+	return nil
+}
+
+// offsetOfMaxAfter is the offset to pair with the segment's max timestamp
+// once a batch (ts, last) is included.
+func (s *segment) offsetOfMaxAfter(ts, last int64) int64 {
+	if ts > s.maxTs.Load() {
+		return last
+	}
+	return s.maxTsOffset.Load()
+}
+
+// writeFailure is an append that did not reach the file. fatal means the
+// file could not be restored to its previous size.
+type writeFailure struct {
+	err   error
+	fatal bool
+}
+
+func (w *writeFailure) Error() string { return w.err.Error() }
+func (w *writeFailure) Unwrap() error { return w.err }
+
+// flush makes the segment durable: data, then indexes.
+func (s *segment) flush() error {
+	if err := s.log.Sync(); err != nil {
+		return err
+	}
+	if err := s.oidx.Flush(); err != nil {
+		return err
+	}
+	return s.tidx.Flush()
+}
+
+// seal is Kafka's onBecomeInactiveSegment: the final time-index entry,
+// indexes trimmed to their entries, the text map saved, all fsynced.
+func (s *segment) seal() error {
+	if ts := s.maxTs.Load(); ts >= 0 {
+		s.tidx.MaybeAppend(ts, s.maxTsOffset.Load(), true)
+	}
+	if err := s.oidx.Trim(); err != nil {
+		return err
+	}
+	if err := s.tidx.Trim(); err != nil {
+		return err
+	}
+	if err := s.flush(); err != nil {
+		return err
+	}
+	return s.text.save(s.path(textIndexSuffix), s.size.Load())
+}
+
+// validBatch checks one whole batch as recovery does: CRC and offsets that
+// move forward and fit the segment.
+func (s *segment) validBatch(b []byte, prevNext int64) (record.Header, error) {
+	h, err := record.ParseHeader(b)
+	if err != nil {
+		return h, err
+	}
+	if err := record.Validate(b); err != nil {
+		return h, err
+	}
+	if h.BaseOffset < prevNext || h.LastOffsetDelta < 0 || h.LastOffset()-s.base > math.MaxInt32 {
+		return h, fmt.Errorf("%w: batch offsets %d..%d do not follow %d", record.ErrCorrupt, h.BaseOffset, h.LastOffset(), prevNext)
+	}
+	return h, nil
+}
+
+// recover rebuilds the segment's indexes and text map from its .log,
+// validating every batch, and truncates the file at the first invalid or
+// torn one (KAFKA-FORMAT.md §7.5). It returns the bytes dropped.
+func (s *segment) recover(cfg *Config, writable bool, dec *record.Decoder) (int64, error) {
+	s.closeIndexes()
+	os.Remove(s.path(indexSuffix))
+	os.Remove(s.path(timeIndexSuffix))
+	os.Remove(s.path(textIndexSuffix))
+	if err := s.openIndexes(true, cfg); err != nil {
+		return 0, err
+	}
+	fi, err := s.log.Stat()
+	if err != nil {
+		return 0, err
+	}
+	end := fi.Size()
+	s.text = textMap{}
+	s.maxTs.Store(-1)
+	s.maxTsOffset.Store(s.base)
+	s.lastBatchPos.Store(-1)
+	s.firstBatchTs = -1
+	s.bytesSinceIndex = 0
+	var lastIndexed int64
+	valid := int64(0)
+	prevNext := s.base
+	sc := newScanner(s.log, s.path(logSuffix), 0, end, make([]byte, 0, scanBufSize))
+	for {
+		pos, b, err := sc.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			break // torn or garbage tail: truncate here
+		}
+		h, err := s.validBatch(b, prevNext)
+		if err != nil {
+			break
+		}
+		st, err := dec.Stats(b, 0)
+		if err != nil {
+			break
+		}
+		if pos-lastIndexed > cfg.IndexIntervalBytes && pos > 0 {
+			if s.oidx.Append(h.LastOffset(), int32(pos)) == nil {
+				s.tidx.MaybeAppend(max(s.maxTs.Load(), h.MaxTimestamp), s.offsetOfMaxAfter(h.MaxTimestamp, h.LastOffset()), false)
+			}
+			lastIndexed = pos
+		}
+		if h.MaxTimestamp > s.maxTs.Load() {
+			s.maxTs.Store(h.MaxTimestamp)
+			s.maxTsOffset.Store(h.LastOffset())
+		}
+		if pos == 0 {
+			s.firstBatchTs = h.MaxTimestamp
+		}
+		s.text.add(pos, int64(len(b)), h.BaseOffset, st)
+		s.lastBatchPos.Store(pos)
+		prevNext = h.NextOffset()
+		valid = pos + int64(len(b))
+	}
+	s.bytesSinceIndex = valid - lastIndexed
+	dropped := end - valid
+	if dropped > 0 {
+		if err := s.log.Truncate(valid); err != nil {
+			return 0, err
+		}
+	}
+	s.size.Store(valid)
+	s.next.Store(prevNext)
+	if !writable {
+		if err := s.seal(); err != nil {
+			return dropped, err
+		}
+	} else if err := s.log.Sync(); err != nil {
+		return dropped, err
+	}
+	return dropped, nil
+}
+
+// loadTail restores the appender state of a cleanly closed active segment
+// (or a trusted closed one) by scanning batch headers from the last offset
+// index entry: next offset, last batch, max timestamp.
+func (s *segment) loadTail() error {
+	size := s.size.Load()
+	if s.tidx != nil {
+		if e := s.tidx.Last(); e.Timestamp >= 0 {
+			s.maxTs.Store(e.Timestamp)
+			s.maxTsOffset.Store(e.Offset)
+		}
+	}
+	pos := int64(0)
+	if s.oidx != nil && s.oidx.Entries() > 0 {
+		pos = int64(s.oidx.Entry(s.oidx.Entries() - 1).Position)
+	}
+	if size > 0 {
+		h, err := s.header(0, size)
+		if err != nil {
+			return err
+		}
+		s.firstBatchTs = h.MaxTimestamp
+	}
+	for pos < size {
+		h, err := s.header(pos, size)
+		if err != nil {
+			return err
+		}
+		if h.MaxTimestamp > s.maxTs.Load() {
+			s.maxTs.Store(h.MaxTimestamp)
+			s.maxTsOffset.Store(h.LastOffset())
+		}
+		s.lastBatchPos.Store(pos)
+		s.next.Store(h.NextOffset())
+		pos += h.Size()
+	}
+	return nil
+}
+
+// errNotFound is internal: no batch satisfies a lookup in this segment.
+var errNotFound = errors.New("not found")
+
+// buildText rebuilds the text map by reading every batch. A batch that
+// cannot be decoded stops it and is remembered, so that readers reaching it
+// get an error instead of silently skipping its records.
+func (s *segment) buildText() error {
+	var dec record.Decoder
+	size := s.size.Load()
+	s.text = textMap{}
+	sc := newScanner(s.log, s.path(logSuffix), 0, size, nil)
+	for {
+		pos, b, err := sc.next()
+		if err == io.EOF {
+			return nil
+		}
+		if err == nil {
+			var h record.Header
+			h, err = record.ParseHeader(b)
+			if err == nil {
+				var st record.TextStats
+				if st, err = dec.Stats(b, 0); err == nil {
+					s.text.add(pos, int64(len(b)), h.BaseOffset, st)
+					continue
+				}
+			}
+		}
+		var ce *CorruptError
+		if !errors.As(err, &ce) && !errors.Is(err, record.ErrCorrupt) && !errors.Is(err, record.ErrShort) && !errors.Is(err, record.ErrCodec) {
+			return err
+		}
+		s.text.mu.Lock()
+		s.text.corruptAt = max(pos, 1)
+		s.text.mu.Unlock()
+		return nil
+	}
+}

@@ -1,0 +1,523 @@
+package logstore
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Files of the data directory root. Kafka's own names where Kafka has the
+// concept; segfs- names for what Kafka keeps elsewhere (topic configs live
+// in Kafka's controller, not in the log dir).
+const (
+	recoveryCheckpointFile = "recovery-point-offset-checkpoint"
+	logStartCheckpointFile = "log-start-offset-checkpoint"
+	cleanShutdownFile      = ".kafka_cleanshutdown"
+	topicsFile             = "segfs-topics.json"
+	producerIDFile         = "segfs-producer-id"
+)
+
+// Options configure a Store.
+type Options struct {
+	Logger            *slog.Logger     // nil = slog.Default()
+	DefaultPartitions int              // partitions of a topic created with n <= 0; default 1
+	Now               func() time.Time // clock; nil = time.Now (tests inject)
+}
+
+// Store owns a data directory (exclusively, through a lock file).
+type Store struct {
+	dir  string
+	opts Options
+	log  *slog.Logger
+	lock *dirLock
+
+	topicsMu sync.Mutex // guards topics and the topics file
+	topics   map[string]*Topic
+
+	pidMu   sync.Mutex
+	nextPID int64
+	pidCap  int64
+
+	ckMu   sync.Mutex // serialises checkpoint writes
+	dirty  atomic.Bool
+	closed atomic.Bool
+	stop   chan struct{}
+	wg     sync.WaitGroup
+}
+
+// topicsDoc is the persisted form of topic metadata.
+type topicsDoc struct {
+	Topics map[string]topicDoc `json:"topics"`
+}
+
+type topicDoc struct {
+	ID        string            `json:"id"`
+	Overrides map[string]string `json:"overrides,omitempty"`
+}
+
+func (s *Store) now() time.Time {
+	if s.opts.Now != nil {
+		return s.opts.Now()
+	}
+	return time.Now()
+}
+
+// Open locks dir (creating it if needed), cleans leftover temp files and
+// loads every partition, recovering those that were not shut down cleanly.
+// A second Open of the same dir fails with ErrLocked naming the holder.
+func Open(dir string, opts Options) (*Store, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.DefaultPartitions <= 0 {
+		opts.DefaultPartitions = 1
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return nil, err
+	}
+	lock, err := lockDir(abs)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{dir: abs, opts: opts, log: opts.Logger, lock: lock, topics: map[string]*Topic{}, stop: make(chan struct{})}
+	if err := s.load(); err != nil {
+		s.closeTopics(false)
+		lock.release()
+		return nil, err
+	}
+	s.wg.Add(1)
+	go s.background()
+	return s, nil
+}
+
+// Dir is the data directory.
+func (s *Store) Dir() string { return s.dir }
+
+func (s *Store) load() error {
+	marker := filepath.Join(s.dir, cleanShutdownFile)
+	_, err := os.Stat(marker)
+	clean := err == nil
+	if clean {
+		// Deleted at once: a crash while loading must force recovery.
+		if err := os.Remove(marker); err != nil {
+			return err
+		}
+		if err := syncDir(s.dir); err != nil {
+			return err
+		}
+	}
+	os.Remove(filepath.Join(s.dir, topicsFile+".tmp"))
+	for _, f := range []string{recoveryCheckpointFile, logStartCheckpointFile} {
+		os.Remove(filepath.Join(s.dir, f+".tmp"))
+	}
+	recovery, err := readOffsetCheckpoint(filepath.Join(s.dir, recoveryCheckpointFile))
+	if err != nil {
+		s.log.Warn("unreadable checkpoint; recovering every segment", "err", err)
+		recovery, clean = map[tp]int64{}, false
+	}
+	logStart, err := readOffsetCheckpoint(filepath.Join(s.dir, logStartCheckpointFile))
+	if err != nil {
+		s.log.Warn("unreadable checkpoint; log start from first segments", "err", err)
+		logStart = map[tp]int64{}
+	}
+	var doc topicsDoc
+	if b, err := os.ReadFile(filepath.Join(s.dir, topicsFile)); err == nil {
+		if err := json.Unmarshal(b, &doc); err != nil {
+			return fmt.Errorf("%s: %w", filepath.Join(s.dir, topicsFile), err)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if b, err := os.ReadFile(filepath.Join(s.dir, producerIDFile)); err == nil {
+		if n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil {
+			// Ids below the saved cap may have been handed out.
+			s.nextPID, s.pidCap = n, n
+		}
+	}
+
+	ents, err := os.ReadDir(s.dir)
+	if err != nil {
+		return err
+	}
+	parts := map[string][]int32{}
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		topic, n, ok := parsePartitionDir(e.Name())
+		if !ok {
+			continue
+		}
+		parts[topic] = append(parts[topic], n)
+	}
+	names := make([]string, 0, len(parts))
+	for name := range parts {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		nums := parts[name]
+		sort.Slice(nums, func(i, j int) bool { return nums[i] < nums[j] })
+		td := doc.Topics[name]
+		t := &Topic{store: s, name: name, overrides: td.Overrides}
+		if t.overrides == nil {
+			t.overrides = map[string]string{}
+		}
+		cfg, err := withOverrides(t.overrides)
+		if err != nil {
+			s.log.Warn("ignoring invalid topic config", "topic", name, "err", err)
+			t.overrides = map[string]string{}
+			cfg = DefaultConfig()
+		}
+		t.cfg.Store(&cfg)
+		if raw, err := base64.RawURLEncoding.DecodeString(td.ID); err == nil && len(raw) == 16 {
+			copy(t.id[:], raw)
+		} else if id, ok := readPartitionTopicID(filepath.Join(s.dir, fmt.Sprintf("%s-%d", name, nums[0]))); ok {
+			t.id = id
+		} else {
+			t.id = newTopicID()
+		}
+		for i, n := range nums {
+			if int32(i) != n {
+				return fmt.Errorf("topic %s: partition directories are not numbered 0..%d (missing %d)", name, len(nums)-1, i)
+			}
+			key := tp{name, n}
+			rp, ok := recovery[key]
+			if !ok {
+				rp = 0
+			}
+			p, err := s.loadPartition(t, n, clean && ok, rp, logStart[key])
+			if err != nil {
+				return err
+			}
+			t.parts = append(t.parts, p)
+		}
+		s.topics[name] = t
+	}
+	s.topicsMu.Lock()
+	err = s.saveTopicsLocked()
+	s.topicsMu.Unlock()
+	if err != nil {
+		return err
+	}
+	return s.writeCheckpoints()
+}
+
+// saveTopicsLocked persists topic ids and overrides (topicsMu held).
+func (s *Store) saveTopicsLocked() error {
+	doc := topicsDoc{Topics: map[string]topicDoc{}}
+	for name, t := range s.topics {
+		doc.Topics[name] = topicDoc{ID: topicIDString(t.id), Overrides: t.Overrides()}
+	}
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(filepath.Join(s.dir, topicsFile), append(b, '\n'))
+}
+
+// Topics returns the topics sorted by name.
+func (s *Store) Topics() []*Topic {
+	s.topicsMu.Lock()
+	defer s.topicsMu.Unlock()
+	out := make([]*Topic, 0, len(s.topics))
+	for _, t := range s.topics {
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
+// Topic returns the named topic or ErrUnknownTopic.
+func (s *Store) Topic(name string) (*Topic, error) {
+	s.topicsMu.Lock()
+	defer s.topicsMu.Unlock()
+	t, ok := s.topics[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownTopic, name)
+	}
+	return t, nil
+}
+
+// Partition is a shortcut for Topic(name).Partition(n).
+func (s *Store) Partition(topic string, n int32) (*Partition, error) {
+	t, err := s.Topic(topic)
+	if err != nil {
+		return nil, err
+	}
+	return t.Partition(n)
+}
+
+// CreateTopic creates a topic with n partitions (n <= 0: the default) and
+// config overrides (validated first; nothing is created on error).
+func (s *Store) CreateTopic(name string, n int, overrides map[string]string) (*Topic, error) {
+	if err := ValidateTopicName(name); err != nil {
+		return nil, err
+	}
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	if n <= 0 {
+		n = s.opts.DefaultPartitions
+	}
+	ov := map[string]string{}
+	for k, v := range overrides {
+		if v != "" {
+			ov[k] = v
+		}
+	}
+	cfg, err := withOverrides(ov)
+	if err != nil {
+		return nil, err
+	}
+	s.topicsMu.Lock()
+	defer s.topicsMu.Unlock()
+	if _, ok := s.topics[name]; ok {
+		return nil, fmt.Errorf("%w: %q", ErrTopicExists, name)
+	}
+	t := &Topic{store: s, name: name, id: newTopicID(), overrides: ov}
+	t.cfg.Store(&cfg)
+	for i := 0; i < n; i++ {
+		p, err := s.createPartition(t, int32(i))
+		if err != nil {
+			for _, p := range t.parts {
+				p.close()
+				os.RemoveAll(p.dir)
+			}
+			return nil, err
+		}
+		t.parts = append(t.parts, p)
+	}
+	s.topics[name] = t
+	if err := s.saveTopicsLocked(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// createPartition makes the directory, metadata files and first segment.
+func (s *Store) createPartition(t *Topic, n int32) (*Partition, error) {
+	dir := filepath.Join(s.dir, fmt.Sprintf("%s-%d", t.name, n))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		if !errors.Is(err, os.ErrExist) {
+			return nil, err
+		}
+		// A leftover empty directory from an interrupted create is reused.
+	}
+	if err := writePartitionMeta(dir, t.id); err != nil {
+		return nil, err
+	}
+	cfg := t.cfg.Load()
+	seg, err := createSegment(dir, 0, cfg)
+	if err != nil {
+		return nil, err
+	}
+	p := newPartition(s, t, n, dir)
+	p.segs = []*segment{seg}
+	if err := syncDir(s.dir); err != nil {
+		p.close()
+		return nil, err
+	}
+	s.markDirty()
+	return p, nil
+}
+
+func newPartition(s *Store, t *Topic, n int32, dir string) *Partition {
+	p := &Partition{store: s, topic: t, num: n, dir: dir, ch: make(chan struct{})}
+	p.lastFlush = s.now()
+	return p
+}
+
+// Flush makes everything appended so far durable in every partition.
+func (s *Store) Flush() error {
+	var first error
+	for _, t := range s.Topics() {
+		for _, p := range t.Partitions() {
+			if err := p.Flush(); err != nil && first == nil {
+				first = err
+			}
+		}
+	}
+	if err := s.writeCheckpoints(); err != nil && first == nil {
+		first = err
+	}
+	return first
+}
+
+// AllocateProducerID returns a producer id never handed out before in this
+// data directory. Ids are reserved in blocks of 1000 so that the file is
+// rewritten once per block, not once per producer.
+func (s *Store) AllocateProducerID() (int64, error) {
+	s.pidMu.Lock()
+	defer s.pidMu.Unlock()
+	if s.nextPID >= s.pidCap {
+		newCap := s.nextPID + 1000
+		if err := WriteFileAtomic(filepath.Join(s.dir, producerIDFile), []byte(strconv.FormatInt(newCap, 10)+"\n")); err != nil {
+			return -1, err
+		}
+		s.pidCap = newCap
+	}
+	id := s.nextPID
+	s.nextPID++
+	return id, nil
+}
+
+func (s *Store) markDirty() { s.dirty.Store(true) }
+
+// writeCheckpoints writes the recovery-point and log-start checkpoints of
+// every partition.
+func (s *Store) writeCheckpoints() error {
+	s.ckMu.Lock()
+	defer s.ckMu.Unlock()
+	s.dirty.Store(false)
+	rp := map[tp]int64{}
+	ls := map[tp]int64{}
+	for _, t := range s.topicsSnapshot() {
+		for _, p := range t.Partitions() {
+			rp[tp{t.name, p.num}] = p.recoveryPoint.Load()
+			p.mu.RLock()
+			first := p.segs[0].base
+			p.mu.RUnlock()
+			if st := p.logStart.Load(); st > first {
+				ls[tp{t.name, p.num}] = st
+			}
+		}
+	}
+	if err := writeOffsetCheckpoint(filepath.Join(s.dir, recoveryCheckpointFile), rp); err != nil {
+		return err
+	}
+	return writeOffsetCheckpoint(filepath.Join(s.dir, logStartCheckpointFile), ls)
+}
+
+// topicsSnapshot lists topics without sorting (for internal loops).
+func (s *Store) topicsSnapshot() []*Topic {
+	s.topicsMu.Lock()
+	defer s.topicsMu.Unlock()
+	out := make([]*Topic, 0, len(s.topics))
+	for _, t := range s.topics {
+		out = append(out, t)
+	}
+	return out
+}
+
+// background runs the flush.ms policy and writes dirty checkpoints, the
+// way Kafka's scheduler runs log-flusher and checkpoint tasks.
+func (s *Store) background() {
+	defer s.wg.Done()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	lastCk := time.Now()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-tick.C:
+		}
+		now := s.now()
+		for _, t := range s.topicsSnapshot() {
+			cfg := t.cfg.Load()
+			if cfg.FlushMs == math.MaxInt64 {
+				continue
+			}
+			for _, p := range t.Partitions() {
+				p.amu.Lock()
+				if p.leo.Load() != p.recoveryPoint.Load() && now.Sub(p.lastFlush).Milliseconds() >= cfg.FlushMs {
+					if err := p.flushLocked(); err != nil {
+						s.log.Error("scheduled flush failed", "partition", p.name(), "err", err)
+					}
+				}
+				p.amu.Unlock()
+			}
+		}
+		if s.dirty.Load() && time.Since(lastCk) >= time.Second {
+			if err := s.writeCheckpoints(); err != nil {
+				s.log.Error("writing checkpoints", "err", err)
+			}
+			lastCk = time.Now()
+		}
+	}
+}
+
+// Close flushes every partition, trims indexes, writes checkpoints and the
+// clean-shutdown marker, and releases the lock.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	close(s.stop)
+	s.wg.Wait()
+	err := s.closeTopics(true)
+	if cerr := s.writeCheckpoints(); cerr != nil && err == nil {
+		err = cerr
+	}
+	if err == nil {
+		// Only a fully flushed store earns the marker; without it the next
+		// open validates everything past the recovery points.
+		if werr := WriteFileAtomic(filepath.Join(s.dir, cleanShutdownFile), []byte(`{"version":0,"brokerEpoch":0}`)); werr != nil {
+			err = werr
+		}
+	}
+	s.lock.release()
+	return err
+}
+
+// closeTopics closes every partition; with seal it first makes each one
+// durable and saves its indexes as Kafka does at shutdown.
+func (s *Store) closeTopics(seal bool) error {
+	var first error
+	for _, t := range s.topicsSnapshot() {
+		for _, p := range t.Partitions() {
+			if seal {
+				if err := p.shutdown(); err != nil && first == nil {
+					first = err
+				}
+			}
+			p.close()
+		}
+	}
+	return first
+}
+
+// shutdown seals the active segment (final time-index entry, trimmed
+// indexes, text map, fsync) and writes a producer snapshot at the log end.
+func (p *Partition) shutdown() error {
+	p.amu.Lock()
+	defer p.amu.Unlock()
+	if p.fenceErr != nil {
+		return &fencedError{cause: p.fenceErr}
+	}
+	a := p.active()
+	if err := a.seal(); err != nil {
+		return p.failLocked(err)
+	}
+	p.recoveryPoint.Store(p.leo.Load())
+	p.producers.snapshotIfDirty(p.dir, p.leo.Load())
+	return nil
+}
+
+// close releases the partition's references to its segments; readers that
+// still hold some keep them open until they finish.
+func (p *Partition) close() {
+	p.mu.Lock()
+	segs := p.segs
+	p.mu.Unlock()
+	for _, s := range segs {
+		s.release()
+	}
+	p.notify()
+}

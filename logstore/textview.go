@@ -1,0 +1,244 @@
+package logstore
+
+import (
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/segfs/segfs/logstore/record"
+)
+
+// TextView reads the partition as text (record.Decoder.AppendText rendering)
+// from the first retained record with offset >= From(), with positions that
+// never change for the life of the view: appends only extend it, and
+// segments it has open stay readable after retention or compaction removes
+// them. Safe for concurrent use.
+type TextView struct {
+	p    *Partition
+	from int64
+	gen  uint64
+	sep  []byte
+
+	mu     sync.Mutex
+	segs   []*segment
+	skip   int64 // text bytes of segs[0] before the first record >= from
+	closed bool
+	dec    record.Decoder
+	buf    []byte // scan buffer
+	// The last rendered batch, so that sequential reads of a large batch in
+	// 128 KiB pieces render it once.
+	cacheSeg   *segment
+	cacheStart int64 // text position of cache[0] within cacheSeg
+	cache      []byte
+}
+
+// Text opens a view from offset from; ErrOffsetOutOfRange when from is
+// below LogStartOffset or above LogEndOffset (== LogEndOffset: empty, grows).
+func (p *Partition) Text(from int64) (*TextView, error) {
+	gen := p.gen.Load()
+	sep := []byte(p.config().KeySeparator)
+	if err := p.checkRange(from); err != nil {
+		return nil, err
+	}
+	v := &TextView{p: p, from: from, gen: gen, sep: sep}
+	v.segs = p.acquireSegments(from)
+	skip, err := v.textBefore(v.segs[0], from)
+	if err != nil {
+		releaseAll(v.segs)
+		return nil, err
+	}
+	v.skip = skip
+	return v, nil
+}
+
+// textBefore is the rendered size of the records of s below offset.
+func (v *TextView) textBefore(s *segment, offset int64) (int64, error) {
+	total, end, _ := s.text.snapshot()
+	if offset <= s.base {
+		return 0, nil
+	}
+	sepLen := len(v.sep)
+	e := s.text.floorOffset(offset)
+	t := e.before.Size(sepLen)
+	sc := newScanner(s.log, s.path(logSuffix), e.pos, end, v.buf)
+	for {
+		pos, b, err := sc.next()
+		if err == io.EOF {
+			return total.Size(sepLen), nil // every record of s is below offset
+		}
+		if err != nil {
+			return 0, err
+		}
+		h, err := record.ParseHeader(b)
+		if err != nil {
+			return 0, &CorruptError{Path: s.path(logSuffix), Pos: pos, Err: err}
+		}
+		if h.LastOffset() < offset {
+			st, err := v.dec.Stats(b, 0)
+			if err != nil {
+				return 0, &CorruptError{Path: s.path(logSuffix), Pos: pos, Err: err}
+			}
+			t += st.Size(sepLen)
+			continue
+		}
+		if err := record.Validate(b); err != nil {
+			return 0, &CorruptError{Path: s.path(logSuffix), Pos: pos, Err: err}
+		}
+		all, err := v.dec.Stats(b, 0)
+		if err != nil {
+			return 0, &CorruptError{Path: s.path(logSuffix), Pos: pos, Err: err}
+		}
+		tail, err := v.dec.Stats(b, offset)
+		if err != nil {
+			return 0, &CorruptError{Path: s.path(logSuffix), Pos: pos, Err: err}
+		}
+		return t + all.Size(sepLen) - tail.Size(sepLen), nil
+	}
+}
+
+// From is the view's first offset.
+func (v *TextView) From() int64 { return v.from }
+
+// Generation is the partition generation the view was opened in.
+func (v *TextView) Generation() uint64 { return v.gen }
+
+// refreshLocked adds segments rolled since the view last looked.
+func (v *TextView) refreshLocked() {
+	last := v.segs[len(v.segs)-1]
+	v.p.mu.RLock()
+	defer v.p.mu.RUnlock()
+	if v.p.segs[len(v.p.segs)-1] == last {
+		return
+	}
+	for _, s := range v.p.segs {
+		if s.base > last.base {
+			s.acquire()
+			v.segs = append(v.segs, s)
+		}
+	}
+}
+
+// Size is the number of text bytes the view holds now (grows with appends).
+func (v *TextView) Size() int64 {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.closed {
+		return 0
+	}
+	v.refreshLocked()
+	var n int64
+	for _, s := range v.segs {
+		total, _, _ := s.text.snapshot()
+		n += total.Size(len(v.sep))
+	}
+	return n - v.skip
+}
+
+// ReadAt fills b from text position off. It returns io.EOF at or past
+// Size(). A batch that fails its CRC gives an error wrapping ErrCorrupt
+// (never garbage text).
+func (v *TextView) ReadAt(b []byte, off int64) (int, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.closed {
+		return 0, ErrClosed
+	}
+	if off < 0 {
+		return 0, fmt.Errorf("negative offset %d", off)
+	}
+	v.refreshLocked()
+	sepLen := len(v.sep)
+	n := 0
+	t := off + v.skip // position in the concatenated text of v.segs
+	for i, s := range v.segs {
+		total, end, corruptAt := s.text.snapshot()
+		size := total.Size(sepLen)
+		if t >= size {
+			if corruptAt > 0 {
+				return n, &CorruptError{Path: s.path(logSuffix), Pos: corruptAt, Err: record.ErrCorrupt}
+			}
+			t -= size
+			continue
+		}
+		m, err := v.readSegment(s, b[n:], t, end)
+		n += m
+		if err != nil {
+			return n, err
+		}
+		if n == len(b) {
+			return n, nil
+		}
+		t = 0
+		_ = i
+	}
+	if n == 0 {
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+// readSegment copies text of s from text position t into b, reading batches
+// below end.
+func (v *TextView) readSegment(s *segment, b []byte, t, end int64) (int, error) {
+	sepLen := len(v.sep)
+	n := 0
+	// Serve from the cached batch when it covers t.
+	if v.cacheSeg == s && t >= v.cacheStart && t < v.cacheStart+int64(len(v.cache)) {
+		n = copy(b, v.cache[t-v.cacheStart:])
+		t += int64(n)
+		if n == len(b) {
+			return n, nil
+		}
+	}
+	e := s.text.floorText(t, sepLen)
+	bt := e.before.Size(sepLen)
+	sc := newScanner(s.log, s.path(logSuffix), e.pos, end, v.buf)
+	defer func() { v.buf = sc.buf[:0] }()
+	for n < len(b) {
+		pos, batch, err := sc.next()
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+		st, err := v.dec.Stats(batch, 0)
+		if err != nil {
+			return n, &CorruptError{Path: s.path(logSuffix), Pos: pos, Err: err}
+		}
+		sz := st.Size(sepLen)
+		if bt+sz <= t {
+			bt += sz
+			continue
+		}
+		// The batch holds wanted text: check it before a byte of it is shown.
+		if err := record.Validate(batch); err != nil {
+			return n, &CorruptError{Path: s.path(logSuffix), Pos: pos, Err: err}
+		}
+		v.cache, err = v.dec.AppendText(v.cache[:0], batch, 0, v.sep)
+		if err != nil {
+			v.cacheSeg = nil
+			return n, &CorruptError{Path: s.path(logSuffix), Pos: pos, Err: err}
+		}
+		v.cacheSeg, v.cacheStart = s, bt
+		c := copy(b[n:], v.cache[t-bt:])
+		n += c
+		t += int64(c)
+		bt += sz
+	}
+	return n, nil
+}
+
+// Close releases the segments the view holds.
+func (v *TextView) Close() error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.closed {
+		return nil
+	}
+	v.closed = true
+	releaseAll(v.segs)
+	v.segs = nil
+	v.cache = nil
+	return nil
+}

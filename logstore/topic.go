@@ -1,0 +1,183 @@
+package logstore
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+)
+
+// Topic is a named set of partitions sharing one config.
+type Topic struct {
+	store *Store
+	name  string
+	id    [16]byte
+	cfg   atomic.Pointer[Config]
+
+	mu        sync.Mutex // guards overrides and parts
+	overrides map[string]string
+	parts     []*Partition
+}
+
+func (t *Topic) Name() string { return t.name }
+
+// ID is the topic's UUID (as in partition.metadata).
+func (t *Topic) ID() [16]byte { return t.id }
+
+// Config returns the effective config (defaults + overrides).
+func (t *Topic) Config() Config { return *t.cfg.Load() }
+
+// Overrides returns the explicitly set keys.
+func (t *Topic) Overrides() map[string]string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[string]string, len(t.overrides))
+	for k, v := range t.overrides {
+		out[k] = v
+	}
+	return out
+}
+
+// SetConfig applies changes atomically: key=value sets an override, an
+// empty value resets the key to its default. Unknown keys or invalid values
+// fail with ErrInvalidConfig and change nothing. Persisted before it returns.
+func (t *Topic) SetConfig(changes map[string]string) error {
+	t.store.topicsMu.Lock()
+	defer t.store.topicsMu.Unlock()
+	t.mu.Lock()
+	next := make(map[string]string, len(t.overrides)+len(changes))
+	for k, v := range t.overrides {
+		next[k] = v
+	}
+	for k, v := range changes {
+		if _, ok := configKeys[k]; !ok {
+			t.mu.Unlock()
+			return fmt.Errorf("%w: unknown key %q", ErrInvalidConfig, k)
+		}
+		// key.separator may legitimately be set to any non-empty string;
+		// an empty value means "back to the default" for every key.
+		if v == "" {
+			delete(next, k)
+		} else {
+			next[k] = v
+		}
+	}
+	cfg, err := withOverrides(next)
+	if err != nil {
+		t.mu.Unlock()
+		return err
+	}
+	old := t.overrides
+	t.overrides = next
+	t.mu.Unlock()
+	if err := t.store.saveTopicsLocked(); err != nil {
+		t.mu.Lock()
+		t.overrides = old
+		t.mu.Unlock()
+		return err
+	}
+	prev := t.cfg.Swap(&cfg)
+	if prev.KeySeparator != cfg.KeySeparator {
+		// Rendered text changes shape: open files keep their generation.
+		for _, p := range t.Partitions() {
+			p.bumpGeneration()
+		}
+	}
+	return nil
+}
+
+// Partitions returns the partitions in order 0..n-1.
+func (t *Topic) Partitions() []*Partition {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]*Partition(nil), t.parts...)
+}
+
+// Partition returns partition n or ErrUnknownPartition.
+func (t *Topic) Partition(n int32) (*Partition, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if n < 0 || int(n) >= len(t.parts) {
+		return nil, fmt.Errorf("%w: %s-%d", ErrUnknownPartition, t.name, n)
+	}
+	return t.parts[n], nil
+}
+
+// AddPartition adds partition n, which must be the next number
+// (ErrInvalidPartition otherwise, ErrPartitionExists if present).
+func (t *Topic) AddPartition(n int32) (*Partition, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if n >= 0 && int(n) < len(t.parts) {
+		return nil, fmt.Errorf("%w: %s-%d", ErrPartitionExists, t.name, n)
+	}
+	if int(n) != len(t.parts) {
+		return nil, fmt.Errorf("%w: %s has %d partitions, the next is %d, not %d", ErrInvalidPartition, t.name, len(t.parts), len(t.parts), n)
+	}
+	p, err := t.store.createPartition(t, n)
+	if err != nil {
+		return nil, err
+	}
+	t.parts = append(t.parts, p)
+	return p, nil
+}
+
+func newTopicID() [16]byte {
+	var id [16]byte
+	rand.Read(id[:])
+	id[6] = id[6]&0x0f | 0x40 // version 4
+	id[8] = id[8]&0x3f | 0x80
+	return id
+}
+
+func topicIDString(id [16]byte) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
+
+// writePartitionMeta writes partition.metadata and leader-epoch-checkpoint
+// in Kafka's text formats (KAFKA-FORMAT.md §10.2, §10.3). segfs is always
+// leader epoch 0 from offset 0.
+func writePartitionMeta(dir string, id [16]byte) error {
+	if err := WriteFileAtomic(filepath.Join(dir, "partition.metadata"),
+		[]byte("version: 0\ntopic_id: "+topicIDString(id))); err != nil {
+		return err
+	}
+	return WriteFileAtomic(filepath.Join(dir, "leader-epoch-checkpoint"), []byte("0\n1\n0 0\n"))
+}
+
+// readPartitionTopicID reads partition.metadata's topic id, if any.
+func readPartitionTopicID(dir string) ([16]byte, bool) {
+	var id [16]byte
+	b, err := os.ReadFile(filepath.Join(dir, "partition.metadata"))
+	if err != nil {
+		return id, false
+	}
+	for _, line := range splitLines(string(b)) {
+		const pfx = "topic_id: "
+		if len(line) > len(pfx) && line[:len(pfx)] == pfx {
+			raw, err := base64.RawURLEncoding.DecodeString(line[len(pfx):])
+			if err == nil && len(raw) == 16 {
+				copy(id[:], raw)
+				return id, id != [16]byte{}
+			}
+		}
+	}
+	return id, false
+}
+
+func splitLines(s string) []string {
+	var out []string
+	for len(s) > 0 {
+		i := 0
+		for i < len(s) && s[i] != '\n' {
+			i++
+		}
+		out = append(out, s[:i])
+		if i == len(s) {
+			break
+		}
+		s = s[i+1:]
+	}
+	return out
+}
