@@ -333,6 +333,10 @@ func (s *segment) offsetOfMaxAfter(ts, last int64) int64 {
 	return s.maxTsOffset.Load()
 }
 
+// syncFile is the fsync of segment data, a variable so that tests can
+// inject the failure of a real disk (FUSE-NOTES.md F10).
+var syncFile = func(f *os.File) error { return f.Sync() }
+
 // writeFailure is an append that did not reach the file. fatal means the
 // file could not be restored to its previous size.
 type writeFailure struct {
@@ -345,7 +349,7 @@ func (w *writeFailure) Unwrap() error { return w.err }
 
 // flush makes the segment durable: data, then indexes.
 func (s *segment) flush() error {
-	if err := s.log.Sync(); err != nil {
+	if err := syncFile(s.log); err != nil {
 		return err
 	}
 	if err := s.oidx.Flush(); err != nil {

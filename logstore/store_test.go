@@ -435,11 +435,20 @@ func TestRecoveryIndexes(t *testing.T) {
 	recs := linearRecords(t, p)
 	s.Close()
 	damages := map[string]func(path string){
-		"deleted":         func(path string) { os.Remove(path) },
-		"zero length":     func(path string) { os.Truncate(path, 0) },
-		"zeroed":          func(path string) { fi, _ := os.Stat(path); os.WriteFile(path, make([]byte, fi.Size()), 0o644) },
-		"odd length":      func(path string) { f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0); f.Write([]byte{1, 2, 3}); f.Close() },
-		"garbage":         func(path string) { b := make([]byte, 96); rand.N(1); copy(b, "garbage garbage garbage"); os.WriteFile(path, b, 0o644) },
+		"deleted":     func(path string) { os.Remove(path) },
+		"zero length": func(path string) { os.Truncate(path, 0) },
+		"zeroed":      func(path string) { fi, _ := os.Stat(path); os.WriteFile(path, make([]byte, fi.Size()), 0o644) },
+		"odd length": func(path string) {
+			f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+			f.Write([]byte{1, 2, 3})
+			f.Close()
+		},
+		"garbage": func(path string) {
+			b := make([]byte, 96)
+			rand.N(1)
+			copy(b, "garbage garbage garbage")
+			os.WriteFile(path, b, 0o644)
+		},
 		"past end of log": func(path string) { os.WriteFile(path, []byte{0, 0, 0, 5, 0x7f, 0, 0, 0}, 0o644) },
 	}
 	for name, damage := range damages {

@@ -1,0 +1,157 @@
+package logstore
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Benchmarks for the hot paths of the log store. Figures go in the closing
+// notes and docs; nothing here asserts a timing.
+
+func benchStore(b *testing.B, dir string) *Store {
+	s, err := Open(dir, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// BenchmarkAppendLines appends 100-byte records in batches of 1, 100 and
+// 1000 lines; records/s and MB/s of record values.
+func BenchmarkAppendLines(b *testing.B) {
+	for _, per := range []int{1, 100, 1000} {
+		b.Run(fmt.Sprintf("batch=%d", per), func(b *testing.B) {
+			s := benchStore(b, b.TempDir())
+			defer s.Close()
+			tp, _ := s.CreateTopic("bench", 1, nil)
+			p, _ := tp.Partition(0)
+			text := []byte(strings.Repeat(strings.Repeat("v", 99)+"\n", per))
+			b.SetBytes(int64(len(text)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, _, err := p.AppendLines(text); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N*per)/b.Elapsed().Seconds(), "records/s")
+		})
+	}
+}
+
+var (
+	bigOnce sync.Once
+	bigDir  string
+	bigRecs int64
+)
+
+// bigPartition builds (once per process) a 10-million-record partition of
+// 100-byte records with one-millisecond-apart batches of 100 records, in
+// one segment of about 1 GiB, and closes it cleanly.
+func bigPartition(b *testing.B) string {
+	bigOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "segfs-bench-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		bigDir = dir
+		clock := newClock()
+		s, err := Open(dir, Options{Now: clock.now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			b.Fatal(err)
+		}
+		tp, _ := s.CreateTopic("big", 1, map[string]string{"segment.bytes": "2147483647"})
+		p, _ := tp.Partition(0)
+		text := []byte(strings.Repeat(strings.Repeat("v", 99)+"\n", 1000))
+		for i := 0; i < 10_000; i++ {
+			if _, _, err := p.AppendLines(text); err != nil {
+				b.Fatal(err)
+			}
+		}
+		bigRecs = p.LogEndOffset()
+		s.Close()
+	})
+	return bigDir
+}
+
+// BenchmarkLookupOffset is the latency of finding the batch that holds a
+// random offset in a 10M-record partition (index floor + header scan).
+func BenchmarkLookupOffset(b *testing.B) {
+	s := benchStore(b, bigPartition(b))
+	defer s.Close()
+	p := mustPartition(b, s, "big")
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		r, err := p.Read(rand.Int64N(bigRecs), 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r.Release()
+	}
+}
+
+// BenchmarkLookupTime is the latency of OffsetForTime for a random time.
+func BenchmarkLookupTime(b *testing.B) {
+	s := benchStore(b, bigPartition(b))
+	defer s.Close()
+	p := mustPartition(b, s, "big")
+	first := int64(1_700_000_000_001)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, ok, err := p.OffsetForTime(first + rand.Int64N(10_000)); err != nil || !ok {
+			b.Fatal(err, ok)
+		}
+	}
+}
+
+// BenchmarkTextViewOpen is the latency of opening offset/N as text and
+// reading its first line, the work behind `head -n1 offset/N`.
+func BenchmarkTextViewOpen(b *testing.B) {
+	s := benchStore(b, bigPartition(b))
+	defer s.Close()
+	p := mustPartition(b, s, "big")
+	buf := make([]byte, 4096)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		v, err := p.Text(rand.Int64N(bigRecs))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := v.ReadAt(buf, 0); err != nil {
+			b.Fatal(err)
+		}
+		v.Close()
+	}
+}
+
+// BenchmarkRecovery1GiB times the open of a data dir whose 1 GiB active
+// segment must be validated batch by batch (no clean-shutdown marker).
+func BenchmarkRecovery1GiB(b *testing.B) {
+	src := bigPartition(b)
+	marker := filepath.Join(src, cleanShutdownFile)
+	b.SetBytes(1 << 30)
+	for i := 0; i < b.N; i++ {
+		os.Remove(marker)
+		start := time.Now()
+		s := benchStore(b, src)
+		b.ReportMetric(float64(time.Since(start).Milliseconds()), "ms/open")
+		s.Close()
+	}
+}
+
+// BenchmarkCleanOpen times the open of the same dir after a clean close.
+func BenchmarkCleanOpen(b *testing.B) {
+	src := bigPartition(b)
+	for i := 0; i < b.N; i++ {
+		s := benchStore(b, src)
+		s.Close()
+	}
+}
