@@ -1,8 +1,171 @@
 package cli
 
-import ucli "github.com/urfave/cli/v2"
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
 
-// STUB owned by the fetch engineer.
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/segfs/segfs/fetch"
+	"github.com/segfs/segfs/logstore"
+)
+
+// serveShutdownTimeout bounds how long a signalled server waits for
+// in-flight requests (a long-poll Fetch answers at once on shutdown; only a
+// client that stopped reading can hold it up).
+const serveShutdownTimeout = 10 * time.Second
+
 func serveCommand() *ucli.Command {
-	return &ucli.Command{Name: "serve", Usage: "serve a data directory over the Kafka protocol"}
+	return &ucli.Command{
+		Name:      "serve",
+		Usage:     "serve a data directory over the Kafka protocol",
+		ArgsUsage: "DATA_DIR",
+		Description: `Runs a single-node Kafka broker over DATA_DIR: Kafka clients (kcat,
+franz-go, librdkafka, sarama, kafka-go, ...) list topics, produce, consume
+with explicit partition assignment, query offsets by time and commit
+offsets. Record bytes go from the segment files to the socket with
+sendfile(2). The data directory is locked: stop a mount of it first, or use
+"segfs mount --kafka-listen" to serve a mounted directory.
+
+Prints "listening on HOST:PORT" once it accepts connections (useful with
+port 0). SIGINT or SIGTERM stop it gracefully.
+
+Example:
+
+   segfs serve --listen 127.0.0.1:9092 ~/.segfs/data
+   kcat -b 127.0.0.1:9092 -L`,
+		Flags: []ucli.Flag{
+			&ucli.StringFlag{Name: "listen", Value: "127.0.0.1:9092", Usage: "`ADDR` to accept Kafka clients on (host:port; port 0 picks one)"},
+			&ucli.StringFlag{Name: "advertise", Usage: "`ADDR` clients are told to connect to (default: the address they reached)"},
+			&ucli.BoolFlag{Name: "auto-create-topics", Value: true, Usage: "create unknown topics on produce and metadata requests, as Kafka's auto.create.topics.enable"},
+			&ucli.IntFlag{Name: "partitions", Value: 1, Usage: "`N` partitions for auto-created topics"},
+			&ucli.IntFlag{Name: "max-request-bytes", Value: fetch.DefaultMaxRequestBytes, Usage: "largest request accepted, in `BYTES` (Kafka's socket.request.max.bytes)"},
+			&ucli.BoolFlag{Name: "debug", Usage: "log every request"},
+		},
+		Action: runServe,
+	}
+}
+
+func runServe(c *ucli.Context) error {
+	args, err := applyLateFlags(c)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	if len(args) != 1 {
+		return errors.New("serve: usage: segfs serve DATA_DIR [--listen ADDR] [--advertise ADDR]")
+	}
+	dir := args[0]
+	if c.Int("partitions") < 1 {
+		return errors.New("serve: --partitions must be at least 1")
+	}
+	level := slog.LevelInfo
+	if c.Bool("debug") {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level}))
+
+	store, err := logstore.Open(dir, logstore.Options{Logger: logger, DefaultPartitions: c.Int("partitions")})
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	ln, err := net.Listen("tcp", c.String("listen"))
+	if err != nil {
+		store.Close()
+		return fmt.Errorf("serve: %w", err)
+	}
+	srv := fetch.New(store, fetch.Config{
+		Advertise:        c.String("advertise"),
+		AutoCreateTopics: c.Bool("auto-create-topics"),
+		MaxRequestBytes:  int32(min(c.Int("max-request-bytes"), 1<<31-1)),
+		Logger:           logger,
+	})
+
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	fmt.Fprintf(c.App.Writer, "listening on %s\n", ln.Addr())
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+		logger.Info("serve: shutting down")
+	case serveErr = <-served:
+		served <- nil // Shutdown below still waits for it
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), serveShutdownTimeout)
+	defer cancel()
+	shutErr := srv.Shutdown(sctx)
+	<-served
+	closeErr := store.Close()
+	switch {
+	case serveErr != nil:
+		return fmt.Errorf("serve: %w", serveErr)
+	case shutErr != nil:
+		return fmt.Errorf("serve: shutdown: %w", shutErr)
+	case closeErr != nil:
+		return fmt.Errorf("serve: closing the store: %w", closeErr)
+	}
+	return nil
+}
+
+// applyLateFlags accepts flags written after DATA_DIR ("segfs serve DIR
+// --listen :9092", the documented form), which urfave/cli v2 leaves among
+// the arguments, by parsing them with the same names and setting them on
+// c. It returns the positional arguments.
+func applyLateFlags(c *ucli.Context) ([]string, error) {
+	args := c.Args().Slice()
+	if !hasFlag(args) {
+		return args, nil
+	}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(new(strings.Builder))
+	for _, f := range c.Command.Flags {
+		for _, name := range f.Names() {
+			if bf, ok := f.(*ucli.BoolFlag); ok {
+				fs.Bool(name, bf.Value, "")
+			} else {
+				fs.String(name, "", "")
+			}
+		}
+	}
+	// Positional arguments may come first; flag.Parse stops at the first
+	// one, so move them aside and parse the rest.
+	var positional, rest []string
+	for i := 0; i < len(args); i++ {
+		if strings.HasPrefix(args[i], "-") && args[i] != "-" {
+			rest = append(rest, args[i:]...)
+			break
+		}
+		positional = append(positional, args[i])
+	}
+	if err := fs.Parse(rest); err != nil {
+		return nil, err
+	}
+	positional = append(positional, fs.Args()...)
+	var setErr error
+	fs.Visit(func(f *flag.Flag) {
+		if err := c.Set(f.Name, f.Value.String()); err != nil && setErr == nil {
+			setErr = fmt.Errorf("--%s: %w", f.Name, err)
+		}
+	})
+	return positional, setErr
+}
+
+func hasFlag(args []string) bool {
+	for _, a := range args {
+		if strings.HasPrefix(a, "-") && a != "-" {
+			return true
+		}
+	}
+	return false
 }

@@ -1,0 +1,112 @@
+package fetch
+
+import (
+	"encoding/binary"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Produce (key 0), versions 3-12.
+//
+// Advertised even for read-only use: librdkafka will not fetch with record
+// batches unless Produce >= 3 is listed (P1). v3 brings record batches, v9
+// the flexible encoding; v13 names topics by ID and is not served.
+//
+// Each partition's record set goes to logstore's AppendBatch, which
+// validates it like Kafka's leader (one batch, magic 2, base offset 0,
+// CRC-32C, sizes, counts, keys on compacted topics, idempotent
+// sequence/epoch with duplicate detection), stamps offsets and appends it
+// as it came. What the protocol decides stays here:
+//
+//   - acks must be 0, 1 or -1 (else INVALID_REQUIRED_ACKS). On one node -1
+//     means the same as 1: appended, and flushed if the topic's flush
+//     settings say so (the store's job). acks=0 gets no response at all.
+//   - Transactions are not served: a transactional batch gets
+//     INVALID_TXN_STATE (as kfake answers a producer without an open
+//     transaction).
+//   - zstd batches need Produce v7+ (UNSUPPORTED_COMPRESSION_TYPE), as in
+//     Kafka.
+//   - Unknown topics are created when auto-creation is on.
+//   - A duplicate of one of the producer's last 5 batches succeeds with the
+//     original offsets and writes nothing.
+func init() { register(0, 3, 12, handleProduce) }
+
+// Record batch header positions this file reads (KAFKA-FORMAT.md §2.1);
+// everything else about the batch is the store's to check.
+const (
+	batchAttributesPos = 21 // int16
+	attrCodecMask      = 0x07
+	attrTransactional  = 0x10
+	codecZstd          = 4
+	batchHeaderSize    = 61
+)
+
+func handleProduce(c *conn, h *reqHeader, r kmsg.Request) error {
+	req := r.(*kmsg.ProduceRequest)
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic = rt.Topic
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
+			c.s.produce(req, rt.Topic, rp, h.version, &sp)
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	if req.Acks == 0 {
+		return nil // the client does not read a response
+	}
+	return c.send(h, resp)
+}
+
+// produce appends one partition's record set and fills sp.
+func (s *Server) produce(req *kmsg.ProduceRequest, topic string, rp *kmsg.ProduceRequestTopicPartition, version int16, sp *kmsg.ProduceResponseTopicPartition) {
+	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
+		sp.ErrorCode = kerr.InvalidRequiredAcks.Code
+		return
+	}
+	b := rp.Records
+	if len(b) < batchHeaderSize {
+		sp.ErrorCode = kerr.CorruptMessage.Code
+		return
+	}
+	attrs := binary.BigEndian.Uint16(b[batchAttributesPos:])
+	if attrs&attrTransactional != 0 {
+		sp.ErrorCode = kerr.InvalidTxnState.Code
+		return
+	}
+	if attrs&attrCodecMask == codecZstd && version < 7 {
+		sp.ErrorCode = kerr.UnsupportedCompressionType.Code
+		return
+	}
+	t, err := s.topic(topic, s.cfg.AutoCreateTopics)
+	if err != nil {
+		sp.ErrorCode = errorCode(err)
+		return
+	}
+	p, err := t.Partition(rp.Partition)
+	if err != nil {
+		sp.ErrorCode = errorCode(err)
+		return
+	}
+	// AppendBatch rewrites the batch in place; it aliases the request
+	// frame, which nobody reads after this.
+	res, err := p.AppendBatch(b)
+	if err != nil {
+		sp.ErrorCode = errorCode(err)
+		sp.LogStartOffset = p.LogStartOffset()
+		if sp.ErrorCode == kerr.UnknownServerError.Code {
+			s.log.Error("fetch: produce failed", "topic", topic, "partition", rp.Partition, "err", err)
+		}
+		return
+	}
+	sp.BaseOffset = res.BaseOffset
+	sp.LogAppendTime = res.LogAppendTime
+	sp.LogStartOffset = res.LogStartOffset
+}

@@ -1,0 +1,161 @@
+package fetch
+
+import (
+	"reflect"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/segfs/segfs/logstore"
+)
+
+// Fetch (key 1), versions 4-12.
+//
+// v4 brings record batches and the isolation level, v7 sessions, v12 the
+// flexible encoding; v13+ names topics by ID and is not served.
+//
+//   - Sessions are declined: a request with session id 0 gets a full answer
+//     with session id 0 (P7); a non-zero id is one we never handed out,
+//     FETCH_SESSION_ID_NOT_FOUND.
+//   - Per partition, the store returns whole batches from the one containing
+//     the fetch offset (the client skips records below it, P15), up to
+//     min(partition max_bytes, what is left of max_bytes); the first batch
+//     of the response is always whole even if larger (KIP-74, P16); a later
+//     partition whose first batch does not fit returns nothing this time.
+//   - High watermark = last stable offset = log end offset: a single node has
+//     nothing to replicate and there are no transactions (P5).
+//   - A partition with no data has an empty, non-null record set (P4).
+//   - Long poll: below min_bytes the request waits on every fetched
+//     partition's change channel, the max_wait timer and shutdown, and reads
+//     again the moment one fires. Any partition error answers at once, as
+//     Kafka does, so clients refresh metadata promptly.
+//   - Current leader epochs are not checked: there is one leader, forever
+//     epoch 0, and clients send -1 or 0.
+//   - Not done: Kafka refuses zstd data to Fetch < v10 with
+//     UNSUPPORTED_COMPRESSION_TYPE; here such clients get the bytes as they
+//     are (only pre-2.1 clients are affected).
+func init() { register(1, 4, 12, handleFetch) }
+
+func handleFetch(c *conn, h *reqHeader, r kmsg.Request) error {
+	req := r.(*kmsg.FetchRequest)
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	if h.version >= 7 && req.SessionID != 0 {
+		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		return c.send(h, resp)
+	}
+
+	deadline := time.Now().Add(time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond)
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		fr := c.s.readFetch(req)
+		ready := fr.bytes >= int64(req.MinBytes) || fr.failed ||
+			!time.Now().Before(deadline) || c.s.shuttingDown() || len(fr.waits) == 0
+		if ready {
+			err := c.sendFetch(h, fr)
+			fr.release()
+			return err
+		}
+		fr.release()
+		if timer == nil {
+			timer = time.NewTimer(time.Until(deadline))
+		}
+		c.s.waitAny(fr.waits, timer.C)
+	}
+}
+
+// fetchRead is one pass over the partitions of a Fetch request.
+type fetchRead struct {
+	resp   *kmsg.FetchResponse
+	data   []*logstore.ReadResult // index i fills the partition marked with marker(i)
+	bytes  int64
+	failed bool              // some partition has an error: answer now
+	waits  []<-chan struct{} // taken before reading, so no append is missed
+}
+
+func (f *fetchRead) release() {
+	for _, r := range f.data {
+		r.Release()
+	}
+	f.data = nil
+}
+
+// readFetch reads every requested partition once, within the byte limits.
+func (s *Server) readFetch(req *kmsg.FetchRequest) *fetchRead {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	fr := &fetchRead{resp: resp}
+	remaining := int64(req.MaxBytes)
+	minOne := true // KIP-74: until some partition returned data
+	for _, rt := range req.Topics {
+		st := kmsg.NewFetchResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewFetchResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+			sp.RecordBatches = []byte{}
+			p, err := s.store.Partition(rt.Topic, rp.Partition)
+			if err != nil {
+				sp.ErrorCode = errorCode(err)
+				fr.failed = true
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
+			fr.waits = append(fr.waits, p.Changed())
+			limit := min(int64(rp.PartitionMaxBytes), remaining)
+			if minOne || limit > 0 {
+				res, err := p.Read(rp.FetchOffset, max(limit, 0))
+				switch {
+				case err != nil:
+					sp.ErrorCode = errorCode(err)
+					fr.failed = true
+				case res.Bytes == 0 || (res.Bytes > limit && !minOne):
+					res.Release()
+				default:
+					sp.RecordBatches = marker(len(fr.data))
+					fr.data = append(fr.data, res)
+					fr.bytes += res.Bytes
+					remaining -= res.Bytes
+					minOne = false
+				}
+			}
+			// After the read, so the watermark covers everything returned.
+			sp.HighWatermark = p.LogEndOffset()
+			sp.LastStableOffset = sp.HighWatermark
+			sp.LogStartOffset = p.LogStartOffset()
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return fr
+}
+
+// sendFetch writes the response of one pass with the record sets spliced
+// in from the segment files.
+func (c *conn) sendFetch(h *reqHeader, fr *fetchRead) error {
+	fr.resp.SetVersion(h.version)
+	pieces, err := splicedFetch(h.corr, fr.resp, fr.data)
+	if err != nil {
+		return err
+	}
+	return c.writePieces(pieces)
+}
+
+// waitAny blocks until one of chans is closed, timeout fires or the server
+// shuts down. reflect.Select takes any number of channels without a
+// goroutine per partition.
+func (s *Server) waitAny(chans []<-chan struct{}, timeout <-chan time.Time) {
+	cases := make([]reflect.SelectCase, 0, len(chans)+2)
+	cases = append(cases,
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timeout)},
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(s.done)})
+	for _, ch := range chans {
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
+	}
+	reflect.Select(cases)
+}

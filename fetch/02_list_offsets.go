@@ -1,0 +1,78 @@
+package fetch
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ListOffsets (key 2), versions 1-7.
+//
+// Timestamp -1 is the log end offset (which is also the last stable offset:
+// there are no transactions, so read_committed gets the same answer, P5),
+// -2 the log start offset, -3 (v7+) the record with the largest timestamp,
+// and ts >= 0 the first offset whose timestamp is >= ts via the time index,
+// or -1 when there is none (Kafka's answer; clients then use the end).
+// v0's legacy multi-offset form is not served. Leader epochs are returned
+// as -1 (unknown): OffsetForLeaderEpoch is not served, so clients have no
+// use for them.
+func init() { register(2, 1, 7, handleListOffsets) }
+
+// Special timestamps of ListOffsets.
+const (
+	listLatest       = -1
+	listEarliest     = -2
+	listMaxTimestamp = -3
+)
+
+func handleListOffsets(c *conn, h *reqHeader, r kmsg.Request) error {
+	req := r.(*kmsg.ListOffsetsRequest)
+	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	for _, rt := range req.Topics {
+		st := kmsg.NewListOffsetsResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewListOffsetsResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.Timestamp, sp.Offset = -1, -1
+			sp.ErrorCode = c.s.listOffset(rt.Topic, rp.Partition, rp.Timestamp, h.version, &sp)
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return c.send(h, resp)
+}
+
+// listOffset fills sp for one partition and returns its error code.
+func (s *Server) listOffset(topic string, part int32, ts int64, version int16, sp *kmsg.ListOffsetsResponseTopicPartition) int16 {
+	p, err := s.store.Partition(topic, part)
+	if err != nil {
+		return errorCode(err)
+	}
+	switch {
+	case ts == listLatest:
+		sp.Offset = p.LogEndOffset()
+	case ts == listEarliest:
+		sp.Offset = p.LogStartOffset()
+	case ts == listMaxTimestamp && version >= 7:
+		maxTS, off, ok, err := p.MaxTimestamp()
+		if err != nil {
+			return errorCode(err)
+		}
+		if ok {
+			sp.Timestamp, sp.Offset = maxTS, off
+		}
+	case ts >= 0:
+		off, ok, err := p.OffsetForTime(ts)
+		if err != nil {
+			return errorCode(err)
+		}
+		if ok {
+			// Kafka answers with the found record's timestamp; the store
+			// only says which offset, and clients read the offset only.
+			sp.Timestamp, sp.Offset = ts, off
+		}
+	default:
+		return kerr.InvalidRequest.Code
+	}
+	return 0
+}

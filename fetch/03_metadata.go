@@ -1,0 +1,143 @@
+package fetch
+
+import (
+	"errors"
+	"net"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/segfs/segfs/logstore"
+)
+
+// Metadata (key 3), versions 0-12.
+//
+// One broker (node 0, the advertised address), which is controller and the
+// leader of every partition with leader epoch 0 and replicas = ISR = [0].
+// Topics: v0 with an empty list and v1+ with a null list mean all topics;
+// an empty list at v1+ means none (kcat -L asks that first, P14). v10+
+// carries the topic UUID (partition.metadata's) and may name topics by ID
+// only. Unknown topics are created when the server allows auto-creation and
+// the request does (AllowAutoTopicCreation, v4+; implied before v4, as in
+// Kafka), else UNKNOWN_TOPIC_OR_PARTITION. v13 is not served: it only adds
+// a top-level error for rebootstrapping.
+func init() { register(3, 0, 12, handleMetadata) }
+
+func handleMetadata(c *conn, h *reqHeader, r kmsg.Request) error {
+	req := r.(*kmsg.MetadataRequest)
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+
+	host, port := c.advertised()
+	b := kmsg.NewMetadataResponseBroker()
+	b.NodeID, b.Host, b.Port = nodeID, host, port
+	resp.Brokers = []kmsg.MetadataResponseBroker{b}
+	cluster := c.s.cfg.ClusterID
+	resp.ClusterID = &cluster
+	resp.ControllerID = nodeID
+
+	all := req.Topics == nil || (h.version == 0 && len(req.Topics) == 0)
+	if all {
+		for _, t := range c.s.store.Topics() {
+			resp.Topics = append(resp.Topics, metadataTopic(t))
+		}
+		return c.send(h, resp)
+	}
+	create := c.s.cfg.AutoCreateTopics && (h.version < 4 || req.AllowAutoTopicCreation)
+	for _, rt := range req.Topics {
+		var (
+			t   *logstore.Topic
+			err error
+		)
+		if rt.Topic == nil || *rt.Topic == "" {
+			// v10+: by topic ID only.
+			t = c.s.topicByID(rt.TopicID)
+			if t == nil {
+				mt := kmsg.NewMetadataResponseTopic()
+				mt.TopicID = rt.TopicID
+				mt.ErrorCode = kerr.UnknownTopicID.Code
+				resp.Topics = append(resp.Topics, mt)
+				continue
+			}
+		} else {
+			t, err = c.s.topic(*rt.Topic, create)
+		}
+		if err != nil {
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.Topic = rt.Topic
+			mt.ErrorCode = errorCode(err)
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
+		resp.Topics = append(resp.Topics, metadataTopic(t))
+	}
+	return c.send(h, resp)
+}
+
+func metadataTopic(t *logstore.Topic) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	name := t.Name()
+	mt.Topic = &name
+	mt.TopicID = t.ID()
+	for _, p := range t.Partitions() {
+		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp.Partition = p.Num()
+		mp.Leader = nodeID
+		mp.LeaderEpoch = 0
+		mp.Replicas = []int32{nodeID}
+		mp.ISR = []int32{nodeID}
+		mp.OfflineReplicas = []int32{}
+		mt.Partitions = append(mt.Partitions, mp)
+	}
+	return mt
+}
+
+// topic returns the named topic, creating it (with the store's default
+// partition count) when create is set and it does not exist.
+func (s *Server) topic(name string, create bool) (*logstore.Topic, error) {
+	t, err := s.store.Topic(name)
+	if err == nil || !create || !errors.Is(err, logstore.ErrUnknownTopic) {
+		return t, err
+	}
+	t, err = s.store.CreateTopic(name, 0, nil)
+	if errors.Is(err, logstore.ErrTopicExists) { // lost a race with another creator
+		return s.store.Topic(name)
+	}
+	if err == nil {
+		s.log.Info("fetch: auto-created topic", "topic", name, "partitions", len(t.Partitions()))
+	}
+	return t, err
+}
+
+// topicByID finds a topic by UUID, nil if none has it. A linear scan: only
+// Metadata v10+ requests by ID use it, and nobody has thousands of topics
+// on one segfs.
+func (s *Server) topicByID(id [16]byte) *logstore.Topic {
+	if id == ([16]byte{}) {
+		return nil
+	}
+	for _, t := range s.store.Topics() {
+		if t.ID() == id {
+			return t
+		}
+	}
+	return nil
+}
+
+// advertised is the host and port clients should connect to: the
+// configured address, else the local address this connection reached.
+func (c *conn) advertised() (string, int32) {
+	addr := c.s.cfg.Advertise
+	if addr == "" {
+		addr = c.nc.LocalAddr().String()
+	}
+	host, portText, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr, 9092
+	}
+	port, err := strconv.ParseInt(portText, 10, 32)
+	if err != nil {
+		return host, 9092
+	}
+	return host, int32(port)
+}

@@ -1,0 +1,102 @@
+package fetch
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// OffsetCommit (key 8), versions 0-9.
+//
+// Stores offsets durably (offsets.go) before answering. Group membership
+// (JoinGroup and friends) is not served, so only "simple" commits are
+// accepted: generation -1 and an empty member id, which is what clients
+// with manual assignment send (librdkafka assign()+commit, franz-go
+// without a group). A commit that names a generation or member gets
+// UNKNOWN_MEMBER_ID, Kafka's answer for a group that has no members. v0's
+// ZooKeeper storage and v2-v4's retention time are treated like the rest:
+// offsets are kept until overwritten. Partitions must exist
+// (UNKNOWN_TOPIC_OR_PARTITION, as Kafka checks), metadata is capped at
+// Kafka's offset.metadata.max.bytes (OFFSET_METADATA_TOO_LARGE). v10 names
+// topics by ID and is not served.
+func init() { register(8, 0, 9, handleOffsetCommit) }
+
+// maxOffsetMetadata is Kafka's offset.metadata.max.bytes default.
+const maxOffsetMetadata = 4096
+
+func handleOffsetCommit(c *conn, h *reqHeader, r kmsg.Request) error {
+	req := r.(*kmsg.OffsetCommitRequest)
+	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+
+	groupErr := int16(0)
+	switch {
+	case req.Group == "":
+		groupErr = kerr.InvalidGroupID.Code
+	case h.version >= 1 && (req.Generation >= 0 || req.MemberID != "" || req.InstanceID != nil):
+		groupErr = kerr.UnknownMemberID.Code
+	}
+
+	now := time.Now().UnixMilli()
+	var entries []commitEntry
+	codes := make([][]int16, len(req.Topics))
+	for i, rt := range req.Topics {
+		codes[i] = make([]int16, len(rt.Partitions))
+		for j, rp := range rt.Partitions {
+			code := groupErr
+			if code == 0 {
+				code = c.s.checkCommit(rt.Topic, &rp)
+			}
+			codes[i][j] = code
+			if code != 0 {
+				continue
+			}
+			meta := ""
+			if rp.Metadata != nil {
+				meta = *rp.Metadata
+			}
+			entries = append(entries, commitEntry{
+				topic:     rt.Topic,
+				partition: rp.Partition,
+				offset: committedOffset{
+					Offset:       rp.Offset,
+					LeaderEpoch:  rp.LeaderEpoch,
+					Metadata:     meta,
+					CommitTimeMs: now,
+				},
+			})
+		}
+	}
+	// One durable write for the whole request.
+	writeErr := int16(0)
+	if err := c.s.offsets.commit(req.Group, entries); err != nil {
+		c.s.log.Error("fetch: storing committed offsets", "group", req.Group, "err", err)
+		writeErr = kerr.CoordinatorNotAvailable.Code // retriable
+	}
+	for i, rt := range req.Topics {
+		st := kmsg.NewOffsetCommitResponseTopic()
+		st.Topic = rt.Topic
+		for j, rp := range rt.Partitions {
+			sp := kmsg.NewOffsetCommitResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.ErrorCode = codes[i][j]
+			if sp.ErrorCode == 0 {
+				sp.ErrorCode = writeErr
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return c.send(h, resp)
+}
+
+// checkCommit validates one partition of a commit.
+func (s *Server) checkCommit(topic string, rp *kmsg.OffsetCommitRequestTopicPartition) int16 {
+	if _, err := s.store.Partition(topic, rp.Partition); err != nil {
+		return errorCode(err)
+	}
+	if rp.Metadata != nil && len(*rp.Metadata) > maxOffsetMetadata {
+		return kerr.OffsetMetadataTooLarge.Code
+	}
+	return 0
+}

@@ -1,0 +1,48 @@
+package fetch
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// FindCoordinator (key 10), versions 0-4.
+//
+// The coordinator of every group is this node. v4 batches keys
+// (CoordinatorKeys, franz-go uses it); earlier versions ask for one key.
+// Transaction coordinators (type 1) are refused with
+// COORDINATOR_NOT_AVAILABLE: transactions are not served. v6 adds share
+// groups and is not served.
+func init() { register(10, 0, 4, handleFindCoordinator) }
+
+const coordinatorTypeGroup = 0
+
+func handleFindCoordinator(c *conn, h *reqHeader, r kmsg.Request) error {
+	req := r.(*kmsg.FindCoordinatorRequest)
+	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	host, port := c.advertised()
+	code := int16(0)
+	if req.CoordinatorType != coordinatorTypeGroup {
+		code = kerr.CoordinatorNotAvailable.Code
+	}
+	if h.version < 4 {
+		resp.ErrorCode = code
+		if code == 0 {
+			resp.NodeID, resp.Host, resp.Port = nodeID, host, port
+		} else {
+			resp.NodeID, resp.Port = -1, -1
+		}
+		return c.send(h, resp)
+	}
+	for _, key := range req.CoordinatorKeys {
+		rc := kmsg.NewFindCoordinatorResponseCoordinator()
+		rc.Key = key
+		rc.ErrorCode = code
+		if code == 0 {
+			rc.NodeID, rc.Host, rc.Port = nodeID, host, port
+		} else {
+			rc.NodeID, rc.Port = -1, -1
+		}
+		resp.Coordinators = append(resp.Coordinators, rc)
+	}
+	return c.send(h, resp)
+}

@@ -1,0 +1,277 @@
+package fetch
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"syscall"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Request header v1/v2 (KAFKA-PROTOCOL.md §3): api_key int16, api_version
+// int16, correlation_id int32, client_id int16-length nullable string, and
+// for flexible requests a tag section.
+const (
+	reqHeaderFixed = 2 + 2 + 4 // key, version, correlation id
+	reqHeaderMin   = reqHeaderFixed + 2
+)
+
+// firstFrameChunk bounds the first allocation for a frame: a size prefix is
+// only a claim, so the buffer grows with the bytes that actually arrive.
+const firstFrameChunk = 64 << 10
+
+// reqHeader is the decoded request header.
+type reqHeader struct {
+	key      int16
+	version  int16
+	corr     int32
+	clientID string
+}
+
+// conn is one client connection. Its goroutine reads a request, handles it
+// and writes the response before reading the next, which keeps responses
+// in request order and holds no buffer while idle.
+type conn struct {
+	s      *Server
+	nc     net.Conn
+	raw    syscall.RawConn // nil when the conn has no fd (net.Pipe): copy records
+	remote string
+
+	mu      sync.Mutex
+	idle    bool // blocked waiting for the next frame's size
+	closing bool // Shutdown asked; close after the current request
+
+	size [4]byte
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	c := &conn{s: s, nc: nc, remote: nc.RemoteAddr().String()}
+	if sc, ok := nc.(syscall.Conn); ok && !s.cfg.CopyRecords {
+		if rc, err := sc.SyscallConn(); err == nil {
+			c.raw = rc
+		}
+	}
+	return c
+}
+
+// setIdle records whether the goroutine waits for a new frame. It reports
+// false when Shutdown has asked the connection to end.
+func (c *conn) setIdle(idle bool) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.idle = idle
+	return !c.closing
+}
+
+// closeIfIdle is Shutdown's request: an idle connection closes now, a busy
+// one after its current response.
+func (c *conn) closeIfIdle() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closing = true
+	if c.idle {
+		c.nc.Close()
+	}
+}
+
+func (c *conn) serve() {
+	defer c.s.untrack(c)
+	defer c.nc.Close()
+	defer func() {
+		// A bug in one handler must not take down the server and every
+		// other client with it.
+		if r := recover(); r != nil {
+			c.s.log.Error("fetch: panic serving connection", "remote", c.remote, "panic", r, "stack", string(debug.Stack()))
+		}
+	}()
+	for {
+		if !c.setIdle(true) {
+			return
+		}
+		if _, err := io.ReadFull(c.nc, c.size[:]); err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				c.s.log.Debug("fetch: read", "remote", c.remote, "err", err)
+			}
+			return
+		}
+		if !c.setIdle(false) {
+			return
+		}
+		size := int32(binary.BigEndian.Uint32(c.size[:]))
+		if size < reqHeaderMin || size > c.s.cfg.MaxRequestBytes {
+			// Kafka closes on an invalid size (InvalidReceiveException); the
+			// claimed size is never allocated.
+			c.s.log.Warn("fetch: closing connection: bad frame size", "remote", c.remote, "size", size, "max", c.s.cfg.MaxRequestBytes)
+			return
+		}
+		frame, err := readFrame(c.nc, int(size))
+		if err != nil {
+			c.s.log.Debug("fetch: read frame", "remote", c.remote, "err", err)
+			return
+		}
+		if err := c.handle(frame); err != nil {
+			c.s.log.Warn("fetch: closing connection", "remote", c.remote, "err", err)
+			return
+		}
+	}
+}
+
+// readFrame reads size bytes, growing the buffer as data arrives so that a
+// client claiming 100 MiB and sending 10 bytes costs 64 KiB, not 100 MiB.
+func readFrame(r io.Reader, size int) ([]byte, error) {
+	buf := make([]byte, 0, min(size, firstFrameChunk))
+	for len(buf) < size {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, min(size-len(buf), cap(buf)))
+		}
+		n, err := r.Read(buf[len(buf):min(cap(buf), size)])
+		buf = buf[:len(buf)+n]
+		if err != nil && len(buf) < size {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+	}
+	return buf, nil
+}
+
+// parseHeader decodes the fixed part of a request header and returns the
+// rest of the frame (the tag section, if any, and the body).
+func parseHeader(frame []byte) (reqHeader, []byte, error) {
+	var h reqHeader
+	if len(frame) < reqHeaderMin {
+		return h, nil, errors.New("short request header")
+	}
+	h.key = int16(binary.BigEndian.Uint16(frame[0:]))
+	h.version = int16(binary.BigEndian.Uint16(frame[2:]))
+	h.corr = int32(binary.BigEndian.Uint32(frame[4:]))
+	n := int(int16(binary.BigEndian.Uint16(frame[8:])))
+	rest := frame[reqHeaderMin:]
+	switch {
+	case n == -1: // null client id
+	case n < 0 || n > len(rest):
+		return h, nil, fmt.Errorf("client id length %d out of range", n)
+	default:
+		h.clientID = string(rest[:n])
+		rest = rest[n:]
+	}
+	return h, rest, nil
+}
+
+// skipTags skips a tag section (uvarint count, then uvarint tag, uvarint
+// size and size bytes per tag) and returns what follows.
+func skipTags(b []byte) ([]byte, error) {
+	count, n := binary.Uvarint(b)
+	if n <= 0 {
+		return nil, errors.New("bad tag count")
+	}
+	b = b[n:]
+	for range count {
+		if _, n = binary.Uvarint(b); n <= 0 {
+			return nil, errors.New("bad tag")
+		}
+		b = b[n:]
+		size, n := binary.Uvarint(b)
+		if n <= 0 || size > uint64(len(b)-n) {
+			return nil, errors.New("bad tag size")
+		}
+		b = b[n+int(size):]
+	}
+	return b, nil
+}
+
+// handle decodes one frame and runs its handler.
+func (c *conn) handle(frame []byte) error {
+	h, rest, err := parseHeader(frame)
+	if err != nil {
+		return err
+	}
+	c.s.requests.Add(1)
+	a := apis[h.key]
+	if a == nil || h.version < a.min || h.version > a.max {
+		return c.unsupported(&h, a)
+	}
+	req := kmsg.RequestForKey(h.key)
+	if req == nil { // registered keys are all known to kmsg; belt and braces
+		return c.unsupported(&h, a)
+	}
+	req.SetVersion(h.version)
+	if req.IsFlexible() {
+		if rest, err = skipTags(rest); err != nil {
+			return fmt.Errorf("%s v%d header: %w", kmsg.NameForKey(h.key), h.version, err)
+		}
+	}
+	if err := req.ReadFrom(rest); err != nil {
+		return fmt.Errorf("%s v%d: unparsable request: %w", kmsg.NameForKey(h.key), h.version, err)
+	}
+	if c.s.log.Enabled(context.Background(), slog.LevelDebug) {
+		c.s.log.Debug("fetch: request", "remote", c.remote, "api", kmsg.NameForKey(h.key), "version", h.version, "client", h.clientID)
+	}
+	return a.handle(c, &h, req)
+}
+
+// unsupported answers a request for an API key or version this server does
+// not serve with UNSUPPORTED_VERSION, in the one body layout every client
+// can read without knowing the key: ApiVersions v0 (error code, then the
+// supported ranges), under a v0 response header. This is Kafka's KIP-511
+// answer for ApiVersions; for other keys Kafka closes the connection, but
+// an answer tells a hand-written or misconfigured client what went wrong,
+// and frames stay aligned, so the connection stays usable.
+func (c *conn) unsupported(h *reqHeader, a *api) error {
+	if h.key != 18 {
+		c.s.log.Info("fetch: unsupported request", "remote", c.remote, "key", h.key, "api", kmsg.NameForKey(h.key), "version", h.version)
+	}
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.Version = 0
+	resp.ErrorCode = kerr.UnsupportedVersion.Code
+	resp.ApiKeys = advertised()
+	return c.sendHeaderV0(h.corr, resp)
+}
+
+// send encodes resp under the response header its (key, version) calls
+// for and writes it.
+func (c *conn) send(h *reqHeader, resp kmsg.Response) error {
+	resp.SetVersion(h.version)
+	buf := make([]byte, 8, 256)
+	binary.BigEndian.PutUint32(buf[4:], uint32(h.corr))
+	// ApiVersions answers always use header v0, even when flexible, so a
+	// client can read them before it knows what the server speaks (P2).
+	if resp.IsFlexible() && resp.Key() != 18 {
+		buf = append(buf, 0)
+	}
+	buf = resp.AppendTo(buf)
+	return c.writeFrame(buf)
+}
+
+// sendHeaderV0 writes resp, whose version is already set, under a v0
+// response header regardless of its version.
+func (c *conn) sendHeaderV0(corr int32, resp kmsg.Response) error {
+	buf := make([]byte, 8, 256)
+	binary.BigEndian.PutUint32(buf[4:], uint32(corr))
+	buf = resp.AppendTo(buf)
+	return c.writeFrame(buf)
+}
+
+// writeFrame patches the size prefix of buf (whose first 4 bytes are
+// reserved for it) and writes it.
+func (c *conn) writeFrame(buf []byte) error {
+	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
+	return c.write(buf)
+}
+
+// write writes b from user space and counts it.
+func (c *conn) write(b []byte) error {
+	n, err := c.nc.Write(b)
+	c.s.userBytes.Add(int64(n))
+	return err
+}

@@ -1,0 +1,539 @@
+package fetch
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func createTopic(t testing.TB, ts *testServer, name string, partitions int) {
+	t.Helper()
+	if _, err := ts.store.CreateTopic(name, partitions, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Produce at every version, then fetch at every version: offsets are
+// assigned, empty partitions are non-null, HWM = LSO = LEO.
+func TestProduceFetchAllVersions(t *testing.T) {
+	ts := startServer(t, Config{})
+	createTopic(t, ts, "orders", 1)
+	c := dial(t, ts.addr)
+	var want []string
+	next := int64(0)
+	for v := int16(3); v <= 12; v++ {
+		vals := []string{fmt.Sprintf("v%d-a", v), fmt.Sprintf("v%d-b", v)}
+		sp := c.produce(v, "orders", 0, produceBatch(t, vals...))
+		if sp.ErrorCode != 0 || sp.BaseOffset != next {
+			t.Fatalf("produce v%d: error %d base %d, want base %d", v, sp.ErrorCode, sp.BaseOffset, next)
+		}
+		next += 2
+		want = append(want, vals...)
+	}
+	for v := int16(4); v <= 12; v++ {
+		for _, from := range []int64{0, 5, next} {
+			resp := c.roundTrip(fetchReq(v, "orders", 0, from, 0, 0, 1<<20, 1<<20)).(*kmsg.FetchResponse)
+			p := resp.Topics[0].Partitions[0]
+			if p.ErrorCode != 0 || p.HighWatermark != next || p.LastStableOffset != next || (v >= 5 && p.LogStartOffset != 0) {
+				t.Fatalf("fetch v%d from %d: %+v", v, from, p)
+			}
+			if p.RecordBatches == nil {
+				t.Fatalf("fetch v%d from %d: null record set", v, from)
+			}
+			if got := values(t, p.RecordBatches, from); !slices.Equal(got, want[from:]) {
+				t.Fatalf("fetch v%d from %d: %q, want %q", v, from, got, want[from:])
+			}
+			if resp.SessionID != 0 {
+				t.Fatalf("session id %d, want 0 (sessions declined)", resp.SessionID)
+			}
+		}
+	}
+}
+
+func TestFetchErrors(t *testing.T) {
+	ts := startServer(t, Config{})
+	createTopic(t, ts, "t", 1)
+	c := dial(t, ts.addr)
+	c.produce(9, "t", 0, produceBatch(t, "a", "b"))
+
+	resp := c.roundTrip(fetchReq(11, "t", 0, 3, 5000, 1, 1<<20, 1<<20)).(*kmsg.FetchResponse)
+	if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.OffsetOutOfRange.Code {
+		t.Errorf("offset past the end: error %d, want 1", code)
+	}
+	resp = c.roundTrip(fetchReq(11, "nope", 0, 0, 5000, 1, 1<<20, 1<<20)).(*kmsg.FetchResponse)
+	if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.UnknownTopicOrPartition.Code {
+		t.Errorf("unknown topic: error %d, want 3", code)
+	}
+	resp = c.roundTrip(fetchReq(11, "t", 7, 0, 5000, 1, 1<<20, 1<<20)).(*kmsg.FetchResponse)
+	if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.UnknownTopicOrPartition.Code {
+		t.Errorf("unknown partition: error %d, want 3", code)
+	}
+	req := fetchReq(11, "t", 0, 0, 0, 0, 1<<20, 1<<20)
+	req.SessionID, req.SessionEpoch = 42, 1
+	if resp := c.roundTrip(req).(*kmsg.FetchResponse); resp.ErrorCode != kerr.FetchSessionIDNotFound.Code {
+		t.Errorf("unknown session: error %d, want 70", resp.ErrorCode)
+	}
+}
+
+// max_bytes and partition max_bytes cut at batch boundaries, except that
+// the response's first batch is whole (KIP-74); a later partition whose
+// first batch does not fit gives nothing.
+func TestFetchByteLimits(t *testing.T) {
+	ts := startServer(t, Config{})
+	createTopic(t, ts, "t", 2)
+	c := dial(t, ts.addr)
+	big := strings.Repeat("x", 5000)
+	var size int
+	for i := range 4 {
+		b := produceBatch(t, fmt.Sprint(big, i))
+		size = len(b)
+		c.produce(9, "t", 0, b)
+		c.produce(9, "t", 1, produceBatch(t, fmt.Sprint(big, i)))
+	}
+	twoParts := func(maxBytes, partMax int32) *kmsg.FetchRequest {
+		req := fetchReq(12, "t", 0, 0, 0, 0, maxBytes, partMax)
+		rp := req.Topics[0].Partitions[0]
+		rp.Partition = 1
+		req.Topics[0].Partitions = append(req.Topics[0].Partitions, rp)
+		return req
+	}
+	batches := func(resp *kmsg.FetchResponse) []int {
+		var out []int
+		for _, p := range resp.Topics[0].Partitions {
+			out = append(out, len(batchOffsets(p.RecordBatches)))
+		}
+		return out
+	}
+	cases := []struct {
+		name              string
+		maxBytes, partMax int32
+		want              []int
+	}{
+		{"no limits", 1 << 20, 1 << 20, []int{4, 4}},
+		{"partition max 2.5 batches", 1 << 20, int32(size * 5 / 2), []int{2, 2}},
+		{"max bytes 3 batches", int32(size * 3), 1 << 20, []int{3, 0}},
+		{"max bytes 5 batches", int32(size * 5), 1 << 20, []int{4, 1}},
+		{"limits below one batch: first whole (KIP-74), second none", 100, 100, []int{1, 0}},
+		{"partition max 0", 1 << 20, 0, []int{1, 0}},
+	}
+	for _, tc := range cases {
+		resp := c.roundTrip(twoParts(tc.maxBytes, tc.partMax)).(*kmsg.FetchResponse)
+		if got := batches(resp); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: batches per partition %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// A fetch at the end waits; an append wakes it at once (well before
+// max_wait), and an empty long poll ends after max_wait.
+func TestFetchLongPoll(t *testing.T) {
+	ts := startServer(t, Config{})
+	createTopic(t, ts, "t", 1)
+	c := dial(t, ts.addr)
+
+	start := time.Now()
+	resp := c.roundTrip(fetchReq(12, "t", 0, 0, 200, 1, 1<<20, 1<<20)).(*kmsg.FetchResponse)
+	if el := time.Since(start); el < 150*time.Millisecond {
+		t.Errorf("empty long poll returned after %v, want about max_wait 200ms", el)
+	}
+	if p := resp.Topics[0].Partitions[0]; p.ErrorCode != 0 || len(p.RecordBatches) != 0 || p.RecordBatches == nil {
+		t.Fatalf("empty long poll: %+v", p)
+	}
+
+	// A minute-long poll, woken by a produce on another connection.
+	corr := c.send(fetchReq(12, "t", 0, 0, 60000, 1, 1<<20, 1<<20))
+	time.Sleep(50 * time.Millisecond) // let it park (no assertion depends on it)
+	dial(t, ts.addr).produce(9, "t", 0, produceBatch(t, "wake"))
+	frame, err := c.readFrame()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp = decodeResponse(t, frame, corr, &kmsg.FetchResponse{Version: 12}).(*kmsg.FetchResponse)
+	if got := values(t, resp.Topics[0].Partitions[0].RecordBatches, 0); !slices.Equal(got, []string{"wake"}) {
+		t.Fatalf("woken fetch: %q", got)
+	}
+
+	// An append through the store's own path (the mount's) wakes it too.
+	p, _ := ts.store.Partition("t", 0)
+	corr = c.send(fetchReq(12, "t", 0, 1, 60000, 1, 1<<20, 1<<20))
+	time.Sleep(50 * time.Millisecond)
+	if _, _, err := p.AppendLines([]byte("line\n")); err != nil {
+		t.Fatal(err)
+	}
+	frame, err = c.readFrame()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp = decodeResponse(t, frame, corr, &kmsg.FetchResponse{Version: 12}).(*kmsg.FetchResponse)
+	if got := values(t, resp.Topics[0].Partitions[0].RecordBatches, 1); !slices.Equal(got, []string{"line"}) {
+		t.Fatalf("woken fetch: %q", got)
+	}
+}
+
+// The record bytes of a large fetch go by sendfile; user-space writes stay
+// at the size of the framing. With CopyRecords they all go through user
+// space (the benchmark's comparison).
+func TestZeroCopy(t *testing.T) {
+	for _, copyRecords := range []bool{false, true} {
+		t.Run(fmt.Sprintf("copy=%v", copyRecords), func(t *testing.T) {
+			ts := startServer(t, Config{CopyRecords: copyRecords})
+			createTopic(t, ts, "big", 1)
+			c := dial(t, ts.addr)
+			val := strings.Repeat("z", 100<<10)
+			for range 40 { // 4 MB
+				c.produce(9, "big", 0, produceBatch(t, val, val))
+			}
+			before := ts.srv.Stats()
+			resp := c.roundTrip(fetchReq(11, "big", 0, 0, 0, 0, 64<<20, 64<<20)).(*kmsg.FetchResponse)
+			after := ts.srv.Stats()
+			recBytes := int64(len(resp.Topics[0].Partitions[0].RecordBatches))
+			if len(batchOffsets(resp.Topics[0].Partitions[0].RecordBatches)) != 40 {
+				t.Fatalf("fetched %d batches", len(batchOffsets(resp.Topics[0].Partitions[0].RecordBatches)))
+			}
+			user := after.UserBytes - before.UserBytes
+			sent := after.SendfileBytes - before.SendfileBytes
+			t.Logf("records %d bytes: user-space %d, sendfile %d", recBytes, user, sent)
+			if copyRecords {
+				if sent != 0 || user < recBytes {
+					t.Fatalf("copy mode: user %d sendfile %d for %d record bytes", user, sent, recBytes)
+				}
+				return
+			}
+			if sent != recBytes {
+				t.Fatalf("sendfile carried %d bytes, want %d", sent, recBytes)
+			}
+			if user > 256 {
+				t.Fatalf("user-space wrote %d bytes for a %d-byte fetch; want only the framing", user, recBytes)
+			}
+		})
+	}
+}
+
+func TestListOffsets(t *testing.T) {
+	ts := startServer(t, Config{})
+	createTopic(t, ts, "t", 1)
+	c := dial(t, ts.addr)
+	t0 := time.Now().UnixMilli()
+	for range 3 {
+		c.produce(9, "t", 0, produceBatch(t, "a", "b"))
+	}
+	list := func(v int16, topic string, ts int64) kmsg.ListOffsetsResponseTopicPartition {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.Version = v
+		req.ReplicaID = -1
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Timestamp = ts
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		return c.roundTrip(req).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
+	}
+	for v := int16(1); v <= 7; v++ {
+		if p := list(v, "t", -1); p.ErrorCode != 0 || p.Offset != 6 {
+			t.Errorf("v%d latest: %+v", v, p)
+		}
+		if p := list(v, "t", -2); p.ErrorCode != 0 || p.Offset != 0 {
+			t.Errorf("v%d earliest: %+v", v, p)
+		}
+		if p := list(v, "t", t0-1000); p.ErrorCode != 0 || p.Offset != 0 {
+			t.Errorf("v%d by old time: %+v", v, p)
+		}
+		if p := list(v, "t", time.Now().UnixMilli()+60000); p.ErrorCode != 0 || p.Offset != -1 {
+			t.Errorf("v%d by future time: %+v", v, p)
+		}
+		if p := list(v, "nope", -1); p.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+			t.Errorf("v%d unknown topic: %+v", v, p)
+		}
+	}
+	if p := list(7, "t", -3); p.ErrorCode != 0 || p.Offset < 0 || p.Timestamp < t0 {
+		t.Errorf("max timestamp: %+v", p)
+	}
+}
+
+func TestMetadata(t *testing.T) {
+	ts := startServer(t, Config{AutoCreateTopics: true})
+	createTopic(t, ts, "a", 3)
+	c := dial(t, ts.addr)
+	meta := func(v int16, topics []string, auto bool) *kmsg.MetadataResponse {
+		req := kmsg.NewPtrMetadataRequest()
+		req.Version = v
+		req.AllowAutoTopicCreation = auto
+		if topics != nil {
+			req.Topics = []kmsg.MetadataRequestTopic{}
+			for _, name := range topics {
+				rt := kmsg.NewMetadataRequestTopic()
+				rt.Topic = kmsg.StringPtr(name)
+				req.Topics = append(req.Topics, rt)
+			}
+		}
+		return c.roundTrip(req).(*kmsg.MetadataResponse)
+	}
+	for v := int16(0); v <= 12; v++ {
+		r := meta(v, nil, false)
+		if v == 0 {
+			r = meta(v, []string{}, false) // v0: empty = all
+		}
+		if len(r.Brokers) != 1 || r.Brokers[0].Host != "127.0.0.1" || fmt.Sprintf("%s:%d", r.Brokers[0].Host, r.Brokers[0].Port) != ts.addr {
+			t.Fatalf("v%d brokers %+v", v, r.Brokers)
+		}
+		if len(r.Topics) != 1 || *r.Topics[0].Topic != "a" || len(r.Topics[0].Partitions) != 3 {
+			t.Fatalf("v%d topics %+v", v, r.Topics)
+		}
+		if v >= 10 && r.Topics[0].TopicID == ([16]byte{}) {
+			t.Fatalf("v%d: zero topic id", v)
+		}
+		for _, p := range r.Topics[0].Partitions {
+			if p.Leader != 0 || !slices.Equal(p.ISR, []int32{0}) {
+				t.Fatalf("v%d partition %+v", v, p)
+			}
+		}
+	}
+	if r := meta(12, []string{}, false); len(r.Topics) != 0 {
+		t.Fatalf("empty list: %d topics", len(r.Topics))
+	}
+	if r := meta(12, []string{"missing"}, false); r.Topics[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("unknown topic without auto-create: %+v", r.Topics[0])
+	}
+	if r := meta(12, []string{"made"}, true); r.Topics[0].ErrorCode != 0 || len(r.Topics[0].Partitions) != 1 {
+		t.Fatalf("auto-created topic: %+v", r.Topics[0])
+	}
+	if r := meta(12, []string{"bad/name"}, true); r.Topics[0].ErrorCode != kerr.InvalidTopicException.Code {
+		t.Fatalf("invalid name: %+v", r.Topics[0])
+	}
+	// Metadata by topic id (v10+).
+	topic, _ := ts.store.Topic("a")
+	req := kmsg.NewPtrMetadataRequest()
+	req.Version = 12
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.TopicID = topic.ID()
+	req.Topics = append(req.Topics, rt)
+	if r := c.roundTrip(req).(*kmsg.MetadataResponse); r.Topics[0].ErrorCode != 0 || *r.Topics[0].Topic != "a" {
+		t.Fatalf("by id: %+v", r.Topics[0])
+	}
+}
+
+func TestAdvertise(t *testing.T) {
+	ts := startServer(t, Config{Advertise: "kafka.example:1234"})
+	c := dial(t, ts.addr)
+	r := c.roundTrip(kmsg.NewPtrMetadataRequest()).(*kmsg.MetadataResponse)
+	if b := r.Brokers[0]; b.Host != "kafka.example" || b.Port != 1234 {
+		t.Fatalf("broker %+v", b)
+	}
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.Version = 2
+	fc.CoordinatorKey = "g"
+	if r := c.roundTrip(fc).(*kmsg.FindCoordinatorResponse); r.ErrorCode != 0 || r.Host != "kafka.example" || r.Port != 1234 {
+		t.Fatalf("coordinator %+v", r)
+	}
+}
+
+func TestProduceErrors(t *testing.T) {
+	ts := startServer(t, Config{AutoCreateTopics: false})
+	createTopic(t, ts, "t", 1)
+	c := dial(t, ts.addr)
+	good := produceBatch(t, "x")
+	corrupt := slices.Clone(good)
+	corrupt[len(corrupt)-1] ^= 0xff
+	txn := slices.Clone(good)
+	txn[22] |= 0x10
+	cases := []struct {
+		name  string
+		topic string
+		part  int32
+		batch []byte
+		want  *kerr.Error
+	}{
+		{"unknown topic, no auto-create", "nope", 0, good, kerr.UnknownTopicOrPartition},
+		{"unknown partition", "t", 3, good, kerr.UnknownTopicOrPartition},
+		{"crc mismatch", "t", 0, corrupt, kerr.CorruptMessage},
+		{"short", "t", 0, good[:30], kerr.CorruptMessage},
+		{"transactional", "t", 0, txn, kerr.InvalidTxnState},
+	}
+	for _, tc := range cases {
+		sp := c.produce(9, tc.topic, tc.part, tc.batch)
+		if sp.ErrorCode != tc.want.Code {
+			t.Errorf("%s: error %d (%v), want %s", tc.name, sp.ErrorCode, kerr.ErrorForCode(sp.ErrorCode), tc.want.Message)
+		}
+	}
+	// acks=0: no response; the next request's answer comes next.
+	req := kmsg.NewPtrProduceRequest()
+	req.Version = 7
+	req.Acks = 0
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "t"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = produceBatch(t, "fire and forget")
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	c.send(req)
+	if r := c.roundTrip(kmsg.NewPtrApiVersionsRequest()).(*kmsg.ApiVersionsResponse); r.ErrorCode != 0 {
+		t.Fatal(r.ErrorCode)
+	}
+	p, _ := ts.store.Partition("t", 0)
+	if p.LogEndOffset() != 1 {
+		t.Fatalf("acks=0 record not appended: end %d", p.LogEndOffset())
+	}
+	// Invalid acks.
+	req.Acks = 2
+	resp := c.roundTrip(req).(*kmsg.ProduceResponse)
+	if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.InvalidRequiredAcks.Code {
+		t.Fatalf("acks=2: error %d", code)
+	}
+}
+
+func TestInitProducerID(t *testing.T) {
+	ts := startServer(t, Config{})
+	c := dial(t, ts.addr)
+	seen := map[int64]bool{}
+	for v := int16(0); v <= 4; v++ {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.Version = v
+		r := c.roundTrip(req).(*kmsg.InitProducerIDResponse)
+		if r.ErrorCode != 0 || r.ProducerID < 0 || r.ProducerEpoch != 0 || seen[r.ProducerID] {
+			t.Fatalf("v%d: %+v", v, r)
+		}
+		seen[r.ProducerID] = true
+	}
+	req := kmsg.NewPtrInitProducerIDRequest()
+	req.TransactionalID = kmsg.StringPtr("txn")
+	if r := c.roundTrip(req).(*kmsg.InitProducerIDResponse); r.ErrorCode == 0 {
+		t.Fatal("transactional id accepted")
+	}
+}
+
+// Committed offsets survive a restart of server and store.
+func TestOffsetCommitFetch(t *testing.T) {
+	dir := t.TempDir()
+	ts := startServerDir(t, dir, Config{})
+	createTopic(t, ts, "t", 2)
+	c := dial(t, ts.addr)
+
+	commit := func(c *client, v int16, group string, gen int32, member string, part int32, off int64) int16 {
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Version = v
+		req.Group, req.Generation, req.MemberID = group, gen, member
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic = "t"
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset, rp.Metadata = part, off, kmsg.StringPtr("m")
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		return c.roundTrip(req).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
+	}
+	for v := int16(0); v <= 9; v++ {
+		if code := commit(c, v, "g", -1, "", 0, int64(10+v)); code != 0 {
+			t.Fatalf("commit v%d: error %d", v, code)
+		}
+	}
+	if code := commit(c, 9, "g", 3, "member-1", 0, 1); code != kerr.UnknownMemberID.Code {
+		t.Errorf("commit with a generation: error %d, want 25", code)
+	}
+	if code := commit(c, 9, "", -1, "", 0, 1); code != kerr.InvalidGroupID.Code {
+		t.Errorf("empty group: error %d, want 24", code)
+	}
+	if code := commit(c, 9, "g", -1, "", 9, 1); code != kerr.UnknownTopicOrPartition.Code {
+		t.Errorf("unknown partition: error %d, want 3", code)
+	}
+	commit(c, 9, "g", -1, "", 1, 7)
+
+	ts.stop()
+	ts = startServerDir(t, dir, Config{})
+	c = dial(t, ts.addr)
+
+	fetchOld := func(v int16, group string, all bool) map[int32]int64 {
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.Version = v
+		req.Group = group
+		if !all {
+			rt := kmsg.NewOffsetFetchRequestTopic()
+			rt.Topic = "t"
+			rt.Partitions = []int32{0, 1}
+			req.Topics = append(req.Topics, rt)
+		}
+		r := c.roundTrip(req).(*kmsg.OffsetFetchResponse)
+		out := map[int32]int64{}
+		for _, tp := range r.Topics {
+			for _, p := range tp.Partitions {
+				if p.ErrorCode != 0 {
+					t.Fatalf("v%d: error %d", v, p.ErrorCode)
+				}
+				out[p.Partition] = p.Offset
+			}
+		}
+		return out
+	}
+	for v := int16(0); v <= 7; v++ {
+		if got := fetchOld(v, "g", false); got[0] != 19 || got[1] != 7 {
+			t.Errorf("offset fetch v%d: %v", v, got)
+		}
+		if got := fetchOld(v, "unknown-group", false); got[0] != -1 || got[1] != -1 {
+			t.Errorf("unknown group v%d: %v (want -1, no error: P9)", v, got)
+		}
+	}
+	if got := fetchOld(7, "g", true); got[0] != 19 || got[1] != 7 {
+		t.Errorf("all topics: %v", got)
+	}
+	for v := int16(8); v <= 9; v++ {
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.Version = v
+		g := kmsg.NewOffsetFetchRequestGroup()
+		g.Group = "g"
+		req.Groups = append(req.Groups, g) // null topics: all
+		r := c.roundTrip(req).(*kmsg.OffsetFetchResponse)
+		if len(r.Groups) != 1 || len(r.Groups[0].Topics) != 1 || len(r.Groups[0].Topics[0].Partitions) != 2 ||
+			r.Groups[0].Topics[0].Partitions[0].Offset != 19 || *r.Groups[0].Topics[0].Partitions[0].Metadata != "m" {
+			t.Errorf("offset fetch v%d: %+v", v, r.Groups)
+		}
+	}
+	// FindCoordinator at every version names this node.
+	for v := int16(0); v <= 4; v++ {
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.Version = v
+		req.CoordinatorKey = "g"
+		req.CoordinatorKeys = []string{"g", "h"}
+		r := c.roundTrip(req).(*kmsg.FindCoordinatorResponse)
+		if v < 4 && (r.ErrorCode != 0 || r.NodeID != 0 || fmt.Sprintf("%s:%d", r.Host, r.Port) != ts.addr) {
+			t.Errorf("find coordinator v%d: %+v", v, r)
+		}
+		if v == 4 && (len(r.Coordinators) != 2 || r.Coordinators[1].Key != "h" || r.Coordinators[1].NodeID != 0) {
+			t.Errorf("find coordinator v4: %+v", r.Coordinators)
+		}
+	}
+}
+
+// Shutdown answers a parked long poll at once, closes idle connections,
+// and Serve returns nil.
+func TestShutdownGraceful(t *testing.T) {
+	ts := startServer(t, Config{})
+	createTopic(t, ts, "t", 1)
+	busy := dial(t, ts.addr)
+	idle := dial(t, ts.addr)
+	idle.roundTrip(kmsg.NewPtrApiVersionsRequest())
+	corr := busy.send(fetchReq(12, "t", 0, 0, 60000, 1, 1<<20, 1<<20))
+	waitFor(t, func() bool { return ts.srv.Stats().Requests >= 2 })
+	time.Sleep(50 * time.Millisecond)
+
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		done <- ts.srv.Shutdown(ctx)
+	}()
+	frame, err := busy.readFrame()
+	if err != nil {
+		t.Fatalf("in-flight fetch not answered: %v", err)
+	}
+	decodeResponse(t, frame, corr, &kmsg.FetchResponse{Version: 12})
+	expectClosed(t, idle, "idle connection")
+	expectClosed(t, busy, "busy connection after its response")
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

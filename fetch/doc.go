@@ -1,0 +1,36 @@
+// Package fetch is segfs's fetch server: a single-node Kafka broker over a
+// logstore data directory.
+//
+// # Protocol
+//
+// Requests are decoded and responses encoded with
+// github.com/twmb/franz-go/pkg/kmsg. The advertised API keys and version
+// ranges live in one table (apis.go), from which ApiVersions is built, so
+// the server never advertises what it does not serve. One file per API,
+// named by key as in franz-go's kfake (00_produce.go, 01_fetch.go, ...),
+// opens with a comment on versions and behaviour.
+//
+// # Zero copy
+//
+// A Fetch response is encoded by kmsg with a unique marker in place of each
+// partition's record set; the encoder then cuts the output at the markers
+// and sends the record bytes straight from the segment files with
+// sendfile(2) at an explicit file offset (sendfile.go), so the shared
+// *os.File position is never used and no record byte passes through user
+// space. Only the few bytes of each records size prefix are written by
+// hand (fetch_response.go).
+//
+// # Connections
+//
+// Each connection is served by one goroutine that reads a frame, handles
+// it, and writes the response, in order, as Kafka does (clients that want
+// concurrency open more connections). A long-poll Fetch blocks only its
+// connection. Frames are read into buffers sized by the bytes that actually
+// arrived, so a hostile size prefix costs nothing and an idle connection
+// holds no buffer at all.
+//
+// # Committed offsets
+//
+// OffsetCommit stores offsets in a JSON file of segfs's own name in the data
+// directory (offsets.go), replaced atomically on every commit.
+package fetch

@@ -1,0 +1,60 @@
+package fetch
+
+import (
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/segfs/segfs/logstore"
+	"github.com/segfs/segfs/logstore/record"
+)
+
+// errorCodes maps storage errors to Kafka error codes: the one place where
+// logstore's sentinels meet the protocol (STYLE.md "map errors once at each
+// edge"). Order matters only where one error wraps another; the first
+// match wins.
+var errorCodes = []struct {
+	err  error
+	code *kerr.Error
+}{
+	{logstore.ErrUnknownTopic, kerr.UnknownTopicOrPartition},
+	{logstore.ErrUnknownPartition, kerr.UnknownTopicOrPartition},
+	{logstore.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
+	{logstore.ErrMessageTooLarge, kerr.MessageTooLarge},
+	// Kafka's RecordBatchTooLargeException (batch over segment.bytes).
+	{logstore.ErrBatchTooLarge, kerr.RecordListTooLarge},
+	{logstore.ErrInvalidRecord, kerr.InvalidRecord},
+	{logstore.ErrCorrupt, kerr.CorruptMessage},
+	{record.ErrCorrupt, kerr.CorruptMessage},
+	{record.ErrShort, kerr.CorruptMessage},
+	{record.ErrCodec, kerr.CorruptMessage},
+	{logstore.ErrDuplicateSequence, kerr.DuplicateSequenceNumber},
+	{logstore.ErrOutOfOrderSeq, kerr.OutOfOrderSequenceNumber},
+	{logstore.ErrProducerFenced, kerr.InvalidProducerEpoch},
+	{logstore.ErrUnknownProducerID, kerr.UnknownProducerID},
+	// A fenced partition had a write or fsync fail: Kafka's answer for a
+	// failed log directory, retriable for the client.
+	{logstore.ErrFenced, kerr.KafkaStorageError},
+	// The store is closing under us: "not the leader any more" makes
+	// clients refresh metadata and retry elsewhere (here: after restart).
+	{logstore.ErrClosed, kerr.NotLeaderForPartition},
+	{logstore.ErrInvalidName, kerr.InvalidTopicException},
+	{logstore.ErrTopicExists, kerr.TopicAlreadyExists},
+	{logstore.ErrPartitionExists, kerr.InvalidPartitions},
+	{logstore.ErrInvalidPartition, kerr.InvalidPartitions},
+	{logstore.ErrInvalidConfig, kerr.InvalidConfig},
+}
+
+// errorCode returns the Kafka error code for err: 0 for nil,
+// UNKNOWN_SERVER_ERROR (-1) for anything unmapped (I/O errors).
+func errorCode(err error) int16 {
+	if err == nil {
+		return 0
+	}
+	for _, e := range errorCodes {
+		if errors.Is(err, e.err) {
+			return e.code.Code
+		}
+	}
+	return kerr.UnknownServerError.Code
+}

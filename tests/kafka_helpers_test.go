@@ -1,0 +1,235 @@
+package tests
+
+// Helpers for the Kafka interop tests: run `segfs serve` as the built
+// binary, talk to it with franz-go (kgo) in-process and with kcat as a
+// separate process, always under timeouts.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// kafkaServer is one `segfs serve` process.
+type kafkaServer struct {
+	t    testing.TB
+	data string
+	addr string
+	cmd  *exec.Cmd
+	log  *bytes.Buffer // stderr
+	mu   *sync.Mutex   // guards log while the process writes it
+	done chan error
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// kafkaServe starts `segfs serve DATA --listen 127.0.0.1:0 extra...` and
+// waits for its "listening on" line. The server is stopped with SIGTERM in
+// t.Cleanup (and must exit 0).
+func kafkaServe(t testing.TB, data string, extra ...string) *kafkaServer {
+	t.Helper()
+	if data == "" {
+		data = filepath.Join(t.TempDir(), "data")
+	}
+	args := append([]string{"serve", data, "--listen", "127.0.0.1:0"}, extra...)
+	cmd := exec.Command(segfsBin, args...)
+	s := &kafkaServer{t: t, data: data, cmd: cmd, log: new(bytes.Buffer), mu: new(sync.Mutex), done: make(chan error, 1)}
+	cmd.Stderr = lockedWriter{s.mu, s.log}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	addrc := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if a, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
+				addrc <- a
+			}
+		}
+		close(addrc)
+		s.done <- cmd.Wait()
+	}()
+	t.Cleanup(func() { s.stop() })
+	select {
+	case a, ok := <-addrc:
+		if !ok {
+			t.Fatalf("segfs serve exited before listening:\n%s", s.stderr())
+		}
+		s.addr = a
+	case <-time.After(30 * time.Second):
+		t.Fatalf("segfs serve not listening after 30s:\n%s", s.stderr())
+	}
+	return s
+}
+
+func (s *kafkaServer) stderr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.log.String()
+}
+
+// stop sends SIGTERM and waits for a clean exit (idempotent).
+func (s *kafkaServer) stop() {
+	if s.cmd.ProcessState != nil || s.cmd.Process == nil {
+		return
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-s.done:
+		if err != nil {
+			s.t.Errorf("segfs serve exited with %v:\n%s", err, s.stderr())
+		}
+	case <-time.After(20 * time.Second):
+		s.cmd.Process.Kill()
+		<-s.done
+		s.t.Errorf("segfs serve ignored SIGTERM for 20s:\n%s", s.stderr())
+	}
+}
+
+// kafkaClient returns a kgo client for addr, closed in t.Cleanup.
+func kafkaClient(t testing.TB, addr string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{
+		kgo.SeedBrokers(addr),
+		kgo.FetchMaxWait(500 * time.Millisecond),
+		kgo.RetryTimeout(20 * time.Second),
+		// Records go to the partition they name (the default partitioner
+		// would pick one).
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+	}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// kafkaProduce produces values to topic/partition synchronously and fails
+// the test on any error. It returns the offsets assigned.
+func kafkaProduce(t testing.TB, cl *kgo.Client, topic string, partition int32, values ...string) []int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	recs := make([]*kgo.Record, len(values))
+	for i, v := range values {
+		recs[i] = &kgo.Record{Topic: topic, Partition: partition, Value: []byte(v)}
+	}
+	res := cl.ProduceSync(ctx, recs...)
+	if err := res.FirstErr(); err != nil {
+		t.Fatalf("produce to %s/%d: %v", topic, partition, err)
+	}
+	offs := make([]int64, len(res))
+	for i, r := range res {
+		offs[i] = r.Record.Offset
+	}
+	return offs
+}
+
+// kafkaConsume reads n records of topic/partition from offset with a
+// direct (group-less) consumer.
+func kafkaConsume(t testing.TB, addr, topic string, partition int32, offset int64, n int) []*kgo.Record {
+	t.Helper()
+	cl := kafkaClient(t, addr, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
+		topic: {partition: kgo.NewOffset().At(offset)},
+	}))
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out []*kgo.Record
+	for len(out) < n {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %d of %d records from %s/%d at %d before timeout", len(out), n, topic, partition, offset)
+		}
+		fs.EachError(func(tp string, p int32, err error) {
+			t.Fatalf("fetch %s/%d: %v", tp, p, err)
+		})
+		out = append(out, fs.Records()...)
+	}
+	return out
+}
+
+func recordValues(recs []*kgo.Record) []string {
+	out := make([]string, len(recs))
+	for i, r := range recs {
+		out[i] = string(r.Value)
+	}
+	return out
+}
+
+// kafkaNeedKcat skips when kcat is not installed (CI installs it).
+func kafkaNeedKcat(t testing.TB) string {
+	t.Helper()
+	p, err := exec.LookPath("kcat")
+	if err != nil {
+		t.Skip("kcat not installed (apt-get install kcat); CI installs it")
+	}
+	return p
+}
+
+// kcat runs kcat with args against addr, stdin as given, under a timeout.
+func kcat(t testing.TB, addr, stdin string, args ...string) string {
+	t.Helper()
+	bin := kafkaNeedKcat(t)
+	cmd := exec.Command("timeout", append([]string{"-k", "5", "60", bin, "-b", addr}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("kcat %s: %v\nstdout: %s\nstderr: %s", strings.Join(args, " "), err, out.String(), errb.String())
+	}
+	return out.String()
+}
+
+// kafkaFreeAddr returns a loopback address with a port free right now,
+// for commands that take a fixed --kafka-listen.
+func kafkaFreeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// kafkaWaitListening waits until addr accepts connections.
+func kafkaWaitListening(t testing.TB, addr string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing listens on %s: %v", addr, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
