@@ -33,6 +33,9 @@ type Partition struct {
 	leo           atomic.Int64
 	recoveryPoint atomic.Int64
 	gen           atomic.Uint64
+	firstDirty    atomic.Int64 // compaction: end of the last cleaned range
+
+	cleanMu sync.Mutex // serialises retention and compaction passes
 
 	// Appender state (amu).
 	fenceErr  error

@@ -23,6 +23,7 @@ import (
 const (
 	recoveryCheckpointFile = "recovery-point-offset-checkpoint"
 	logStartCheckpointFile = "log-start-offset-checkpoint"
+	cleanerCheckpointFile  = "cleaner-offset-checkpoint"
 	cleanShutdownFile      = ".kafka_cleanshutdown"
 	topicsFile             = "segfs-topics.json"
 	producerIDFile         = "segfs-producer-id"
@@ -33,6 +34,16 @@ type Options struct {
 	Logger            *slog.Logger     // nil = slog.Default()
 	DefaultPartitions int              // partitions of a topic created with n <= 0; default 1
 	Now               func() time.Time // clock; nil = time.Now (tests inject)
+
+	// RetentionCheckInterval is how often retention runs (Kafka's
+	// log.retention.check.interval.ms); default 5 minutes, negative = never.
+	RetentionCheckInterval time.Duration
+	// CleanerInterval is how often compaction looks for work (Kafka's
+	// log.cleaner.backoff.ms); default 15 s, negative = never.
+	CleanerInterval time.Duration
+	// CleanerBufferBytes sizes the compaction offset map (24 bytes a key);
+	// default 16 MiB, about 600,000 keys per pass.
+	CleanerBufferBytes int
 }
 
 // Store owns a data directory (exclusively, through a lock file).
@@ -48,6 +59,12 @@ type Store struct {
 	pidMu   sync.Mutex
 	nextPID int64
 	pidCap  int64
+
+	omMu sync.Mutex
+	om   *offsetMap
+
+	pendMu  sync.Mutex
+	pending map[*segment]*time.Timer // deleted segments awaiting file.delete.delay.ms
 
 	ckMu   sync.Mutex // serialises checkpoint writes
 	dirty  atomic.Bool
@@ -82,6 +99,15 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	if opts.DefaultPartitions <= 0 {
 		opts.DefaultPartitions = 1
+	}
+	if opts.RetentionCheckInterval == 0 {
+		opts.RetentionCheckInterval = 5 * time.Minute
+	}
+	if opts.CleanerInterval == 0 {
+		opts.CleanerInterval = 15 * time.Second
+	}
+	if opts.CleanerBufferBytes <= 0 {
+		opts.CleanerBufferBytes = 16 << 20
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -134,6 +160,11 @@ func (s *Store) load() error {
 	if err != nil {
 		s.log.Warn("unreadable checkpoint; log start from first segments", "err", err)
 		logStart = map[tp]int64{}
+	}
+	cleaner, err := readOffsetCheckpoint(filepath.Join(s.dir, cleanerCheckpointFile))
+	if err != nil {
+		s.log.Warn("unreadable cleaner checkpoint; compaction restarts from the log start", "err", err)
+		cleaner = map[tp]int64{}
 	}
 	var doc topicsDoc
 	if b, err := os.ReadFile(filepath.Join(s.dir, topicsFile)); err == nil {
@@ -205,6 +236,7 @@ func (s *Store) load() error {
 			if err != nil {
 				return err
 			}
+			p.firstDirty.Store(cleaner[key])
 			t.parts = append(t.parts, p)
 		}
 		s.topics[name] = t
@@ -379,6 +411,16 @@ func (s *Store) AllocateProducerID() (int64, error) {
 
 func (s *Store) markDirty() { s.dirty.Store(true) }
 
+// offsetMap returns the cleaner's map, allocated once at its fixed size.
+func (s *Store) offsetMap() *offsetMap {
+	s.omMu.Lock()
+	defer s.omMu.Unlock()
+	if s.om == nil {
+		s.om = newOffsetMap(s.opts.CleanerBufferBytes)
+	}
+	return s.om
+}
+
 // writeCheckpoints writes the recovery-point and log-start checkpoints of
 // every partition.
 func (s *Store) writeCheckpoints() error {
@@ -387,6 +429,7 @@ func (s *Store) writeCheckpoints() error {
 	s.dirty.Store(false)
 	rp := map[tp]int64{}
 	ls := map[tp]int64{}
+	cl := map[tp]int64{}
 	for _, t := range s.topicsSnapshot() {
 		for _, p := range t.Partitions() {
 			rp[tp{t.name, p.num}] = p.recoveryPoint.Load()
@@ -396,12 +439,18 @@ func (s *Store) writeCheckpoints() error {
 			if st := p.logStart.Load(); st > first {
 				ls[tp{t.name, p.num}] = st
 			}
+			if fd := p.firstDirty.Load(); fd > 0 {
+				cl[tp{t.name, p.num}] = fd
+			}
 		}
 	}
 	if err := writeOffsetCheckpoint(filepath.Join(s.dir, recoveryCheckpointFile), rp); err != nil {
 		return err
 	}
-	return writeOffsetCheckpoint(filepath.Join(s.dir, logStartCheckpointFile), ls)
+	if err := writeOffsetCheckpoint(filepath.Join(s.dir, logStartCheckpointFile), ls); err != nil {
+		return err
+	}
+	return writeOffsetCheckpoint(filepath.Join(s.dir, cleanerCheckpointFile), cl)
 }
 
 // topicsSnapshot lists topics without sorting (for internal loops).
@@ -422,6 +471,7 @@ func (s *Store) background() {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	lastCk := time.Now()
+	lastRetention, lastClean := time.Now(), time.Now()
 	for {
 		select {
 		case <-s.stop:
@@ -444,11 +494,44 @@ func (s *Store) background() {
 				p.amu.Unlock()
 			}
 		}
+		if d := s.opts.RetentionCheckInterval; d > 0 && time.Since(lastRetention) >= d {
+			s.runCleanup("retention", (*Partition).ApplyRetention)
+			lastRetention = time.Now()
+		}
+		if d := s.opts.CleanerInterval; d > 0 && time.Since(lastClean) >= d {
+			s.runCleanup("compaction", (*Partition).Compact)
+			lastClean = time.Now()
+		}
 		if s.dirty.Load() && time.Since(lastCk) >= time.Second {
 			if err := s.writeCheckpoints(); err != nil {
 				s.log.Error("writing checkpoints", "err", err)
 			}
 			lastCk = time.Now()
+		}
+	}
+}
+
+// runCleanup runs one retention or compaction pass over every partition
+// and logs what each pass that did something did.
+func (s *Store) runCleanup(kind string, pass func(*Partition) (CleanupStats, error)) {
+	for _, t := range s.topicsSnapshot() {
+		for _, p := range t.Partitions() {
+			select {
+			case <-s.stop:
+				return
+			default:
+			}
+			st, err := pass(p)
+			if err != nil {
+				s.log.Error(kind+" failed", "partition", p.name(), "err", err)
+				continue
+			}
+			if st.SegmentsDeleted > 0 || st.SegmentsCleaned > 0 {
+				s.log.Info(kind+" pass", "partition", p.name(),
+					"segments_deleted", st.SegmentsDeleted, "bytes_freed", st.BytesFreed,
+					"segments_cleaned", st.SegmentsCleaned, "records_removed", st.RecordsRemoved,
+					"log_start_offset", st.NewLogStart, "duration", st.Duration)
+			}
 		}
 	}
 }
@@ -461,6 +544,7 @@ func (s *Store) Close() error {
 	}
 	close(s.stop)
 	s.wg.Wait()
+	s.releasePending()
 	err := s.closeTopics(true)
 	if cerr := s.writeCheckpoints(); cerr != nil && err == nil {
 		err = cerr

@@ -9,6 +9,7 @@ func (s *Store) abandon() {
 	}
 	close(s.stop)
 	s.wg.Wait()
+	s.releasePending()
 	s.closeTopics(false)
 	s.lock.release()
 }

@@ -17,6 +17,19 @@ type BatchSpec struct {
 	Transactional bool
 	Control       bool
 	LogAppendTime bool
+	// The fields below serve the log cleaner, which rebuilds batches
+	// without renumbering them (KAFKA-FORMAT.md §9.5); zero values keep
+	// the defaults.
+	//
+	// LastOffsetDelta, when larger than the last record's delta, is kept so
+	// that a compacted batch still ends at its original last offset.
+	LastOffsetDelta int32
+	// MaxTimestamp, when larger than every record's, is kept (LogAppendTime
+	// batches carry the broker's time there).
+	MaxTimestamp int64
+	// DeleteHorizon, when positive, sets attribute bit 6 and becomes the
+	// BaseTimestamp; record deltas are taken against it.
+	DeleteHorizon int64
 }
 
 // DefaultSpec is a non-idempotent, uncompressed batch at base offset 0,
@@ -37,6 +50,9 @@ func (s *BatchSpec) attributes() int16 {
 	if s.Control {
 		a |= attrControl
 	}
+	if s.DeleteHorizon > 0 {
+		a |= attrDeleteHorizon
+	}
 	return a
 }
 
@@ -48,6 +64,7 @@ type Builder struct {
 	started bool   // Reset was called; otherwise the first Add applies DefaultSpec
 	recs    []byte // encoded records, uncompressed
 	n       int32  // records in recs
+	lastDel int32  // offset delta of the last record
 	firstTS int64
 	maxTS   int64
 	z       compressor
@@ -64,15 +81,24 @@ func (bl *Builder) Reset(spec BatchSpec) {
 // Add appends a record with absolute timestamp ts (deltas computed against
 // the first record's timestamp). key/value nil = null.
 func (bl *Builder) Add(ts int64, key, value []byte, headers []RecordHeader) {
+	bl.AddAt(bl.n, ts, key, value, headers)
+}
+
+// AddAt appends a record with an explicit offset delta, which must exceed
+// the previous record's (the cleaner keeps original offsets, leaving gaps).
+func (bl *Builder) AddAt(offsetDelta int32, ts int64, key, value []byte, headers []RecordHeader) {
 	if !bl.started {
 		bl.Reset(DefaultSpec())
 	}
 	if bl.n == 0 {
 		bl.firstTS, bl.maxTS = ts, ts
+		if bl.spec.DeleteHorizon > 0 {
+			bl.firstTS = bl.spec.DeleteHorizon
+		}
 	}
 	bl.maxTS = max(bl.maxTS, ts)
 	tsDelta := ts - bl.firstTS
-	body := 1 + sizeVarlong(tsDelta) + sizeVarint(bl.n) + sizeBytes(key) + sizeBytes(value) + sizeVarint(int32(len(headers)))
+	body := 1 + sizeVarlong(tsDelta) + sizeVarint(offsetDelta) + sizeBytes(key) + sizeBytes(value) + sizeVarint(int32(len(headers)))
 	for i := range headers {
 		body += sizeVarint(int32(len(headers[i].Key))) + len(headers[i].Key) + sizeBytes(headers[i].Value)
 	}
@@ -80,7 +106,7 @@ func (bl *Builder) Add(ts int64, key, value []byte, headers []RecordHeader) {
 	b = appendVarint(b, int32(body))
 	b = append(b, 0) // attributes
 	b = appendVarlong(b, tsDelta)
-	b = appendVarint(b, bl.n)
+	b = appendVarint(b, offsetDelta)
 	b = appendBytes(b, key)
 	b = appendBytes(b, value)
 	b = appendVarint(b, int32(len(headers)))
@@ -91,6 +117,7 @@ func (bl *Builder) Add(ts int64, key, value []byte, headers []RecordHeader) {
 	}
 	bl.recs = b
 	bl.n++
+	bl.lastDel = offsetDelta
 }
 
 // Len is the number of records added since Reset.
@@ -117,7 +144,7 @@ func (bl *Builder) Build(dst []byte) ([]byte, error) {
 	if len(out)-start-LogOverhead > math.MaxInt32 {
 		return dst[:start], fmt.Errorf("record: batch of %d bytes exceeds the int32 batch length", len(out)-start)
 	}
-	putHeader(out[start:], &bl.spec, bl.spec.attributes(), bl.n-1, bl.firstTS, bl.maxTS, bl.n)
+	putHeader(out[start:], &bl.spec, bl.spec.attributes(), max(bl.lastDel, bl.spec.LastOffsetDelta), bl.firstTS, max(bl.maxTS, bl.spec.MaxTimestamp), bl.n)
 	return out, nil
 }
 

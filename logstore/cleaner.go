@@ -1,0 +1,287 @@
+package logstore
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/segfs/segfs/logstore/record"
+)
+
+// Compaction (cleanup.policy=compact, KAFKA-FORMAT.md §9) keeps the latest
+// record of every key in the closed segments. Each cleaned segment keeps its
+// base offset and every retained record its offset (gaps appear); batches
+// whose records all survive are copied byte for byte. A rewrite goes
+// NNN.log.cleaned → NNN.log.swap → NNN.log, the old files being renamed
+// .deleted in between, so that a crash at any step is finished or rolled
+// back by the loader (completeSwaps).
+
+var errMapFull = errors.New("offset map full")
+
+// Compact runs one cleaning pass if the partition is eligible (the store
+// runs it every Options.CleanerInterval).
+func (p *Partition) Compact() (CleanupStats, error) {
+	p.cleanMu.Lock()
+	defer p.cleanMu.Unlock()
+	start := time.Now()
+	cfg := p.config()
+	st := CleanupStats{NewLogStart: p.logStart.Load()}
+	if !cfg.Compact() || p.store.closed.Load() {
+		return st, nil
+	}
+	now := p.store.now().UnixMilli()
+	segs := p.acquireSegments(p.logStart.Load())
+	defer releaseAll(segs)
+	closed := segs[:len(segs)-1]
+	if len(closed) == 0 {
+		return st, nil
+	}
+	firstDirty := min(max(p.firstDirty.Load(), p.logStart.Load()), p.leo.Load())
+	// The uncleanable boundary: the active segment, and any segment still
+	// younger than min.compaction.lag.ms.
+	limit := len(closed)
+	for i, s := range closed {
+		if cfg.MinCompactionLagMs > 0 && s.next.Load() > firstDirty && s.largestTimestamp() > now-cfg.MinCompactionLagMs {
+			limit = i
+			break
+		}
+	}
+	var cleanBytes, dirtyBytes int64
+	var firstDirtyTs int64 = -1
+	for _, s := range closed[:limit] {
+		if s.next.Load() <= firstDirty {
+			cleanBytes += s.size.Load()
+			continue
+		}
+		dirtyBytes += s.size.Load()
+		if s.firstBatchTs >= 0 && (firstDirtyTs < 0 || s.firstBatchTs < firstDirtyTs) {
+			firstDirtyTs = s.firstBatchTs
+		}
+	}
+	if dirtyBytes == 0 {
+		return st, nil
+	}
+	ratio := float64(dirtyBytes) / float64(cleanBytes+dirtyBytes)
+	overdue := firstDirtyTs >= 0 && now-firstDirtyTs > cfg.MaxCompactionLagMs
+	if ratio <= cfg.MinCleanableDirtyRatio && !overdue {
+		return st, nil
+	}
+
+	m := p.store.offsetMap()
+	m.reset()
+	var dec record.Decoder
+	end := firstDirty
+	rewrite := 0 // closed[:rewrite] are rewritten
+	for i, s := range closed[:limit] {
+		if s.next.Load() <= firstDirty {
+			rewrite = i + 1
+			continue
+		}
+		err := scanSegment(s, &dec, func(pos int64, b []byte, h *record.Header) error {
+			if h.LastOffset() < firstDirty || h.Control() {
+				return nil
+			}
+			err := dec.Records(b, func(r *record.Record) error {
+				if r.Key == nil || r.Offset < firstDirty {
+					return nil
+				}
+				if !m.put(r.Key, r.Offset) {
+					return errMapFull
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			end = h.NextOffset()
+			return nil
+		})
+		if errors.Is(err, errMapFull) {
+			p.store.log.Warn("cleaner offset map full; cleaning part of the dirty log", "partition", p.name(), "end", end)
+			break
+		}
+		if err != nil {
+			return st, err
+		}
+		rewrite = i + 1
+	}
+	if rewrite == 0 {
+		return st, nil
+	}
+	for _, s := range closed[:rewrite] {
+		removed, err := p.cleanSegment(s, m, &dec, cfg, now)
+		if err != nil {
+			return st, fmt.Errorf("cleaning %s: %w", s.path(logSuffix), err)
+		}
+		st.SegmentsCleaned++
+		st.RecordsRemoved += removed
+	}
+	p.firstDirty.Store(end)
+	p.store.markDirty()
+	p.bumpGeneration()
+	st.Duration = time.Since(start)
+	return st, nil
+}
+
+// scanSegment calls fn for every batch of s (CRC-checked).
+func scanSegment(s *segment, dec *record.Decoder, fn func(pos int64, b []byte, h *record.Header) error) error {
+	sc := newScanner(s.log, s.path(logSuffix), 0, s.size.Load(), nil)
+	for {
+		pos, b, err := sc.next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		h, err := record.ParseHeader(b)
+		if err != nil {
+			return &CorruptError{Path: s.path(logSuffix), Pos: pos, Err: err}
+		}
+		if err := record.Validate(b); err != nil {
+			return &CorruptError{Path: s.path(logSuffix), Pos: pos, Err: err}
+		}
+		if err := fn(pos, b, &h); err != nil {
+			return err
+		}
+	}
+}
+
+// cleanSegment rewrites one segment keeping what the offset map says is
+// latest, then swaps it in. It returns the number of records removed.
+func (p *Partition) cleanSegment(old *segment, m *offsetMap, dec *record.Decoder, cfg *Config, now int64) (int64, error) {
+	cleanedPath := old.path(logSuffix) + cleanedSuffix
+	f, err := os.OpenFile(cleanedPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return 0, err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	var removed int64
+	var bl record.Builder
+	var out []byte
+	type kept struct {
+		delta int32
+		ts    int64
+		key   []byte
+		value []byte
+		hdrs  []record.RecordHeader
+	}
+	var keep []kept
+	err = scanSegment(old, dec, func(pos int64, b []byte, h *record.Header) error {
+		if h.Control() {
+			_, err := w.Write(b)
+			return err
+		}
+		keep = keep[:0]
+		total := 0
+		tombstones := false
+		err := dec.Records(b, func(r *record.Record) error {
+			total++
+			if r.Key == nil {
+				return nil
+			}
+			if latest, ok := m.get(r.Key); ok && r.Offset < latest {
+				return nil
+			}
+			if r.Value == nil {
+				if h.HasDeleteHorizon() && now > h.BaseTimestamp {
+					return nil // the tombstone has done its job
+				}
+				tombstones = true
+			}
+			k := kept{delta: r.OffsetDelta, ts: r.Timestamp,
+				key: append([]byte(nil), r.Key...), hdrs: append([]record.RecordHeader(nil), r.Headers...)}
+			if r.Value != nil {
+				k.value = append([]byte{}, r.Value...)
+			}
+			keep = append(keep, k)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		removed += int64(total - len(keep))
+		needHorizon := tombstones && !h.HasDeleteHorizon()
+		if len(keep) == total && !needHorizon {
+			_, err := w.Write(b) // unchanged: byte for byte, CRC and all
+			return err
+		}
+		if len(keep) == 0 {
+			return nil
+		}
+		spec := record.BatchSpec{
+			BaseOffset: h.BaseOffset, LeaderEpoch: h.PartitionLeaderEpoch,
+			ProducerID: h.ProducerID, ProducerEpoch: h.ProducerEpoch, BaseSequence: h.BaseSequence,
+			Codec: h.Codec(), Transactional: h.Transactional(), LogAppendTime: h.LogAppendTime(),
+			LastOffsetDelta: h.LastOffsetDelta, MaxTimestamp: h.MaxTimestamp,
+		}
+		if h.HasDeleteHorizon() {
+			spec.DeleteHorizon = h.BaseTimestamp
+		} else if needHorizon {
+			spec.DeleteHorizon = now + cfg.DeleteRetentionMs
+		}
+		bl.Reset(spec)
+		for _, k := range keep {
+			bl.AddAt(k.delta, k.ts, k.key, k.value, k.hdrs)
+		}
+		out, err = bl.Build(out[:0])
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(out)
+		return err
+	})
+	if err == nil {
+		err = w.Flush()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	f.Close()
+	if err != nil {
+		os.Remove(cleanedPath)
+		return 0, err
+	}
+	if fi, err := old.log.Stat(); err == nil {
+		os.Chtimes(cleanedPath, fi.ModTime(), fi.ModTime())
+	}
+	// The swap: from here on a crash is completed by the loader.
+	swapPath := old.path(logSuffix) + swapSuffix
+	if err := os.Rename(cleanedPath, swapPath); err != nil {
+		os.Remove(cleanedPath)
+		return 0, err
+	}
+	if err := syncDir(p.dir); err != nil {
+		return 0, err
+	}
+	old.markDeleted()
+	if err := os.Rename(swapPath, old.path(logSuffix)); err != nil {
+		return 0, err
+	}
+	if err := syncDir(p.dir); err != nil {
+		return 0, err
+	}
+	ns := newSegmentStruct(p.dir, old.base)
+	lf, err := os.OpenFile(ns.path(logSuffix), os.O_RDWR, 0)
+	if err != nil {
+		return 0, err
+	}
+	ns.log = lf
+	if _, err := ns.recover(cfg, false, dec); err != nil {
+		ns.closeFiles()
+		return 0, err
+	}
+	ns.next.Store(max(ns.next.Load(), old.next.Load()))
+	p.mu.Lock()
+	for i, s := range p.segs {
+		if s == old {
+			p.segs[i] = ns
+		}
+	}
+	p.mu.Unlock()
+	p.store.scheduleRelease(old, time.Duration(cfg.FileDeleteDelayMs)*time.Millisecond)
+	return removed, nil
+}
