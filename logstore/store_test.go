@@ -155,8 +155,8 @@ func TestMillionRecords(t *testing.T) {
 	if got := p.LogEndOffset(); got != int64(n) {
 		t.Fatalf("log end %d, want %d", got, n)
 	}
-	if st := p.Status(); st.Segments < 90 {
-		t.Fatalf("expected ~100 segments of 1 MiB, got %d", st.Segments)
+	if st := p.Status(); st.Segments < n/11000 {
+		t.Fatalf("expected about %d segments of 1 MiB, got %d", n/10500, st.Segments)
 	}
 	if got := textOf(t, p, 0); got != want.String() {
 		t.Fatalf("text differs: %d bytes vs %d", len(got), want.Len())
