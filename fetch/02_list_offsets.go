@@ -62,14 +62,13 @@ func (s *Server) listOffset(topic string, part int32, ts int64, version int16, s
 			sp.Timestamp, sp.Offset = maxTS, off
 		}
 	case ts >= 0:
-		off, ok, err := p.OffsetForTime(ts)
+		off, recTs, ok, err := p.LookupTime(ts)
 		if err != nil {
 			return errorCode(err)
 		}
 		if ok {
-			// Kafka answers with the found record's timestamp; the store
-			// only says which offset, and clients read the offset only.
-			sp.Timestamp, sp.Offset = ts, off
+			// Kafka answers with the found record's own timestamp.
+			sp.Timestamp, sp.Offset = recTs, off
 		}
 	default:
 		return kerr.InvalidRequest.Code

@@ -450,6 +450,13 @@ func (p *Partition) checkRange(offset int64) error {
 // OffsetForTime returns the first offset whose record timestamp is >= ts,
 // or ok=false if there is none (KAFKA-FORMAT.md §4.4).
 func (p *Partition) OffsetForTime(ts int64) (int64, bool, error) {
+	off, _, ok, err := p.LookupTime(ts)
+	return off, ok, err
+}
+
+// LookupTime is OffsetForTime that also returns the found record's own
+// timestamp (ListOffsets answers with it).
+func (p *Partition) LookupTime(ts int64) (offset, recordTs int64, ok bool, err error) {
 	start := p.logStart.Load()
 	segs := p.acquireSegments(start)
 	defer releaseAll(segs)
@@ -462,7 +469,7 @@ func (p *Partition) OffsetForTime(ts int64) (int64, bool, error) {
 		from := max(s.tidx.Lookup(ts).Offset, start)
 		pos, _, found, err := s.findBatch(from, limit)
 		if err != nil {
-			return 0, false, err
+			return 0, 0, false, err
 		}
 		if !found {
 			continue
@@ -474,36 +481,36 @@ func (p *Partition) OffsetForTime(ts int64) (int64, bool, error) {
 				break
 			}
 			if err != nil {
-				return 0, false, err
+				return 0, 0, false, err
 			}
 			h, err := record.ParseHeader(b)
 			if err != nil {
-				return 0, false, err
+				return 0, 0, false, err
 			}
 			if h.MaxTimestamp < ts || h.LastOffset() < start {
 				continue
 			}
 			if err := record.Validate(b); err != nil {
-				return 0, false, &CorruptError{Path: s.path(logSuffix), Pos: sc.pos - int64(len(b)), Err: err}
+				return 0, 0, false, &CorruptError{Path: s.path(logSuffix), Pos: sc.pos - int64(len(b)), Err: err}
 			}
-			var got int64 = -1
+			var got, gotTs int64 = -1, -1
 			errStop := errors.New("stop")
 			err = dec.Records(b, func(r *record.Record) error {
 				if r.Timestamp >= ts && r.Offset >= start {
-					got = r.Offset
+					got, gotTs = r.Offset, r.Timestamp
 					return errStop
 				}
 				return nil
 			})
 			if err != nil && err != errStop {
-				return 0, false, err
+				return 0, 0, false, err
 			}
 			if got >= 0 {
-				return got, true, nil
+				return got, gotTs, true, nil
 			}
 		}
 	}
-	return 0, false, nil
+	return 0, 0, false, nil
 }
 
 // MaxTimestamp returns the largest timestamp in the log and the offset of
