@@ -1,8 +1,304 @@
 package cli
 
-import ucli "github.com/urfave/cli/v2"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
 
-// STUB owned by the fs engineer.
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/segfs/segfs/fetch"
+	segfs "github.com/segfs/segfs/fs"
+	"github.com/segfs/segfs/logstore"
+)
+
+// readyFdEnv names the descriptor on which a daemon started by `segfs
+// mount` (without --foreground) reports "ready" or its error to the parent.
+const readyFdEnv = "SEGFS_READY_FD"
+
+// daemonLogName is the daemon's log file in the data directory. The suffix
+// is not one Kafka uses in a log directory.
+const daemonLogName = "segfs-mount.out"
+
 func mountCommand() *ucli.Command {
-	return &ucli.Command{Name: "mount", Usage: "mount a data directory"}
+	return &ucli.Command{
+		Name:      "mount",
+		Usage:     "mount a data directory as files",
+		ArgsUsage: "DATA_DIR MOUNTPOINT",
+		Description: `Mounts the partition logs of DATA_DIR (created if needed) on MOUNTPOINT:
+MOUNTPOINT/TOPIC/N/data is partition N of TOPIC as text, one record a line.
+The command returns once the filesystem answers; the daemon keeps serving in
+the background and logs to DATA_DIR/` + daemonLogName + `. With --foreground it
+stays attached and logs to stderr. "umount MOUNTPOINT", SIGINT or SIGTERM
+unmount cleanly: appends in flight finish, then checkpoints and the
+clean-shutdown marker are written. A dead mount left by a killed daemon
+("Transport endpoint is not connected") is detached first.
+
+Example:
+
+   mkdir -p /mnt/segfs && segfs mount /var/lib/segfs /mnt/segfs
+   mkdir /mnt/segfs/orders && seq 3 >> /mnt/segfs/orders/0/data
+   tail -f /mnt/segfs/orders/0/data
+   umount /mnt/segfs`,
+		Flags: []ucli.Flag{
+			&ucli.BoolFlag{Name: "foreground", Aliases: []string{"f"}, Usage: "stay attached and log to stderr"},
+			&ucli.IntFlag{Name: "partitions", Value: 1, Usage: "`N` partitions for topics created with mkdir"},
+			&ucli.StringFlag{Name: "kafka-listen", Usage: "also serve the Kafka protocol on `ADDR` (host:port)"},
+			&ucli.StringFlag{Name: "advertise", Usage: "`ADDR` Kafka clients are told to connect to"},
+			&ucli.BoolFlag{Name: "allow-other", Usage: "let other users use the mount (modes are enforced)"},
+			&ucli.DurationFlag{Name: "unmount-grace", Value: 5 * time.Second, Usage: "how long a signalled daemon keeps serving files still open before it exits"},
+			&ucli.BoolFlag{Name: "debug", Usage: "log every FUSE request"},
+		},
+		Action: runMount,
+	}
+}
+
+func runMount(c *ucli.Context) error {
+	args, err := applyLateFlags(c)
+	if err != nil {
+		return fmt.Errorf("mount: %w", err)
+	}
+	if len(args) != 2 {
+		return errors.New("mount: usage: segfs mount [flags] DATA_DIR MOUNTPOINT")
+	}
+	if c.Int("partitions") < 1 {
+		return errors.New("mount: --partitions must be at least 1")
+	}
+	dataDir, err := filepath.Abs(args[0])
+	if err != nil {
+		return fmt.Errorf("mount: %w", err)
+	}
+	mp, err := filepath.Abs(args[1])
+	if err != nil {
+		return fmt.Errorf("mount: %w", err)
+	}
+	if dataDir == mp || strings.HasPrefix(dataDir, mp+string(filepath.Separator)) {
+		return fmt.Errorf("mount: the data directory %s must not be inside the mountpoint %s", dataDir, mp)
+	}
+	if !c.Bool("foreground") {
+		return startDaemon(c, dataDir, mp)
+	}
+	ready := readyPipe()
+	err = mountForeground(c, dataDir, mp, ready)
+	if err != nil && ready != nil {
+		fmt.Fprintf(ready, "error: %v\n", err)
+		ready.Close()
+	}
+	if err != nil {
+		return fmt.Errorf("mount: %w", err)
+	}
+	return nil
+}
+
+// readyPipe returns the parent's pipe when started by startDaemon.
+func readyPipe() *os.File {
+	v := os.Getenv(readyFdEnv)
+	if v == "" {
+		return nil
+	}
+	os.Unsetenv(readyFdEnv)
+	fd, err := strconv.Atoi(v)
+	if err != nil || fd < 3 {
+		return nil
+	}
+	syscall.CloseOnExec(fd)
+	return os.NewFile(uintptr(fd), "ready")
+}
+
+// checkMountpoint clears a dead mount and checks that mp is a directory
+// nothing live is mounted on.
+func checkMountpoint(mp string, w io.Writer) error {
+	detached, err := segfs.DetachStale(mp)
+	if err != nil {
+		return err
+	}
+	if detached {
+		fmt.Fprintf(w, "segfs: %s was a dead mount (its daemon is gone); detached it\n", mp)
+	}
+	st, err := os.Stat(mp)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("mountpoint %s does not exist", mp)
+	case err != nil:
+		return err
+	case !st.IsDir():
+		return fmt.Errorf("mountpoint %s is not a directory", mp)
+	}
+	return nil
+}
+
+// startDaemon re-executes segfs with --foreground in a new session, with
+// its output in the data directory's log, and waits until it reports that
+// the mount answers (exit 0) or fails (its error, non-zero exit).
+func startDaemon(c *ucli.Context, dataDir, mp string) error {
+	// Fail fast on the obvious, with the message on this terminal.
+	if err := checkMountpoint(mp, c.App.ErrWriter); err != nil {
+		return fmt.Errorf("mount: %w", err)
+	}
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return fmt.Errorf("mount: %w", err)
+	}
+	logPath := filepath.Join(dataDir, daemonLogName)
+	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("mount: %w", err)
+	}
+	defer logf.Close()
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("mount: %w", err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("mount: %w", err)
+	}
+	defer r.Close()
+
+	args := []string{"mount", "--foreground",
+		"--partitions", strconv.Itoa(c.Int("partitions")),
+		"--unmount-grace", c.Duration("unmount-grace").String()}
+	for _, name := range []string{"kafka-listen", "advertise"} {
+		if v := c.String(name); v != "" {
+			args = append(args, "--"+name, v)
+		}
+	}
+	for _, name := range []string{"allow-other", "debug"} {
+		if c.Bool(name) {
+			args = append(args, "--"+name)
+		}
+	}
+	args = append(args, dataDir, mp)
+	cmd := exec.Command(exe, args...)
+	cmd.Dir = "/"
+	cmd.Stdin = nil
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.ExtraFiles = []*os.File{w} // fd 3
+	cmd.Env = append(os.Environ(), readyFdEnv+"=3")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		w.Close()
+		return fmt.Errorf("mount: starting the daemon: %w", err)
+	}
+	w.Close()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+
+	msg, _ := io.ReadAll(r) // until the daemon closes its end or exits
+	text := strings.TrimSpace(string(msg))
+	if text == "ready" {
+		cmd.Process.Release()
+		return nil
+	}
+	<-exited
+	if text == "" {
+		return fmt.Errorf("mount: the daemon exited before the mount was ready; see %s", logPath)
+	}
+	return errors.New(strings.TrimPrefix(text, "error: "))
+}
+
+// mountForeground serves the mount until a signal or an umount. It writes
+// "ready" to ready (if any) once the mount answers.
+func mountForeground(c *ucli.Context, dataDir, mp string, ready *os.File) error {
+	level := slog.LevelInfo
+	if c.Bool("debug") {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level}))
+
+	if err := checkMountpoint(mp, c.App.ErrWriter); err != nil {
+		return err
+	}
+	// Signals during startup must not kill us with a mount half made.
+	sigc := make(chan os.Signal, 1)
+	signal.Notify(sigc, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigc)
+
+	store, err := logstore.Open(dataDir, logstore.Options{Logger: logger, DefaultPartitions: c.Int("partitions")})
+	if err != nil {
+		if errors.Is(err, logstore.ErrLocked) {
+			return fmt.Errorf("data directory %s is in use by another process: %w", dataDir, err)
+		}
+		return err
+	}
+	srv, err := segfs.Mount(store, mp, segfs.Options{Logger: logger, Debug: c.Bool("debug"), AllowOther: c.Bool("allow-other")})
+	if err != nil {
+		store.Close()
+		return err
+	}
+	stopFetch, err := startFetch(c, store, logger)
+	if err != nil {
+		srv.Unmount(0)
+		srv.Wait()
+		store.Close()
+		return err
+	}
+	if ready != nil {
+		fmt.Fprintln(ready, "ready")
+		ready.Close()
+	}
+
+	grace := c.Duration("unmount-grace")
+	select {
+	case sig := <-sigc:
+		logger.Info("signal received; unmounting", "signal", sig.String())
+		if err := srv.Unmount(grace); err != nil {
+			logger.Error("unmount", "err", err)
+		}
+	case <-srv.Done():
+		logger.Info("unmounted by the user")
+	}
+	stopFetch()
+	// Wait returns at once after a clean unmount. After a lazy detach
+	// whose grace ran out, files may still be open: do not wait for them.
+	waited := make(chan struct{})
+	go func() { srv.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-time.After(grace + time.Second):
+	}
+	if err := store.Close(); err != nil {
+		return fmt.Errorf("closing the store: %w", err)
+	}
+	logger.Info("store closed", "data", dataDir)
+	return nil
+}
+
+// startFetch starts the Kafka fetch server when --kafka-listen is given and
+// returns the function that stops it.
+func startFetch(c *ucli.Context, store *logstore.Store, logger *slog.Logger) (stop func(), err error) {
+	addr := c.String("kafka-listen")
+	if addr == "" {
+		return func() {}, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--kafka-listen: %w", err)
+	}
+	srv := fetch.New(store, fetch.Config{
+		Advertise:        c.String("advertise"),
+		AutoCreateTopics: true,
+		Logger:           logger,
+	})
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	logger.Info("kafka protocol listening", "addr", ln.Addr().String())
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			logger.Warn("fetch server shutdown", "err", err)
+		}
+		<-served
+	}, nil
 }

@@ -1,0 +1,425 @@
+package fs
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/segfs/segfs/logstore"
+)
+
+// textNode is data (isData) or offset/N: the partition's records as text
+// from an offset on, in one generation of the partition. See doc.go
+// "Generations" for why a node never changes generation.
+type textNode struct {
+	gofs.Inode
+	fs     *fsys
+	part   *logstore.Partition
+	parent *gofs.Inode // the directory holding it, for NotifyEntry
+	name   string      // its name there
+	from   int64       // Text(from): log start at lookup (data) or N
+	gen    uint64      // partition generation of this node
+	isData bool
+
+	mu         sync.Mutex
+	view       *logstore.TextView // shared by open handles; data nodes keep it
+	refs       int                // handles using view (+1 held by a data node)
+	lastSize   int64
+	mtime      time.Time
+	registered bool // with the notifier
+
+	staleNotified atomic.Bool // the notifier invalidated our dentry
+}
+
+var (
+	_ gofs.NodeOpener      = (*textNode)(nil)
+	_ gofs.NodeGetattrer   = (*textNode)(nil)
+	_ gofs.NodeSetattrer   = (*textNode)(nil)
+	_ gofs.NodeFsyncer     = (*textNode)(nil)
+	_ gofs.NodeOnForgetter = (*textNode)(nil)
+)
+
+// offsetAttrTimeout is the attribute timeout of offset/N. The kernel learns
+// of appends through data itself at once, but of the growth of offset/N
+// only by notification, a few milliseconds later; `echo x >> data; cat
+// offset/END` must see x, so offset/N sizes are not cached (1 ns: go-fuse
+// takes 0 for "use the default").
+const offsetAttrTimeout = time.Nanosecond
+
+// lookupText answers the lookup of data (off < 0) or offset/N. It opens a
+// view only to learn the generation and the size, and closes it: nodes
+// keep no segment open until a handle needs them.
+func lookupText(ctx context.Context, f *fsys, parent *gofs.Inode, p *logstore.Partition,
+	name string, off int64, ino uint64, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	isData := off < 0
+	var v *logstore.TextView
+	var err error
+	for try := 0; ; try++ {
+		from := off
+		if isData {
+			from = p.LogStartOffset()
+		}
+		v, err = p.Text(from)
+		// Retention may move the start between the two calls.
+		if err == nil || !isData || try == 2 || !errors.Is(err, logstore.ErrOffsetOutOfRange) {
+			break
+		}
+	}
+	if err != nil {
+		return nil, toErrno(err)
+	}
+	defer v.Close()
+	n := &textNode{fs: f, part: p, parent: parent, name: name, from: v.From(), gen: v.Generation(), isData: isData}
+	if !isData {
+		n.from = off
+	}
+	n.lastSize = v.Size()
+	n.mtime = time.Now()
+	if old := parent.GetChild(name); old != nil {
+		if o, ok := old.Operations().(*textNode); ok && o.gen == n.gen {
+			// Reuse the known node of this generation rather than
+			// build one that go-fuse would drop again.
+			o.attr(&out.Attr, v.Size())
+			if !isData {
+				out.SetAttrTimeout(offsetAttrTimeout)
+			}
+			return old, 0
+		}
+	}
+	n.attr(&out.Attr, v.Size())
+	if !isData {
+		out.SetAttrTimeout(offsetAttrTimeout)
+	}
+	mode := uint32(syscall.S_IFREG)
+	return parent.NewInode(ctx, n, gofs.StableAttr{Mode: mode, Ino: ino, Gen: n.gen + 1}), 0
+}
+
+// attr fills the attributes for size. The mtime moves whenever the size
+// this node reported changes: with AUTO_INVAL_DATA a changed mtime makes
+// the kernel drop the page cache even when its own i_size already grew
+// (a direct-I/O append through another handle grows i_size but leaves a
+// cached, zero-padded last page behind).
+func (n *textNode) attr(a *fuse.Attr, size int64) {
+	n.mu.Lock()
+	if size != n.lastSize {
+		n.lastSize = size
+		n.mtime = time.Now()
+	}
+	mtime := n.mtime
+	n.mu.Unlock()
+	mode := uint32(modeReadOnly)
+	if n.isData {
+		mode = modeData
+	}
+	n.fs.setAttr(a, mode, size, mtime)
+}
+
+// acquire returns the node's view, opening it if needed; ESTALE when the
+// node's generation is gone (the VFS then looks the name up again).
+func (n *textNode) acquire() (*logstore.TextView, syscall.Errno) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.view != nil {
+		n.refs++
+		return n.view, 0
+	}
+	v, err := n.part.Text(n.from)
+	if err != nil {
+		if errors.Is(err, logstore.ErrOffsetOutOfRange) {
+			return nil, syscall.ESTALE
+		}
+		return nil, toErrno(err)
+	}
+	if v.Generation() != n.gen {
+		v.Close()
+		return nil, syscall.ESTALE
+	}
+	n.view, n.refs = v, 1
+	if n.isData {
+		// data keeps its generation's view for its life: one view per
+		// generation, closed at FORGET.
+		n.refs++
+	}
+	return v, 0
+}
+
+func (n *textNode) release() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.refs--
+	if n.refs == 0 && n.view != nil {
+		n.view.Close()
+		n.view = nil
+	}
+}
+
+// register asks the notifier to tell the kernel about growth from now on.
+func (n *textNode) register() {
+	n.mu.Lock()
+	reg := n.registered
+	n.registered = true
+	n.mu.Unlock()
+	if !reg {
+		n.fs.notify.add(n)
+	}
+}
+
+func (n *textNode) OnForget() {
+	n.mu.Lock()
+	reg := n.registered
+	n.registered = false
+	n.mu.Unlock()
+	if reg {
+		n.fs.notify.remove(n)
+	}
+	if n.isData {
+		n.mu.Lock()
+		held := n.view != nil
+		n.mu.Unlock()
+		if held {
+			n.release()
+		}
+	}
+}
+
+func (n *textNode) size() (int64, syscall.Errno) {
+	v, errno := n.acquire()
+	if errno != 0 {
+		return 0, errno
+	}
+	defer n.release()
+	return v.Size(), 0
+}
+
+// stale reports whether the partition moved on to a newer generation than
+// this node's. Open and path-based stat then answer ESTALE, and the VFS
+// retries the walk with revalidation, which reaches the current node;
+// handles already open keep their generation.
+func (n *textNode) stale() bool {
+	return n.gen != n.part.Generation()
+}
+
+func (n *textNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	var size int64
+	switch h := f.(type) {
+	case *readHandle:
+		size = h.view.Size() // fstat: the handle's generation
+	case *dataHandle:
+		if h.view != nil {
+			size = h.view.Size()
+		} else {
+			s, errno := n.size()
+			if errno != 0 {
+				return errno
+			}
+			size = s
+		}
+	default:
+		if n.stale() {
+			return syscall.ESTALE
+		}
+		s, errno := n.size()
+		if errno != 0 {
+			return errno
+		}
+		size = s
+	}
+	n.register()
+	n.attr(&out.Attr, size)
+	if !n.isData {
+		out.SetTimeout(offsetAttrTimeout)
+	}
+	return 0
+}
+
+// Setattr accepts times (touch) and a size equal to the current one
+// (truncate to the same size destroys nothing); any other size, as from
+// `>`, truncate or O_TRUNC, is EPERM, as are mode and owner changes.
+func (n *textNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	sizeChange, errno := setattrCommon(in)
+	if errno != 0 {
+		return errno
+	}
+	size, errno := n.size()
+	if errno != 0 {
+		return errno
+	}
+	if sizeChange && int64(in.Size) != size {
+		return syscall.EPERM
+	}
+	n.attr(&out.Attr, size)
+	return 0
+}
+
+// Fsync makes everything appended to the partition so far durable. It is
+// never ENOSYS: the kernel would then report every later fsync as success.
+func (n *textNode) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) syscall.Errno {
+	if err := n.part.Flush(); err != nil {
+		n.fs.log.Warn("fsync failed", "topic", n.part.Topic().Name(), "partition", n.part.Num(), "err", err)
+		return toErrno(err)
+	}
+	return 0
+}
+
+func (n *textNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	if n.stale() {
+		return nil, 0, syscall.ESTALE
+	}
+	acc := flags & syscall.O_ACCMODE
+	if acc == syscall.O_RDONLY && flags&syscall.O_TRUNC == 0 {
+		v, errno := n.acquire()
+		if errno != 0 {
+			return nil, 0, errno
+		}
+		n.register()
+		// Bytes at a position never change in a generation: the page
+		// cache may outlive this open.
+		return &readHandle{node: n, view: v}, fuse.FOPEN_KEEP_CACHE, 0
+	}
+	if !n.isData {
+		return nil, 0, syscall.EROFS
+	}
+	// data is append-only like chattr +a: writers must say O_APPEND, and
+	// truncation destroys nothing.
+	if flags&syscall.O_APPEND == 0 || flags&syscall.O_TRUNC != 0 {
+		return nil, 0, syscall.EPERM
+	}
+	h := &dataHandle{node: n}
+	if acc == syscall.O_RDWR {
+		v, errno := n.acquire()
+		if errno != 0 {
+			return nil, 0, errno
+		}
+		h.view = v
+	}
+	n.register()
+	n.fs.mu.Lock()
+	n.fs.writers[h] = struct{}{}
+	n.fs.mu.Unlock()
+	// Direct I/O: a write(2) up to max_write arrives as one WRITE, not
+	// split at page boundaries, and writes do not fill the page cache.
+	return h, fuse.FOPEN_DIRECT_IO, 0
+}
+
+// readHandle reads a text file through its node's shared view.
+type readHandle struct {
+	node *textNode
+	view *logstore.TextView
+}
+
+func readView(v *logstore.TextView, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	n, err := v.ReadAt(dest, off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, toErrno(err)
+	}
+	return fuse.ReadResultData(dest[:n]), 0
+}
+
+func (h *readHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	return readView(h.view, dest, off)
+}
+
+func (h *readHandle) Release(ctx context.Context) syscall.Errno {
+	h.node.release()
+	return 0
+}
+
+// dataHandle is a writable open of data: it turns WRITEs into appends.
+type dataHandle struct {
+	node *textNode
+	view *logstore.TextView // O_RDWR only
+
+	mu       sync.Mutex
+	asm      lineAssembler
+	released bool
+}
+
+func (h *dataHandle) maxLine() int {
+	m := h.node.part.Topic().Config().MaxMessageBytes
+	if m <= 0 {
+		m = 1 << 20
+	}
+	return int(m)
+}
+
+// Write appends the complete lines of this WRITE as one AppendLines call,
+// whatever off says (the kernel's idea of EOF may be stale), and keeps the
+// unfinished tail. It answers after the lines are in the segment file.
+func (h *dataHandle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	f := h.node.fs
+	f.gate.RLock()
+	defer f.gate.RUnlock()
+	if f.closing {
+		return 0, syscall.EROFS
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	hadPartial := len(h.asm.partial) > 0
+	lines, keep, n, err := h.asm.add(data, h.maxLine())
+	if err != nil {
+		return 0, syscall.EMSGSIZE
+	}
+	if lines != nil {
+		if _, _, err := h.node.part.AppendLines(lines); err != nil {
+			errno := toErrno(err)
+			if errno == syscall.EMSGSIZE || errno == syscall.EINVAL {
+				h.asm.abort(hadPartial)
+			}
+			// Other failures (ENOSPC, EIO) leave the unfinished line
+			// as it was: the writer may retry the same chunk.
+			f.log.Warn("append failed", "topic", h.node.part.Topic().Name(),
+				"partition", h.node.part.Num(), "bytes", len(lines), "err", err)
+			return 0, errno
+		}
+	}
+	h.asm.commit(lines, keep)
+	return uint32(n), 0
+}
+
+func (h *dataHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	if h.view == nil {
+		return nil, syscall.EBADF
+	}
+	return readView(h.view, dest, off)
+}
+
+// commitPartial appends the unfinished last line, if any, as a record.
+// The caller holds the gate (either side).
+func (h *dataHandle) commitPartial() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	line := h.asm.take()
+	if line == nil {
+		return
+	}
+	if _, _, err := h.node.part.AppendLines(line); err != nil {
+		h.node.fs.log.Warn("unfinished line at close not appended", "topic", h.node.part.Topic().Name(),
+			"partition", h.node.part.Num(), "bytes", len(line), "err", err)
+	}
+}
+
+// Release commits the unfinished last line: the writer has closed its
+// last descriptor of this open. RELEASE arrives after close(2) returned,
+// so that record shows up shortly after, not before, close returns.
+func (h *dataHandle) Release(ctx context.Context) syscall.Errno {
+	f := h.node.fs
+	f.gate.RLock()
+	if !f.closing {
+		h.commitPartial()
+	}
+	f.gate.RUnlock()
+	f.mu.Lock()
+	delete(f.writers, h)
+	f.mu.Unlock()
+	if h.view != nil {
+		h.node.release()
+	}
+	return 0
+}

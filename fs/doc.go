@@ -1,0 +1,75 @@
+// Package fs is segfs's FUSE view (github.com/hanwen/go-fuse/v2, imported
+// as gofs): it maps the files of DESIGN.md §3 onto logstore calls and holds
+// no storage logic of its own.
+//
+// # Layout
+//
+//	MOUNT/                 rootNode     Store.Topics, mkdir → CreateTopic
+//	  TOPIC/               topicNode    mkdir N → AddPartition
+//	    config             configNode   Config.Text / ParseConfigText+SetConfig
+//	    N/                 partNode
+//	      data             textNode     Partition.Text(log start) / AppendLines
+//	      offset/N         textNode     Partition.Text(N)
+//	      time/T           timeLink     OffsetForTime → "../offset/N"
+//	      segments/NAME    segFile      OpenSegmentFile, served with ReadResultFd
+//	      status           statusNode   Partition.Status
+//
+// Inode numbers are derived from the path (inoFor), so a file keeps its
+// st_ino across kernel forgets and remounts; `tail -F` compares them.
+//
+// # Generations
+//
+// A text file (data, offset/N) is one kernel inode per partition
+// generation: StableAttr{Ino: inoFor(path), Gen: generation+1}. Appends
+// only extend a generation, so content at a position never changes and the
+// page cache stays valid. When retention or compaction changes the retained
+// prefix, Lookup hands out a node of the new generation (a new nodeid with
+// the same st_ino) and the notifier invalidates the old dentry, while open
+// handles keep reading their generation's TextView. A node whose generation
+// is gone answers ESTALE to Open and (handle-less) Getattr; the VFS then
+// retries the path walk with revalidation and reaches the new node.
+//
+// # Writing data
+//
+// Writable opens must use O_APPEND (like chattr +a; anything else is EPERM,
+// as is any truncation) and get FOPEN_DIRECT_IO, so a write(2) up to
+// max_write arrives as one WRITE. Every WRITE's complete lines go to one
+// AppendLines call whatever its offset; the unfinished tail waits in the
+// handle (lineAssembler) and becomes a record at RELEASE, that is shortly
+// after the last close of the open file description, not at FLUSH, which
+// comes once per close of every dup and may come before the first write.
+// The reply is sent after AppendLines returned: a write(2) that returned
+// is in the segment file. A line longer than max.message.bytes fails with
+// EMSGSIZE and nothing of it is stored.
+//
+// # Caching
+//
+// Read-only opens of text files use FOPEN_KEEP_CACHE: bytes at a position
+// never change within a generation. Sizes are always the true TextView
+// size; the default AUTO_INVAL_DATA drops the page cache when GETATTR sees
+// the size or mtime change, and a text node's mtime moves whenever its
+// size does (direct-I/O appends grow the kernel's i_size without touching
+// the cached last partial page). Appends from any path (the fetch server,
+// other writers) are announced by the notifier: one goroutine per watched
+// partition waits on Partition.Changed and sends attribute-only
+// NotifyContent(-1, 0), coalesced to at most one round per 50 ms, holding
+// no lock and never from inside a callback (FUSE-NOTES §2.3). Entry and
+// attribute timeouts are 1 s, except offset/N, whose attributes are not
+// cached (1 ns): the kernel learns of growth through data at once but of
+// offset/N only by notification. Negative entries are not cached, because
+// offset/N and time/T become valid later. time/T symlinks are cached by the
+// kernel: a link node's target never changes (its Gen is the target), and a
+// link to the log end (no record at or after T yet) has a 1 ns entry
+// timeout so the next walk looks it up again.
+//
+// # Interrupts
+//
+// WRITE does not honour INTERRUPT: an append takes microseconds, and an
+// EINTR after the lines were committed would make a writer repeat them.
+//
+// # Concurrency
+//
+// Callbacks hold only their node's or handle's mutex, never across a
+// kernel notification. Lock order: fsys.gate (read side, taken by writes)
+// → handle mu → node mu → logstore's own locks.
+package fs

@@ -1,0 +1,134 @@
+package fs
+
+import "bytes"
+
+// lineAssembler rebuilds lines from the WRITE chunks of one file handle.
+// The kernel splits a write(2) at page boundaries (buffered) and at
+// max_write (always), so a chunk may end inside a line; the tail waits here
+// until the rest arrives or the handle is released.
+//
+// It is not safe for concurrent use; the handle serialises it.
+type lineAssembler struct {
+	partial []byte // bytes of an unfinished line, never containing '\n'
+
+	// skipping is set after a line was refused as too long part-way: the
+	// rest of that line (up to and including its '\n') must not become a
+	// record of its own. The kernel answers the writer with a short write
+	// for the chunks before the failing one and the writer retries from
+	// the failing chunk, so the tail of the long line arrives again.
+	skipping bool
+}
+
+// errLineTooLong reports that the current line exceeded the limit; the
+// caller answers EMSGSIZE. Nothing of the chunk is kept.
+type errLineTooLong struct{}
+
+func (errLineTooLong) Error() string { return "line longer than max.message.bytes" }
+
+// add takes one WRITE chunk. It returns the complete lines the chunk
+// finishes ('\n'-terminated, the partial prefix included) for one
+// AppendLines call, the unfinished tail to keep once they are stored, and
+// n, the number of bytes of p to acknowledge. n < len(p) is a short write:
+// the chunk ends with the start of a line longer than limit, the kernel
+// passes the short count on, and the writer resends the rest as a new
+// chunk, which then fails on its own. errLineTooLong means the unfinished
+// line grew past limit bytes or the chunk ends a line already refused.
+//
+// Nothing changes until the caller confirms with commit (after a
+// successful append) or abort (after a failed one). The returned slices
+// alias internal storage or p and are valid until the next call.
+func (a *lineAssembler) add(p []byte, limit int) (lines, keep []byte, n int, err error) {
+	if a.skipping {
+		if bytes.IndexByte(p, '\n') >= 0 {
+			// The tail of the refused line ends in this chunk. The
+			// writer is told the chunk failed, so the lines after it
+			// are not taken either: nothing of this write is stored.
+			a.skipping = false
+		}
+		return nil, nil, 0, errLineTooLong{}
+	}
+	last := bytes.LastIndexByte(p, '\n')
+	if last < 0 {
+		if len(a.partial)+len(p) > limit {
+			a.partial = a.partial[:0]
+			a.skipping = true
+			return nil, nil, 0, errLineTooLong{}
+		}
+		return nil, p, len(p), nil
+	}
+	if i := tooLongLine(p[:last+1], len(a.partial), limit); i >= 0 {
+		// A complete line in this chunk is too long. If it is the
+		// first one and began in an earlier chunk, the writer may
+		// resend this chunk after a short write: skip its tail then.
+		a.skipping = i == 0 && len(a.partial) > 0
+		a.partial = a.partial[:0]
+		return nil, nil, 0, errLineTooLong{}
+	}
+	n = len(p)
+	keep = p[last+1:]
+	if len(keep) > limit {
+		// A line too long to keep starts after the last newline: take
+		// the complete lines and let the writer resend the long one.
+		n, keep = last+1, nil
+	}
+	if len(a.partial) == 0 {
+		return p[:last+1], keep, n, nil
+	}
+	lines = append(a.partial, p[:last+1]...)
+	a.partial = lines[:0] // reuse the buffer; commit refills it
+	return lines, keep, n, nil
+}
+
+// commit records that the lines returned by add are stored, and keeps rest
+// (the unfinished tail of the chunk) as the new partial line.
+func (a *lineAssembler) commit(lines, keep []byte) {
+	if lines != nil {
+		a.partial = a.partial[:0]
+	}
+	a.partial = append(a.partial, keep...)
+}
+
+// abort records that storing the lines returned by add failed. The
+// unfinished line is dropped. If it had started in an earlier chunk, the
+// writer will probably resend the failed chunk (after a short write), so
+// the refused line's tail is skipped when it comes again.
+func (a *lineAssembler) abort(hadPartial bool) {
+	a.partial = a.partial[:0]
+	a.skipping = hadPartial
+}
+
+// pending reports whether an unfinished line waits.
+func (a *lineAssembler) pending() bool { return len(a.partial) > 0 && !a.skipping }
+
+// take returns the unfinished line with a '\n' appended and forgets it;
+// nil if there is none.
+func (a *lineAssembler) take() []byte {
+	if !a.pending() {
+		a.partial = nil
+		return nil
+	}
+	line := append(a.partial, '\n')
+	a.partial = nil
+	return line
+}
+
+// tooLongLine returns the index of the first line in p (complete lines)
+// longer than limit, counting prefix bytes already held for the first
+// line, or -1.
+func tooLongLine(p []byte, prefix, limit int) int {
+	for i := 0; len(p) > 0; i++ {
+		j := bytes.IndexByte(p, '\n')
+		if j < 0 {
+			j = len(p)
+		}
+		if prefix+j > limit {
+			return i
+		}
+		prefix = 0
+		if j == len(p) {
+			break
+		}
+		p = p[j+1:]
+	}
+	return -1
+}

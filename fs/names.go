@@ -1,0 +1,96 @@
+package fs
+
+import (
+	"hash/fnv"
+	"strconv"
+	"time"
+)
+
+// maxNameLen is the longest name Lookup accepts. Kernels pass FUSE names far
+// longer than NAME_MAX; nothing in the view is longer than 255 bytes.
+const maxNameLen = 255
+
+// parseOffsetName parses the N of offset/N. Only canonical decimal is
+// accepted: the number must survive strconv.ParseUint(…, 10, 63) and
+// formatting it back must give the same string, so "01", "+1", " 1",
+// "1e3", "0x10" and "1\n" are not offsets. This keeps one name per offset,
+// and so one node per offset.
+func parseOffsetName(name string) (int64, bool) {
+	if name == "" || len(name) > 19 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(name, 10, 63)
+	if err != nil {
+		return 0, false
+	}
+	if strconv.FormatUint(n, 10) != name {
+		return 0, false
+	}
+	return int64(n), true
+}
+
+// parsePartitionName parses the N of TOPIC/N the same canonical way, as a
+// non-negative int32.
+func parsePartitionName(name string) (int32, bool) {
+	if name == "" || len(name) > 10 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(name, 10, 31)
+	if err != nil || strconv.FormatUint(n, 10) != name {
+		return 0, false
+	}
+	return int32(n), true
+}
+
+// parseTimeName parses the T of time/T into epoch milliseconds: either
+// canonical decimal epoch milliseconds ("1732875600000") or RFC 3339
+// ("2026-11-29T10:00:00Z", "2026-11-29T11:00:00.250+01:00"). Fractions
+// below a millisecond round up, because time/T names the first record at
+// or after T and record timestamps are whole milliseconds.
+func parseTimeName(name string) (int64, bool) {
+	if name == "" || len(name) > 64 {
+		return 0, false
+	}
+	if name[0] >= '0' && name[0] <= '9' {
+		if ms, ok := parseOffsetName(name); ok {
+			return ms, true
+		}
+	}
+	// RFC 3339 always has a 'T' (or 't') at index 10; checking first
+	// avoids time.Parse's cost for the obvious non-times.
+	if len(name) < 20 || (name[10] != 'T' && name[10] != 't') {
+		return 0, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, name)
+	if err != nil {
+		return 0, false
+	}
+	// time.Parse accepts a lower-case 't'/'z' and years outside what
+	// milliseconds since the epoch hold; keep the arithmetic in range.
+	if t.Year() < 1 || t.Year() > 9999 {
+		return 0, false
+	}
+	ms := t.UnixMilli()
+	if t.Nanosecond()%int(time.Millisecond) != 0 {
+		ms++
+	}
+	return ms, true
+}
+
+// inoFor derives a deterministic inode number from a node's path inside
+// the mount, so that a node keeps its st_ino across kernel forgets and
+// across remounts (`tail -F` compares inode numbers). The value avoids the
+// reserved numbers 0 and 1 and go-fuse's automatic range (2^63 and up).
+func inoFor(parts ...string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte("segfs"))
+	for _, p := range parts {
+		h.Write([]byte{0})
+		h.Write([]byte(p))
+	}
+	ino := h.Sum64() &^ (1 << 63)
+	if ino < 2 {
+		ino += 2
+	}
+	return ino
+}

@@ -1,0 +1,111 @@
+package fs
+
+import (
+	"strconv"
+	"testing"
+	"time"
+)
+
+func TestParseOffsetName(t *testing.T) {
+	good := map[string]int64{"0": 0, "1": 1, "42": 42, "9223372036854775807": 1<<63 - 1}
+	for name, want := range good {
+		if got, ok := parseOffsetName(name); !ok || got != want {
+			t.Errorf("parseOffsetName(%q) = %d, %v; want %d", name, got, ok, want)
+		}
+	}
+	for _, name := range []string{"", "01", "00", "+1", "-1", " 1", "1 ", "1e3", "0x10", "1\n",
+		"9223372036854775808", "99999999999999999999", "１", "1.0", "abc", "1_000"} {
+		if got, ok := parseOffsetName(name); ok {
+			t.Errorf("parseOffsetName(%q) = %d, accepted", name, got)
+		}
+	}
+}
+
+func TestParseTimeName(t *testing.T) {
+	good := map[string]int64{
+		"1732875600000":                  1732875600000,
+		"0":                              0,
+		"2026-11-29T10:00:00Z":           time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC).UnixMilli(),
+		"2026-11-29T11:00:00+01:00":      time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC).UnixMilli(),
+		"2026-11-29T10:00:00.250Z":       time.Date(2026, 11, 29, 10, 0, 0, 250e6, time.UTC).UnixMilli(),
+		"2026-11-29T10:00:00.000000001Z": time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC).UnixMilli() + 1,
+	}
+	for name, want := range good {
+		if got, ok := parseTimeName(name); !ok || got != want {
+			t.Errorf("parseTimeName(%q) = %d, %v; want %d", name, got, ok, want)
+		}
+	}
+	for _, name := range []string{"", "yesterday", "2026-11-29", "2026-11-29 10:00:00Z", "01", "-5",
+		"2026-11-29T10:00:00", "2026-13-29T10:00:00Z", "1e3", "99999999999999999999"} {
+		if got, ok := parseTimeName(name); ok {
+			t.Errorf("parseTimeName(%q) = %d, accepted", name, got)
+		}
+	}
+}
+
+func TestParsePartitionName(t *testing.T) {
+	for name, want := range map[string]int32{"0": 0, "7": 7, "2147483647": 1<<31 - 1} {
+		if got, ok := parsePartitionName(name); !ok || got != want {
+			t.Errorf("parsePartitionName(%q) = %d, %v", name, got, ok)
+		}
+	}
+	for _, name := range []string{"", "01", "-1", "2147483648", "x", "1 "} {
+		if _, ok := parsePartitionName(name); ok {
+			t.Errorf("parsePartitionName(%q) accepted", name)
+		}
+	}
+}
+
+func TestInoFor(t *testing.T) {
+	a, b := inoFor("orders", "0", "data"), inoFor("orders", "0", "data")
+	if a != b {
+		t.Fatal("inode numbers are not deterministic")
+	}
+	if a < 2 || a >= 1<<63 {
+		t.Fatalf("ino %d outside [2, 2^63)", a)
+	}
+	if inoFor("orders", "0", "data") == inoFor("orders", "1", "data") ||
+		inoFor("a", "bc") == inoFor("ab", "c") {
+		t.Fatal("distinct paths share an inode number")
+	}
+}
+
+func FuzzParseOffsetName(f *testing.F) {
+	for _, s := range []string{"0", "01", "9223372036854775807", "9223372036854775808", "+1", "1\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		n, ok := parseOffsetName(name)
+		if !ok {
+			return
+		}
+		if n < 0 || strconv.FormatInt(n, 10) != name {
+			t.Fatalf("%q parsed as %d, which is not its canonical form", name, n)
+		}
+	})
+}
+
+func FuzzParseTimeName(f *testing.F) {
+	for _, s := range []string{"1732875600000", "2026-11-29T10:00:00Z", "2026-11-29T10:00:00.5+05:30", "x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		ms, ok := parseTimeName(name)
+		if !ok {
+			return
+		}
+		if n, isNum := parseOffsetName(name); isNum {
+			if n != ms {
+				t.Fatalf("%q: epoch ms %d, parsed %d", name, n, ms)
+			}
+			return
+		}
+		tm, err := time.Parse(time.RFC3339Nano, name)
+		if err != nil {
+			t.Fatalf("%q accepted but not RFC 3339: %v", name, err)
+		}
+		if d := ms*1e6 - tm.UnixNano(); tm.Year() > 1700 && tm.Year() < 2200 && (d < 0 || d >= 1e6) {
+			t.Fatalf("%q: %d ms is not the ceiling of %v", name, ms, tm)
+		}
+	})
+}

@@ -1,0 +1,170 @@
+package fs
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/segfs/segfs/logstore"
+)
+
+// Modes of the view. Directories the user may mkdir in are writable.
+const (
+	modeRoot     = syscall.S_IFDIR | 0o755
+	modeTopic    = syscall.S_IFDIR | 0o755
+	modePartDir  = syscall.S_IFDIR | 0o555
+	modeVirtDir  = syscall.S_IFDIR | 0o555
+	modeData     = syscall.S_IFREG | 0o644
+	modeConfig   = syscall.S_IFREG | 0o644
+	modeReadOnly = syscall.S_IFREG | 0o444
+	modeLink     = syscall.S_IFLNK | 0o777
+)
+
+// fsys is the state shared by every node of one mount.
+type fsys struct {
+	store    *logstore.Store
+	log      *slog.Logger
+	uid, gid uint32
+	mounted  time.Time
+	notify   *notifier
+
+	// gate is held for reading by every append and for writing by
+	// stopWrites, which flips closing: once it returns, no append is in
+	// flight and none starts.
+	gate    sync.RWMutex
+	closing bool
+
+	mu      sync.Mutex
+	writers map[*dataHandle]struct{} // open writable data handles
+}
+
+func newFsys(store *logstore.Store, log *slog.Logger) *fsys {
+	return &fsys{
+		store:   store,
+		log:     log,
+		uid:     uint32(os.Geteuid()),
+		gid:     uint32(os.Getegid()),
+		mounted: time.Now(),
+		notify:  newNotifier(log),
+		writers: make(map[*dataHandle]struct{}),
+	}
+}
+
+// setAttr fills the attributes every node shares.
+func (f *fsys) setAttr(a *fuse.Attr, mode uint32, size int64, mtime time.Time) {
+	a.Mode = mode
+	a.Size = uint64(size)
+	a.Uid, a.Gid = f.uid, f.gid
+	a.Nlink = 1
+	if mode&syscall.S_IFMT == syscall.S_IFDIR {
+		a.Nlink = 2
+	}
+	if mtime.IsZero() {
+		mtime = f.mounted
+	}
+	a.SetTimes(nil, &mtime, &mtime)
+	a.Blksize = 4096
+	a.Blocks = (uint64(size) + 511) / 512
+}
+
+// stopWrites makes every later append fail with EROFS, waits for the
+// appends in flight, and commits the unfinished lines of open handles.
+func (f *fsys) stopWrites() {
+	f.gate.Lock()
+	defer f.gate.Unlock()
+	if f.closing {
+		return
+	}
+	f.closing = true
+	f.mu.Lock()
+	hs := make([]*dataHandle, 0, len(f.writers))
+	for h := range f.writers {
+		hs = append(hs, h)
+	}
+	f.mu.Unlock()
+	for _, h := range hs {
+		h.commitPartial()
+	}
+}
+
+// setattrCommon answers the SETATTR parts every node treats alike: times
+// are accepted (and ignored: the log keeps its own), ownership and mode
+// changes are EPERM. It reports whether a size change was asked for.
+func setattrCommon(in *fuse.SetAttrIn) (sizeChange bool, errno syscall.Errno) {
+	if in.Valid&(fuse.FATTR_MODE|fuse.FATTR_UID|fuse.FATTR_GID) != 0 {
+		return false, syscall.EPERM
+	}
+	return in.Valid&fuse.FATTR_SIZE != 0, 0
+}
+
+// noChanges refuses every namespace change below a directory. go-fuse
+// answers success for Unlink and Rmdir when a node lacks them, which would
+// drop the entry from its tree; these answer EPERM instead.
+type noChanges struct{}
+
+func (noChanges) Unlink(ctx context.Context, name string) syscall.Errno { return syscall.EPERM }
+func (noChanges) Rmdir(ctx context.Context, name string) syscall.Errno  { return syscall.EPERM }
+func (noChanges) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	return syscall.EPERM
+}
+func (noChanges) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
+	return nil, nil, 0, syscall.EPERM
+}
+func (noChanges) Mknod(ctx context.Context, name string, mode uint32, dev uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	return nil, syscall.EPERM
+}
+func (noChanges) Link(ctx context.Context, target gofs.InodeEmbedder, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	return nil, syscall.EPERM
+}
+func (noChanges) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	return nil, syscall.EPERM
+}
+
+// dirSetattr is Setattr for directories: times only.
+func dirSetattr(f *fsys, mode uint32, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if size, errno := setattrCommon(in); errno != 0 || size {
+		if size {
+			return syscall.EISDIR
+		}
+		return errno
+	}
+	f.setAttr(&out.Attr, mode, 0, time.Time{})
+	return 0
+}
+
+// staticDir lists fixed names.
+func staticDir(names []string, modes []uint32) gofs.DirStream {
+	es := make([]fuse.DirEntry, len(names))
+	for i := range names {
+		es[i] = fuse.DirEntry{Name: names[i], Mode: modes[i]}
+	}
+	return gofs.NewListDirStream(es)
+}
+
+// readOnlyOpen refuses writable opens of a read-only file. Root passes
+// default_permissions' mode check, so the node refuses itself.
+func readOnlyOpen(flags uint32) syscall.Errno {
+	if flags&syscall.O_ACCMODE != syscall.O_RDONLY || flags&syscall.O_TRUNC != 0 {
+		return syscall.EROFS
+	}
+	return 0
+}
+
+// snapshotHandle serves a small text rendered at open (status, config):
+// opened with FOPEN_DIRECT_IO, so reads are not limited by a cached size.
+type snapshotHandle struct {
+	data []byte
+}
+
+func (h *snapshotHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	if off >= int64(len(h.data)) {
+		return fuse.ReadResultData(nil), 0
+	}
+	return fuse.ReadResultData(h.data[off:min(int64(len(h.data)), off+int64(len(dest)))]), 0
+}

@@ -1,0 +1,148 @@
+package fs
+
+import (
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/segfs/segfs/logstore"
+)
+
+// notifyInterval is the shortest time between two notification rounds of
+// one partition: appends of a busy partition coalesce into one attribute
+// invalidation per interval.
+const notifyInterval = 50 * time.Millisecond
+
+// notifier tells the kernel that text files grew, whoever appended (this
+// mount, the fetch server), so `tail -f` sees new lines within its poll
+// interval even with 1 s attribute caching. It runs one goroutine per
+// partition that has a watched node, waiting on Partition.Changed. It sends
+// only attribute invalidations (NotifyContent(-1, 0)), from its own
+// goroutines, holding no lock: FUSE-NOTES §2.3 lists the deadlocks that
+// notifications sent from callbacks or under locks cause.
+type notifier struct {
+	log *slog.Logger
+
+	mu      sync.Mutex
+	watches map[*logstore.Partition]*watch
+	stopped bool
+
+	stopc chan struct{}
+	wg    sync.WaitGroup
+}
+
+func newNotifier(log *slog.Logger) *notifier {
+	return &notifier{
+		log:     log,
+		watches: make(map[*logstore.Partition]*watch),
+		stopc:   make(chan struct{}),
+	}
+}
+
+// watch is one partition's set of watched nodes.
+type watch struct {
+	nodes map[*textNode]struct{}
+	// kick wakes the goroutine for a round: a node just added may have
+	// attributes from before a change the last round announced.
+	kick chan struct{}
+}
+
+// add watches n. The partition's goroutine starts with its first node and
+// lives until stop: partitions are few.
+func (w *notifier) add(n *textNode) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped {
+		return
+	}
+	wt, ok := w.watches[n.part]
+	if !ok {
+		wt = &watch{nodes: make(map[*textNode]struct{}), kick: make(chan struct{}, 1)}
+		w.watches[n.part] = wt
+		w.wg.Add(1)
+		go w.run(n.part, wt.kick)
+	}
+	wt.nodes[n] = struct{}{}
+	select {
+	case wt.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (w *notifier) remove(n *textNode) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if wt := w.watches[n.part]; wt != nil {
+		delete(wt.nodes, n)
+	}
+}
+
+func (w *notifier) snapshot(p *logstore.Partition) []*textNode {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	wt := w.watches[p]
+	if wt == nil {
+		return nil
+	}
+	ns := make([]*textNode, 0, len(wt.nodes))
+	for n := range wt.nodes {
+		ns = append(ns, n)
+	}
+	return ns
+}
+
+func (w *notifier) run(p *logstore.Partition, kick <-chan struct{}) {
+	defer w.wg.Done()
+	changed := p.Changed()
+	if changed == nil {
+		return
+	}
+	for {
+		select {
+		case <-changed:
+		case <-kick:
+		case <-w.stopc:
+			return
+		}
+		// Take the next channel before notifying, so a change that
+		// lands while we notify wakes the next round.
+		changed = p.Changed()
+		gen := p.Generation()
+		for _, n := range w.snapshot(p) {
+			// ENOENT for a node the kernel forgot: fine.
+			if errno := n.NotifyContent(-1, 0); errno != 0 {
+				w.log.Debug("notify", "file", n.name, "errno", errno)
+			}
+			if n.gen != gen && n.staleNotified.CompareAndSwap(false, true) {
+				// A new generation: make the next open of this name
+				// look it up again and reach the new node.
+				n.parent.NotifyEntry(n.name)
+			}
+		}
+		select {
+		case <-time.After(notifyInterval):
+		case <-w.stopc:
+			return
+		}
+	}
+}
+
+// stop ends every goroutine. A notification stuck in the kernel would
+// block its goroutine; stop waits at most timeout for them.
+func (w *notifier) stop(timeout time.Duration) {
+	w.mu.Lock()
+	if w.stopped {
+		w.mu.Unlock()
+		return
+	}
+	w.stopped = true
+	close(w.stopc)
+	w.mu.Unlock()
+	done := make(chan struct{})
+	go func() { w.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(timeout):
+		w.log.Warn("notifier goroutines did not stop in time")
+	}
+}

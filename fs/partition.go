@@ -1,0 +1,333 @@
+package fs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"syscall"
+	"time"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/segfs/segfs/logstore"
+)
+
+// partNode is TOPIC/N/.
+type partNode struct {
+	gofs.Inode
+	noChanges
+	fs    *fsys
+	part  *logstore.Partition
+	topic string
+	num   string
+}
+
+var (
+	_ gofs.NodeLookuper  = (*partNode)(nil)
+	_ gofs.NodeReaddirer = (*partNode)(nil)
+	_ gofs.NodeGetattrer = (*partNode)(nil)
+)
+
+var partEntries = []string{"data", "offset", "segments", "status", "time"}
+
+func (n *partNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	n.fs.setAttr(&out.Attr, modePartDir, 0, n.fs.mounted)
+	return 0
+}
+
+func (n *partNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	return dirSetattr(n.fs, modePartDir, in, out)
+}
+
+func (n *partNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	return nil, syscall.EPERM
+}
+
+func (n *partNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
+	modes := []uint32{syscall.S_IFREG, syscall.S_IFDIR, syscall.S_IFDIR, syscall.S_IFREG, syscall.S_IFDIR}
+	es := make([]fuse.DirEntry, len(partEntries))
+	for i, name := range partEntries {
+		es[i] = fuse.DirEntry{Name: name, Mode: modes[i], Ino: inoFor(n.topic, n.num, name)}
+	}
+	return gofs.NewListDirStream(es), 0
+}
+
+func (n *partNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	ino := inoFor(n.topic, n.num, name)
+	switch name {
+	case "data":
+		return lookupText(ctx, n.fs, &n.Inode, n.part, name, -1, ino, out)
+	case "offset", "time", "segments":
+		n.fs.setAttr(&out.Attr, modeVirtDir, 0, n.fs.mounted)
+		var node gofs.InodeEmbedder
+		switch name {
+		case "offset":
+			node = &offsetDir{virtDir{fs: n.fs, part: n.part, topic: n.topic, num: n.num}}
+		case "time":
+			node = &timeDir{virtDir{fs: n.fs, part: n.part, topic: n.topic, num: n.num}}
+		default:
+			node = &segDir{virtDir{fs: n.fs, part: n.part, topic: n.topic, num: n.num}}
+		}
+		return n.NewInode(ctx, node, gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: ino}), 0
+	case "status":
+		s := &statusNode{fs: n.fs, part: n.part}
+		s.attr(&out.Attr)
+		return n.NewInode(ctx, s, gofs.StableAttr{Mode: syscall.S_IFREG, Ino: ino}), 0
+	}
+	return nil, syscall.ENOENT
+}
+
+// virtDir is the common part of offset/, time/ and segments/.
+type virtDir struct {
+	gofs.Inode
+	noChanges
+	fs    *fsys
+	part  *logstore.Partition
+	topic string
+	num   string
+}
+
+func (n *virtDir) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	n.fs.setAttr(&out.Attr, modeVirtDir, 0, n.fs.mounted)
+	return 0
+}
+
+func (n *virtDir) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	return dirSetattr(n.fs, modeVirtDir, in, out)
+}
+
+func (n *virtDir) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	return nil, syscall.EPERM
+}
+
+// emptyDir lists nothing: offset/ and time/ have a name for every offset
+// and time, and listing them would make grep -r, find and backups read the
+// log once per name.
+func emptyDir() gofs.DirStream { return gofs.NewListDirStream(nil) }
+
+// offsetDir is N/offset/: offset/N is the log from offset N on.
+type offsetDir struct{ virtDir }
+
+func (n *offsetDir) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
+	return emptyDir(), 0
+}
+
+func (n *offsetDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	if len(name) > maxNameLen {
+		return nil, syscall.ENAMETOOLONG
+	}
+	off, ok := parseOffsetName(name)
+	if !ok {
+		return nil, syscall.ENOENT
+	}
+	return lookupText(ctx, n.fs, &n.Inode, n.part, name, off, inoFor(n.topic, n.num, "offset", name), out)
+}
+
+// timeDir is N/time/: time/T links to ../offset/N, N being the first
+// record with timestamp >= T, or the log end offset if there is none yet.
+type timeDir struct{ virtDir }
+
+func (n *timeDir) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
+	return emptyDir(), 0
+}
+
+func (n *timeDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	if len(name) > maxNameLen {
+		return nil, syscall.ENAMETOOLONG
+	}
+	ts, ok := parseTimeName(name)
+	if !ok {
+		return nil, syscall.ENOENT
+	}
+	off, found, err := n.part.OffsetForTime(ts)
+	if err != nil {
+		return nil, toErrno(err)
+	}
+	if !found {
+		// No record at or after T yet: link to the end, where the
+		// first such record will land, and let the kernel look the
+		// name up again on the next walk (the target may move).
+		off = n.part.LogEndOffset()
+		out.SetEntryTimeout(time.Nanosecond)
+		out.SetAttrTimeout(time.Nanosecond)
+	}
+	l := &timeLink{fs: n.fs, target: []byte("../offset/" + strconv.FormatInt(off, 10))}
+	n.fs.setAttr(&out.Attr, modeLink, int64(len(l.target)), n.fs.mounted)
+	// The target is part of the identity: a node's link text never
+	// changes, so the kernel may cache it (EnableSymlinkCaching).
+	return n.NewInode(ctx, l, gofs.StableAttr{Mode: syscall.S_IFLNK,
+		Ino: inoFor(n.topic, n.num, "time", name), Gen: uint64(off) + 1}), 0
+}
+
+// timeLink is one time/T symlink.
+type timeLink struct {
+	gofs.Inode
+	fs     *fsys
+	target []byte
+}
+
+var _ gofs.NodeReadlinker = (*timeLink)(nil)
+
+func (l *timeLink) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
+	return l.target, 0
+}
+
+func (l *timeLink) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	l.fs.setAttr(&out.Attr, modeLink, int64(len(l.target)), l.fs.mounted)
+	return 0
+}
+
+// statusNode is N/status.
+type statusNode struct {
+	gofs.Inode
+	fs   *fsys
+	part *logstore.Partition
+}
+
+var (
+	_ gofs.NodeOpener    = (*statusNode)(nil)
+	_ gofs.NodeGetattrer = (*statusNode)(nil)
+)
+
+func renderStatus(s logstore.Status) []byte {
+	return fmt.Appendf(nil, "log.start.offset=%d\nlog.end.offset=%d\nsegments=%d\nsize.bytes=%d\n"+
+		"first.timestamp=%d\nlast.timestamp=%d\nactive.segment.base.offset=%d\nrecovery.point=%d\n",
+		s.LogStartOffset, s.LogEndOffset, s.Segments, s.SizeBytes,
+		s.FirstTimestamp, s.LastTimestamp, s.ActiveSegmentBaseOffset, s.RecoveryPoint)
+}
+
+func (n *statusNode) attr(a *fuse.Attr) {
+	n.fs.setAttr(a, modeReadOnly, int64(len(renderStatus(n.part.Status()))), time.Now())
+}
+
+func (n *statusNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	n.attr(&out.Attr)
+	return 0
+}
+
+func (n *statusNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if size, errno := setattrCommon(in); errno != 0 || size {
+		return syscall.EPERM
+	}
+	n.attr(&out.Attr)
+	return 0
+}
+
+func (n *statusNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	if errno := readOnlyOpen(flags); errno != 0 {
+		return nil, 0, errno
+	}
+	return &snapshotHandle{data: renderStatus(n.part.Status())}, fuse.FOPEN_DIRECT_IO, 0
+}
+
+func (n *statusNode) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) syscall.Errno {
+	return 0
+}
+
+// segDir is N/segments/: the raw Kafka files, read-only.
+type segDir struct{ virtDir }
+
+func (n *segDir) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
+	files := n.part.SegmentFiles()
+	es := make([]fuse.DirEntry, len(files))
+	for i, f := range files {
+		es[i] = fuse.DirEntry{Name: f.Name, Mode: syscall.S_IFREG, Ino: inoFor(n.topic, n.num, "segments", f.Name)}
+	}
+	return gofs.NewListDirStream(es), 0
+}
+
+func (n *segDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	size, ok := segFileSize(n.part, name)
+	if !ok {
+		return nil, syscall.ENOENT
+	}
+	f := &segFile{fs: n.fs, part: n.part, name: name}
+	n.fs.setAttr(&out.Attr, modeReadOnly, size, time.Time{})
+	// Compaction replaces a file under the same name in a new
+	// generation: a new inode then.
+	return n.NewInode(ctx, f, gofs.StableAttr{Mode: syscall.S_IFREG,
+		Ino: inoFor(n.topic, n.num, "segments", name), Gen: n.part.Generation() + 1}), 0
+}
+
+func segFileSize(p *logstore.Partition, name string) (int64, bool) {
+	for _, f := range p.SegmentFiles() {
+		if f.Name == name {
+			return f.Size, true
+		}
+	}
+	return 0, false
+}
+
+// segFile is one raw segment file, served from the segment's own file
+// descriptor at explicit offsets (zero-copy splice where the kernel can).
+type segFile struct {
+	gofs.Inode
+	fs   *fsys
+	part *logstore.Partition
+	name string
+}
+
+var (
+	_ gofs.NodeOpener    = (*segFile)(nil)
+	_ gofs.NodeGetattrer = (*segFile)(nil)
+)
+
+func (n *segFile) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	var size int64
+	if h, ok := f.(*segHandle); ok {
+		size = h.h.Size()
+	} else {
+		s, ok := segFileSize(n.part, n.name)
+		if !ok {
+			return syscall.ESTALE
+		}
+		size = s
+	}
+	n.fs.setAttr(&out.Attr, modeReadOnly, size, time.Time{})
+	return 0
+}
+
+func (n *segFile) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if size, errno := setattrCommon(in); errno != 0 || size {
+		return syscall.EPERM
+	}
+	return n.Getattr(ctx, f, out)
+}
+
+func (n *segFile) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) syscall.Errno {
+	return 0
+}
+
+func (n *segFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	if errno := readOnlyOpen(flags); errno != 0 {
+		return nil, 0, errno
+	}
+	h, err := n.part.OpenSegmentFile(n.name)
+	if err != nil {
+		if errors.Is(err, logstore.ErrOffsetOutOfRange) {
+			return nil, 0, syscall.ESTALE
+		}
+		return nil, 0, toErrno(err)
+	}
+	return &segHandle{h: h}, 0, 0
+}
+
+type segHandle struct {
+	h *logstore.SegmentFileHandle
+}
+
+func (h *segHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	size := h.h.Size()
+	if off >= size {
+		return fuse.ReadResultData(nil), 0
+	}
+	n := min(int64(len(dest)), size-off)
+	return fuse.ReadResultFd(h.h.File().Fd(), off, int(n)), 0
+}
+
+func (h *segHandle) Release(ctx context.Context) syscall.Errno {
+	h.h.Close()
+	return 0
+}

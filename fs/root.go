@@ -1,0 +1,280 @@
+package fs
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"syscall"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/segfs/segfs/logstore"
+)
+
+// rootNode is MOUNT/: one directory per topic.
+type rootNode struct {
+	gofs.Inode
+	noChanges
+	fs *fsys
+}
+
+var (
+	_ gofs.NodeLookuper  = (*rootNode)(nil)
+	_ gofs.NodeReaddirer = (*rootNode)(nil)
+	_ gofs.NodeMkdirer   = (*rootNode)(nil)
+	_ gofs.NodeGetattrer = (*rootNode)(nil)
+	_ gofs.NodeSetattrer = (*rootNode)(nil)
+	_ gofs.NodeStatfser  = (*rootNode)(nil)
+	_ gofs.NodeUnlinker  = (*rootNode)(nil)
+	_ gofs.NodeRmdirer   = (*rootNode)(nil)
+	_ gofs.NodeRenamer   = (*rootNode)(nil)
+	_ gofs.NodeCreater   = (*rootNode)(nil)
+)
+
+func (n *rootNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	n.fs.setAttr(&out.Attr, modeRoot, 0, n.fs.mounted)
+	return 0
+}
+
+func (n *rootNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	return dirSetattr(n.fs, modeRoot, in, out)
+}
+
+// Statfs reports the data directory's filesystem, so df shows the space
+// appends can still use.
+func (n *rootNode) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(n.fs.store.Dir(), &st); err != nil {
+		return toErrno(err)
+	}
+	out.FromStatfsT(&st)
+	return 0
+}
+
+// testLookupHook, when set by a test, runs at the start of every root
+// lookup (to inject a panic).
+var testLookupHook func(name string)
+
+func (n *rootNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	if testLookupHook != nil {
+		testLookupHook(name)
+	}
+	if len(name) > maxNameLen {
+		return nil, syscall.ENAMETOOLONG
+	}
+	t, err := n.fs.store.Topic(name)
+	if err != nil {
+		return nil, toErrno(err)
+	}
+	return n.topicInode(ctx, t, out), 0
+}
+
+func (n *rootNode) topicInode(ctx context.Context, t *logstore.Topic, out *fuse.EntryOut) *gofs.Inode {
+	n.fs.setAttr(&out.Attr, modeTopic, 0, n.fs.mounted)
+	return n.NewInode(ctx, &topicNode{fs: n.fs, topic: t},
+		gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: inoFor(t.Name())})
+}
+
+func (n *rootNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
+	ts := n.fs.store.Topics()
+	es := make([]fuse.DirEntry, len(ts))
+	for i, t := range ts {
+		es[i] = fuse.DirEntry{Name: t.Name(), Mode: syscall.S_IFDIR, Ino: inoFor(t.Name())}
+	}
+	return gofs.NewListDirStream(es), 0
+}
+
+// Mkdir creates a topic with the default partition count. Kafka's name
+// rules apply (EINVAL otherwise); the mode is ignored.
+func (n *rootNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	if len(name) > maxNameLen {
+		return nil, syscall.EINVAL
+	}
+	t, err := n.fs.store.CreateTopic(name, 0, nil)
+	if err != nil {
+		return nil, toErrno(err)
+	}
+	n.fs.log.Info("topic created", "topic", name, "partitions", len(t.Partitions()))
+	return n.topicInode(ctx, t, out), 0
+}
+
+// topicNode is MOUNT/TOPIC/: config and one directory per partition.
+type topicNode struct {
+	gofs.Inode
+	noChanges
+	fs    *fsys
+	topic *logstore.Topic
+}
+
+var (
+	_ gofs.NodeLookuper  = (*topicNode)(nil)
+	_ gofs.NodeReaddirer = (*topicNode)(nil)
+	_ gofs.NodeMkdirer   = (*topicNode)(nil)
+	_ gofs.NodeGetattrer = (*topicNode)(nil)
+)
+
+func (n *topicNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	n.fs.setAttr(&out.Attr, modeTopic, 0, n.fs.mounted)
+	return 0
+}
+
+func (n *topicNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	return dirSetattr(n.fs, modeTopic, in, out)
+}
+
+func (n *topicNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	if name == "config" {
+		c := &configNode{fs: n.fs, topic: n.topic}
+		c.attr(&out.Attr)
+		return n.NewInode(ctx, c, gofs.StableAttr{Mode: syscall.S_IFREG, Ino: inoFor(n.topic.Name(), "config")}), 0
+	}
+	num, ok := parsePartitionName(name)
+	if !ok {
+		return nil, syscall.ENOENT
+	}
+	p, err := n.topic.Partition(num)
+	if err != nil {
+		return nil, toErrno(err)
+	}
+	return n.partInode(ctx, p, out), 0
+}
+
+func (n *topicNode) partInode(ctx context.Context, p *logstore.Partition, out *fuse.EntryOut) *gofs.Inode {
+	n.fs.setAttr(&out.Attr, modePartDir, 0, n.fs.mounted)
+	num := strconv.Itoa(int(p.Num()))
+	return n.NewInode(ctx, &partNode{fs: n.fs, part: p, topic: n.topic.Name(), num: num},
+		gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: inoFor(n.topic.Name(), num)})
+}
+
+func (n *topicNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
+	ps := n.topic.Partitions()
+	es := make([]fuse.DirEntry, 0, len(ps)+1)
+	es = append(es, fuse.DirEntry{Name: "config", Mode: syscall.S_IFREG, Ino: inoFor(n.topic.Name(), "config")})
+	for _, p := range ps {
+		num := strconv.Itoa(int(p.Num()))
+		es = append(es, fuse.DirEntry{Name: num, Mode: syscall.S_IFDIR, Ino: inoFor(n.topic.Name(), num)})
+	}
+	return gofs.NewListDirStream(es), 0
+}
+
+// Mkdir adds partition N, which must be the next number (EINVAL
+// otherwise, EEXIST if it is there).
+func (n *topicNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	num, ok := parsePartitionName(name)
+	if !ok {
+		return nil, syscall.EINVAL
+	}
+	p, err := n.topic.AddPartition(num)
+	if err != nil {
+		return nil, toErrno(err)
+	}
+	n.fs.log.Info("partition added", "topic", n.topic.Name(), "partition", num)
+	return n.partInode(ctx, p, out), 0
+}
+
+// configNode is TOPIC/config: the effective config as key=value lines.
+// Writing key=value lines sets overrides (key= resets one); each WRITE's
+// complete lines are applied at once, and an unknown key or a bad value
+// fails that write with EINVAL and changes nothing. Truncation (`>`) is
+// accepted and means nothing: only the written keys change.
+type configNode struct {
+	gofs.Inode
+	fs    *fsys
+	topic *logstore.Topic
+}
+
+var (
+	_ gofs.NodeOpener    = (*configNode)(nil)
+	_ gofs.NodeGetattrer = (*configNode)(nil)
+	_ gofs.NodeSetattrer = (*configNode)(nil)
+	_ gofs.NodeFsyncer   = (*configNode)(nil)
+)
+
+func (n *configNode) attr(a *fuse.Attr) {
+	n.fs.setAttr(a, modeConfig, int64(len(n.topic.Config().Text())), n.fs.mounted)
+}
+
+func (n *configNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	n.attr(&out.Attr)
+	return 0
+}
+
+func (n *configNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	size, errno := setattrCommon(in)
+	if errno != 0 {
+		return errno
+	}
+	if size && in.Size != 0 && int64(in.Size) != int64(len(n.topic.Config().Text())) {
+		return syscall.EPERM
+	}
+	n.attr(&out.Attr)
+	return 0
+}
+
+func (n *configNode) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) syscall.Errno {
+	return 0 // SetConfig persists before it returns
+}
+
+func (n *configNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	if flags&syscall.O_ACCMODE == syscall.O_RDONLY {
+		return &snapshotHandle{data: n.topic.Config().Text()}, fuse.FOPEN_DIRECT_IO, 0
+	}
+	return &configHandle{node: n}, fuse.FOPEN_DIRECT_IO, 0
+}
+
+// configHandle applies written config lines.
+type configHandle struct {
+	node *configNode
+	mu   sync.Mutex
+	asm  lineAssembler
+}
+
+const maxConfigLine = 64 << 10
+
+func (h *configHandle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	lines, keep, n, err := h.asm.add(data, maxConfigLine)
+	if err != nil {
+		return 0, syscall.EINVAL
+	}
+	if lines != nil {
+		if errno := h.apply(lines); errno != 0 {
+			h.asm.abort(false)
+			return 0, errno
+		}
+	}
+	h.asm.commit(lines, keep)
+	return uint32(n), 0
+}
+
+func (h *configHandle) apply(text []byte) syscall.Errno {
+	changes, err := logstore.ParseConfigText(text)
+	if err == nil && len(changes) > 0 {
+		err = h.node.topic.SetConfig(changes)
+	}
+	if err != nil {
+		h.node.fs.log.Info("config write refused", "topic", h.node.topic.Name(), "err", err)
+		return toErrno(err)
+	}
+	if len(changes) > 0 {
+		h.node.fs.log.Info("config changed", "topic", h.node.topic.Name(), "changes", changes)
+	}
+	return 0
+}
+
+// Flush applies an unfinished last line (`printf 'k=v' > config`), so that
+// close(2) reports an invalid one.
+func (h *configHandle) Flush(ctx context.Context) syscall.Errno {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if line := h.asm.take(); line != nil {
+		return h.apply(line)
+	}
+	return 0
+}
+
+func (h *configHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	return (&snapshotHandle{data: h.node.topic.Config().Text()}).Read(ctx, dest, off)
+}

@@ -1,0 +1,51 @@
+package tests
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestMountCLIErrors checks that `segfs mount` fails with a clear message
+// and a non-zero status, and mounts nothing, when it cannot serve.
+func TestMountCLIErrors(t *testing.T) {
+	mntRequireFuse(t)
+	base := t.TempDir()
+	file := filepath.Join(base, "file")
+	os.WriteFile(file, nil, 0o644)
+
+	mountFails := func(want string, args ...string) {
+		t.Helper()
+		out, err := exec.Command("timeout", append([]string{"60", segfsBin, "mount"}, args...)...).CombinedOutput()
+		if err == nil {
+			t.Fatalf("segfs mount %v succeeded, want %q", args, want)
+		}
+		if !strings.Contains(string(out), want) {
+			t.Fatalf("segfs mount %v: %q, want it to say %q", args, out, want)
+		}
+	}
+	mountFails("does not exist", filepath.Join(base, "d1"), filepath.Join(base, "missing"))
+	mountFails("not a directory", filepath.Join(base, "d1"), file)
+	mountFails("usage", filepath.Join(base, "d1"))
+
+	m := mntNew(t)
+	// The same mountpoint again: live, so not replaced.
+	mountFails("already mounted", filepath.Join(base, "d2"), m.dir)
+	// The same data directory on a second mountpoint: locked, and the
+	// message names the process holding it.
+	other := filepath.Join(base, "other")
+	os.Mkdir(other, 0o755)
+	mountFails(strconv.Itoa(m.pid), m.data, other)
+	if mntIsMounted(other) {
+		t.Fatalf("%s mounted despite the error", other)
+	}
+	// Foreground mode reports the same way.
+	out, err := exec.Command("timeout", "60", segfsBin, "mount", "--foreground", m.data, other).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "in use") {
+		t.Fatalf("--foreground on a locked data dir: %v %q", err, out)
+	}
+	m.ok(`test -d "$M"`)
+}

@@ -1,0 +1,298 @@
+package tests
+
+// Helpers for the mount tests: start `segfs mount` on temp dirs, run real
+// Unix tools against the mount (always in separate processes, always under
+// timeout), and tear every mount down in t.Cleanup even when a test fails:
+// umount, then umount -l, then SIGKILL of the daemon by its PID (only
+// daemons these helpers started).
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// mntRequireFuse skips the test when the machine has no FUSE device.
+func mntRequireFuse(t testing.TB) {
+	t.Helper()
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		t.Skipf("FUSE tests need /dev/fuse: %v", err)
+	}
+}
+
+// mnt is one mounted data directory.
+type mnt struct {
+	t    testing.TB
+	data string // data directory
+	dir  string // mountpoint
+	pid  int    // daemon
+}
+
+// mntNew makes a data dir and a mountpoint and mounts. Extra args go to
+// `segfs mount` before the directories.
+func mntNew(t testing.TB, extra ...string) *mnt {
+	t.Helper()
+	mntRequireFuse(t)
+	base := t.TempDir()
+	m := &mnt{t: t, data: filepath.Join(base, "data"), dir: filepath.Join(base, "mnt")}
+	if err := os.Mkdir(m.dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m.mount(extra...)
+	return m
+}
+
+// mntAt mounts the data directory data on a fresh mountpoint.
+func mntAt(t testing.TB, data string, extra ...string) *mnt {
+	t.Helper()
+	mntRequireFuse(t)
+	m := &mnt{t: t, data: data, dir: filepath.Join(t.TempDir(), "mnt")}
+	if err := os.Mkdir(m.dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m.mount(extra...)
+	return m
+}
+
+// mount runs `segfs mount` (daemon mode) and registers the cleanup.
+func (m *mnt) mount(extra ...string) string {
+	t := m.t
+	t.Helper()
+	args := append([]string{"mount"}, extra...)
+	args = append(args, m.data, m.dir)
+	cmd := exec.Command("timeout", append([]string{"-k", "5", "60", segfsBin}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("segfs %s: %v\n%s\n--- daemon log:\n%s", strings.Join(args, " "), err, out, m.daemonLog())
+	}
+	m.pid = m.findDaemon()
+	if m.pid == 0 {
+		t.Fatalf("segfs mount returned, but no daemon serves %s", m.dir)
+	}
+	if !mntIsMounted(m.dir) {
+		t.Fatalf("segfs mount returned 0, but %s is not in mountinfo", m.dir)
+	}
+	pid := m.pid
+	t.Cleanup(func() { m.teardown(pid) })
+	return string(out)
+}
+
+func (m *mnt) daemonLog() string {
+	b, _ := os.ReadFile(filepath.Join(m.data, "segfs-mount.out"))
+	if len(b) > 8000 {
+		b = b[len(b)-8000:]
+	}
+	return string(b)
+}
+
+// findDaemon returns the PID of the `segfs mount --foreground` serving
+// m.dir: the process whose command line is our binary with our (unique,
+// temporary) mountpoint.
+func (m *mnt) findDaemon() int {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		if len(args) < 3 || args[0] != segfsBin || args[len(args)-1] != m.dir {
+			continue
+		}
+		for _, a := range args {
+			if a == "--foreground" {
+				return pid
+			}
+		}
+	}
+	return 0
+}
+
+// mntIsMounted reports whether dir is a mountpoint, from mountinfo only
+// (stat could hang on a broken mount).
+func mntIsMounted(dir string) bool {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && f[4] == dir {
+			return true
+		}
+	}
+	return false
+}
+
+func pidAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	// A zombie is dead for our purpose.
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] != 'Z'
+	}
+	return true
+}
+
+// waitExit waits up to d for pid to exit.
+func waitExit(pid int, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if !pidAlive(pid) {
+			return true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return !pidAlive(pid)
+}
+
+// teardown unmounts whatever is left: umount, umount -l, then SIGKILL of
+// the daemon pid (ours).
+func (m *mnt) teardown(pid int) {
+	for i := 0; i < 5 && mntIsMounted(m.dir); i++ {
+		if exec.Command("timeout", "10", "umount", m.dir).Run() != nil {
+			exec.Command("timeout", "10", "umount", "-l", m.dir).Run()
+		}
+	}
+	if !waitExit(pid, 15*time.Second) {
+		m.t.Logf("daemon %d did not exit after unmount; killing it", pid)
+		syscall.Kill(pid, syscall.SIGKILL)
+		waitExit(pid, 5*time.Second)
+	}
+}
+
+// unmount unmounts with umount(8) and waits for the daemon to exit.
+func (m *mnt) unmount() {
+	t := m.t
+	t.Helper()
+	if out, err := exec.Command("timeout", "20", "umount", m.dir).CombinedOutput(); err != nil {
+		t.Fatalf("umount %s: %v\n%s", m.dir, err, out)
+	}
+	if !waitExit(m.pid, 20*time.Second) {
+		t.Fatalf("daemon %d still running 20s after umount\n%s", m.pid, m.daemonLog())
+	}
+}
+
+// kill9 kills the daemon with SIGKILL and waits for it.
+func (m *mnt) kill9() {
+	syscall.Kill(m.pid, syscall.SIGKILL)
+	if !waitExit(m.pid, 10*time.Second) {
+		m.t.Fatalf("daemon %d survived SIGKILL", m.pid)
+	}
+}
+
+// path joins names below the mountpoint.
+func (m *mnt) path(names ...string) string {
+	return filepath.Join(append([]string{m.dir}, names...)...)
+}
+
+// shResult is one bash run.
+type shResult struct {
+	out, err string
+	code     int
+}
+
+// sh runs a bash script under timeout with $M set to the mountpoint and
+// $D to the data dir. The working directory is outside the mount.
+func (m *mnt) sh(script string, timeoutSec ...int) shResult {
+	m.t.Helper()
+	limit := 120
+	if len(timeoutSec) > 0 {
+		limit = timeoutSec[0]
+	}
+	cmd := exec.Command("timeout", "-k", "5", strconv.Itoa(limit), "bash", "-c", "set -o pipefail\n"+script)
+	cmd.Dir = filepath.Dir(m.dir)
+	cmd.Env = append(os.Environ(), "M="+m.dir, "D="+m.data, "LC_ALL=C")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r := shResult{out: out.String(), err: errb.String()}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+		if r.code == 124 || r.code == 137 {
+			m.t.Fatalf("timed out after %ds: %s\nstderr: %s", limit, script, r.err)
+		}
+	} else if err != nil {
+		m.t.Fatalf("bash: %v", err)
+	}
+	return r
+}
+
+// ok runs a script that must succeed and returns its stdout.
+func (m *mnt) ok(script string, timeoutSec ...int) string {
+	m.t.Helper()
+	r := m.sh(script, timeoutSec...)
+	if r.code != 0 {
+		m.t.Fatalf("script failed (exit %d): %s\nstdout: %.2000s\nstderr: %.2000s", r.code, script, r.out, r.err)
+	}
+	return r.out
+}
+
+// fails runs a script that must fail with stderr containing want.
+func (m *mnt) fails(script, want string) {
+	m.t.Helper()
+	r := m.sh(script)
+	if r.code == 0 {
+		m.t.Fatalf("script succeeded, want failure %q: %s\nstdout: %.500s", want, script, r.out)
+	}
+	if !strings.Contains(r.err, want) {
+		m.t.Fatalf("script failed with %q, want %q: %s", r.err, want, script)
+	}
+}
+
+// sanityCheck runs `segfs dump-log --index-sanity-check` over every index
+// of the data dir (the mount must be down or idle).
+func (m *mnt) sanityCheck() {
+	t := m.t
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(m.data, "*", "*.index"))
+	tfiles, _ := filepath.Glob(filepath.Join(m.data, "*", "*.timeindex"))
+	files = append(files, tfiles...)
+	if len(files) == 0 {
+		t.Fatalf("no index files in %s", m.data)
+	}
+	out, err := exec.Command(segfsBin, append([]string{"dump-log", "--index-sanity-check"}, files...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("dump-log --index-sanity-check: %v\n%.3000s", err, string(out))
+	}
+}
+
+// mntWaitFor polls cond every 50 ms for up to d.
+func mntWaitFor(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// mntLines splits text into lines without the final empty one.
+func mntLines(s string) []string {
+	s = strings.TrimSuffix(s, "\n")
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}

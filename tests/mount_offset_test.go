@@ -1,0 +1,92 @@
+package tests
+
+import (
+	"fmt"
+	"math/rand"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMountOffsetAndTime checks offset/N at random and boundary N, and
+// time/T before, inside and after the log, in both formats.
+func TestMountOffsetAndTime(t *testing.T) {
+	m := mntNew(t)
+	m.ok(`mkdir "$M/ot" && echo segment.bytes=16384 > "$M/ot/config"`)
+	p := `"$M/ot/0"`
+
+	// Three groups of 1000 lines with a pause between them; the times
+	// around each group are taken outside the daemon.
+	nowMs := func() int64 { return time.Now().UnixMilli() }
+	var before, after [3]int64
+	for g := 0; g < 3; g++ {
+		time.Sleep(30 * time.Millisecond)
+		before[g] = nowMs()
+		time.Sleep(5 * time.Millisecond)
+		m.ok(fmt.Sprintf(`for i in $(seq %d %d); do echo "line-$i"; done >> %s/data`, g*1000, g*1000+999, p))
+		time.Sleep(5 * time.Millisecond)
+		after[g] = nowMs()
+	}
+	const end = 3000
+
+	rng := rand.New(rand.NewSource(7))
+	for i := 0; i < 30; i++ {
+		n := rng.Intn(end)
+		if got := m.ok(fmt.Sprintf(`head -n1 %s/offset/%d`, p, n)); got != fmt.Sprintf("line-%d\n", n) {
+			t.Errorf("head -n1 offset/%d = %q", n, got)
+		}
+	}
+	if got := m.ok(`head -n1 ` + p + `/offset/0`); got != "line-0\n" {
+		t.Errorf("offset/0 (log start) = %q", got)
+	}
+	if got := m.ok(`tail -n1 ` + p + `/offset/2999 && wc -l < ` + p + `/offset/2999`); got != "line-2999\n1\n" {
+		t.Errorf("offset/2999 = %q", got)
+	}
+	// offset/N and data agree on the suffix.
+	m.ok(`cmp <(tail -n +1501 ` + p + `/data) ` + p + `/offset/1500`)
+	// N == log end: an empty file that exists; stat size matches.
+	if got := m.ok(`cat ` + p + `/offset/3000 | wc -c; stat -c %s ` + p + `/offset/3000`); got != "0\n0\n" {
+		t.Errorf("offset/end = %q", got)
+	}
+	// and it grows.
+	m.ok(`echo line-3000 >> ` + p + `/data`)
+	if got := m.ok(`cat ` + p + `/offset/3000`); got != "line-3000\n" {
+		t.Errorf("offset/3000 after an append = %q", got)
+	}
+	for _, name := range []string{"3002", "-1", "01", "+1", "abc", "1e3", "0x10", "99999999999999999999", "9223372036854775808", " 1"} {
+		m.fails(fmt.Sprintf(`head -n1 %s/offset/'%s'`, p, name), "No such file or directory")
+	}
+	if got := m.ok(`ls -A ` + p + `/offset ` + p + `/time | grep -v ':$' | grep -c . || true`); got != "0\n" {
+		t.Errorf("ls offset/ time/ listed %q", got)
+	}
+
+	rfc := func(ms int64) string {
+		return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z")
+	}
+	links := []struct {
+		ts   int64
+		want string
+	}{
+		{1000, "../offset/0"},                // long before the log
+		{before[0], "../offset/0"},           // just before the first group
+		{before[1], "../offset/1000"},        // between groups 1 and 2
+		{before[2], "../offset/2000"},        // between groups 2 and 3
+		{after[2] + 60000, "../offset/3001"}, // after the newest record: the log end
+	}
+	for _, l := range links {
+		for _, name := range []string{strconv.FormatInt(l.ts, 10), rfc(l.ts)} {
+			got := strings.TrimSpace(m.ok(fmt.Sprintf(`readlink %s/time/%s`, p, name)))
+			if got != l.want {
+				t.Errorf("readlink time/%s = %q, want %q", name, got, l.want)
+			}
+		}
+	}
+	// A link is followed like any symlink.
+	if got := m.ok(fmt.Sprintf(`head -n1 %s/time/%d`, p, before[1])); got != "line-1000\n" {
+		t.Errorf("head time/T = %q", got)
+	}
+	for _, name := range []string{"yesterday", "2026-11-29", "01", "-5", "2026-13-01T00:00:00Z"} {
+		m.fails(fmt.Sprintf(`readlink -e %s/time/'%s'`, p, name), "")
+	}
+}
