@@ -155,3 +155,31 @@ func BenchmarkCleanOpen(b *testing.B) {
 		s.Close()
 	}
 }
+
+// BenchmarkTextSequential reads a 50 MB partition as text in 128 KiB
+// pieces, as the kernel's readahead asks the FUSE daemon for `cat data`.
+func BenchmarkTextSequential(b *testing.B) {
+	s := benchStore(b, b.TempDir())
+	defer s.Close()
+	tp, _ := s.CreateTopic("seq", 1, nil)
+	p, _ := tp.Partition(0)
+	text := []byte(strings.Repeat(strings.Repeat("s", 99)+"\n", 1300))
+	for i := 0; i < 400; i++ {
+		p.AppendLines(text)
+	}
+	buf := make([]byte, 128<<10)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		v, _ := p.Text(0)
+		size := v.Size()
+		b.SetBytes(size)
+		for off := int64(0); off < size; {
+			n, err := v.ReadAt(buf, off)
+			if err != nil && err != io.EOF {
+				b.Fatal(err)
+			}
+			off += int64(n)
+		}
+		v.Close()
+	}
+}

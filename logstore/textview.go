@@ -30,6 +30,12 @@ type TextView struct {
 	cacheSeg   *segment
 	cacheStart int64 // text position of cache[0] within cacheSeg
 	cache      []byte
+	// A cursor after the last batch rendered, with its read buffer, so a
+	// sequential reader continues where it stopped instead of rescanning
+	// from a text-map entry and rereading the buffer.
+	curSeg *segment
+	curBt  int64 // text position (in curSeg) of the batch at cur.pos
+	cur    *batchScanner
 }
 
 // Text opens a view from offset from; ErrOffsetOutOfRange when from is
@@ -190,10 +196,25 @@ func (v *TextView) readSegment(s *segment, b []byte, t, end int64) (int, error) 
 			return n, nil
 		}
 	}
+	var sc *batchScanner
+	var bt int64
 	e := s.text.floorText(t, sepLen)
-	bt := e.before.Size(sepLen)
-	sc := newScanner(s.log, s.path(logSuffix), e.pos, end, v.buf)
-	defer func() { v.buf = sc.buf[:0] }()
+	if v.curSeg == s && v.cur != nil && v.curBt <= t && v.cur.pos <= end && e.before.Size(sepLen) <= v.curBt {
+		sc, bt = v.cur, v.curBt
+		sc.end = end // the active segment may have grown
+	} else {
+		bt = e.before.Size(sepLen)
+		if v.cur != nil {
+			// Reuse the buffer; its contents are dropped with bufLen.
+			v.cur.f, v.cur.path, v.cur.pos, v.cur.end, v.cur.bufLen = s.log, s.path(logSuffix), e.pos, end, 0
+			sc = v.cur
+		} else {
+			sc = newScanner(s.log, s.path(logSuffix), e.pos, end, v.buf)
+		}
+	}
+	defer func() {
+		v.cur, v.curSeg, v.curBt = sc, s, bt
+	}()
 	for n < len(b) {
 		pos, batch, err := sc.next()
 		if err == io.EOF {
@@ -202,14 +223,18 @@ func (v *TextView) readSegment(s *segment, b []byte, t, end int64) (int, error) 
 		if err != nil {
 			return n, err
 		}
-		st, err := v.dec.Stats(batch, 0)
-		if err != nil {
-			return n, &CorruptError{Path: s.path(logSuffix), Pos: pos, Err: err}
-		}
-		sz := st.Size(sepLen)
-		if bt+sz <= t {
-			bt += sz
-			continue
+		sz := int64(-1)
+		if bt < t {
+			// Skipping ahead: sizing a batch is cheaper than rendering it.
+			st, err := v.dec.Stats(batch, 0)
+			if err != nil {
+				return n, &CorruptError{Path: s.path(logSuffix), Pos: pos, Err: err}
+			}
+			sz = st.Size(sepLen)
+			if bt+sz <= t {
+				bt += sz
+				continue
+			}
 		}
 		// The batch holds wanted text: check it before a byte of it is shown.
 		if err := record.Validate(batch); err != nil {
@@ -219,6 +244,9 @@ func (v *TextView) readSegment(s *segment, b []byte, t, end int64) (int, error) 
 		if err != nil {
 			v.cacheSeg = nil
 			return n, &CorruptError{Path: s.path(logSuffix), Pos: pos, Err: err}
+		}
+		if sz < 0 {
+			sz = int64(len(v.cache))
 		}
 		v.cacheSeg, v.cacheStart = s, bt
 		c := copy(b[n:], v.cache[t-bt:])
