@@ -4,23 +4,90 @@ package cli
 
 import (
 	"context"
+	"io"
+	"runtime"
+	"runtime/debug"
 
 	ucli "github.com/urfave/cli/v2"
 )
 
+// Version is the release version, set at link time
+// (-ldflags "-X github.com/segfs/segfs/cli.Version=v1.2.3"). When empty,
+// --version reports the module version and VCS revision the Go toolchain
+// recorded in the binary.
+var Version = ""
+
+// version renders what --version prints after "segfs version ".
+func version() string {
+	v := Version
+	info, ok := debug.ReadBuildInfo()
+	if v == "" {
+		v = "devel"
+		if ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
+			v = info.Main.Version
+		}
+	}
+	if ok {
+		var rev, dirty string
+		for _, s := range info.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				if s.Value == "true" {
+					dirty = "+dirty"
+				}
+			}
+		}
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		if rev != "" {
+			v += " (" + rev + dirty + ")"
+		}
+	}
+	return v + " " + runtime.Version()
+}
+
 // App builds the command tree.
 func App() *ucli.App {
 	return &ucli.App{
-		Name:  "segfs",
-		Usage: "Kafka partition logs as files",
+		Name:    "segfs",
+		Usage:   "Kafka partition logs as files",
+		Version: version(),
+		Description: `segfs keeps Kafka-format partition logs in a data directory, mounts them
+as a FUSE filesystem (append with >>, follow with tail -f, jump by offset or
+time) and serves them to Kafka clients. The offline tools (dump-log, verify,
+get-offsets, log-dirs) read a data directory or segment files directly and
+work beside a running mount.
+
+Example:
+
+   mkdir -p /mnt/segfs && segfs mount ~/.segfs/data /mnt/segfs
+   mkdir /mnt/segfs/orders && echo hello >> /mnt/segfs/orders/0/data`,
 		Commands: []*ucli.Command{
 			mountCommand(),
 			serveCommand(),
+			dumpLogCommand(),
+			verifyCommand(),
+			getOffsetsCommand(),
+			logDirsCommand(),
 		},
+		// Commands return errors and main decides the exit status; this
+		// keeps urfave/cli from calling os.Exit for an ExitCoder error.
+		ExitErrHandler: func(*ucli.Context, error) {},
 	}
 }
 
 // Run runs the command line args (args[0] is the program name).
 func Run(ctx context.Context, args []string) error {
 	return App().RunContext(ctx, args)
+}
+
+// RunIO is Run with the commands' output sent to stdout and stderr, for
+// tests that run commands in-process.
+func RunIO(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	app := App()
+	app.Writer, app.ErrWriter = stdout, stderr
+	return app.RunContext(ctx, args)
 }

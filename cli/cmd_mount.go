@@ -51,7 +51,7 @@ Example:
    mkdir /mnt/segfs/orders && seq 3 >> /mnt/segfs/orders/0/data
    tail -f /mnt/segfs/orders/0/data
    umount /mnt/segfs`,
-		Flags: []ucli.Flag{
+		Flags: append([]ucli.Flag{
 			&ucli.BoolFlag{Name: "foreground", Aliases: []string{"f"}, Usage: "stay attached and log to stderr"},
 			&ucli.IntFlag{Name: "partitions", Value: 1, Usage: "`N` partitions for topics created with mkdir"},
 			&ucli.StringFlag{Name: "kafka-listen", Usage: "also serve the Kafka protocol on `ADDR` (host:port)"},
@@ -59,7 +59,7 @@ Example:
 			&ucli.BoolFlag{Name: "allow-other", Usage: "let other users use the mount (modes are enforced)"},
 			&ucli.DurationFlag{Name: "unmount-grace", Value: 5 * time.Second, Usage: "how long a signalled daemon keeps serving files still open before it exits"},
 			&ucli.BoolFlag{Name: "debug", Usage: "log every FUSE request"},
-		},
+		}, cleanupFlags()...),
 		Action: runMount,
 	}
 }
@@ -168,6 +168,7 @@ func startDaemon(c *ucli.Context, dataDir, mp string) error {
 	args := []string{"mount", "--foreground",
 		"--partitions", strconv.Itoa(c.Int("partitions")),
 		"--unmount-grace", c.Duration("unmount-grace").String()}
+	args = append(args, cleanupArgs(c)...)
 	for _, name := range []string{"kafka-listen", "advertise"} {
 		if v := c.String(name); v != "" {
 			args = append(args, "--"+name, v)
@@ -224,7 +225,12 @@ func mountForeground(c *ucli.Context, dataDir, mp string, ready *os.File) error 
 	signal.Notify(sigc, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigc)
 
-	store, err := logstore.Open(dataDir, logstore.Options{Logger: logger, DefaultPartitions: c.Int("partitions")})
+	opts, err := cleanupOptions(c)
+	if err != nil {
+		return err
+	}
+	opts.Logger, opts.DefaultPartitions = logger, c.Int("partitions")
+	store, err := logstore.Open(dataDir, opts)
 	if err != nil {
 		if errors.Is(err, logstore.ErrLocked) {
 			return fmt.Errorf("data directory %s is in use by another process: %w", dataDir, err)
@@ -301,4 +307,44 @@ func startFetch(c *ucli.Context, store *logstore.Store, logger *slog.Logger) (st
 		}
 		<-served
 	}, nil
+}
+
+// cleanupFlags are the daemon flags of the background cleaners, shared by
+// mount and serve: Kafka's broker settings log.retention.check.interval.ms,
+// log.cleaner.backoff.ms and log.cleaner.dedupe.buffer.size.
+func cleanupFlags() []ucli.Flag {
+	return []ucli.Flag{
+		&ucli.DurationFlag{Name: "retention-check-interval", Value: 5 * time.Minute,
+			Usage: "`DURATION` between retention checks, which delete segments past retention.ms and retention.bytes (Kafka's log.retention.check.interval.ms)"},
+		&ucli.DurationFlag{Name: "cleaner-interval", Value: 15 * time.Second,
+			Usage: "`DURATION` between the compaction cleaner's looks for work (Kafka's log.cleaner.backoff.ms)"},
+		&ucli.IntFlag{Name: "cleaner-buffer-size", Value: 16 << 20,
+			Usage: "size in `BYTES` of the cleaner's offset map, 24 a key per pass (Kafka's log.cleaner.dedupe.buffer.size)"},
+	}
+}
+
+// cleanupOptions reads the cleanupFlags into store options.
+func cleanupOptions(c *ucli.Context) (logstore.Options, error) {
+	var o logstore.Options
+	for _, name := range []string{"retention-check-interval", "cleaner-interval"} {
+		if c.Duration(name) <= 0 {
+			return o, fmt.Errorf("--%s must be positive", name)
+		}
+	}
+	if c.Int("cleaner-buffer-size") < 1024 {
+		return o, errors.New("--cleaner-buffer-size must be at least 1024")
+	}
+	o.RetentionCheckInterval = c.Duration("retention-check-interval")
+	o.CleanerInterval = c.Duration("cleaner-interval")
+	o.CleanerBufferBytes = c.Int("cleaner-buffer-size")
+	return o, nil
+}
+
+// cleanupArgs passes the cleanupFlags on to the daemon.
+func cleanupArgs(c *ucli.Context) []string {
+	return []string{
+		"--retention-check-interval", c.Duration("retention-check-interval").String(),
+		"--cleaner-interval", c.Duration("cleaner-interval").String(),
+		"--cleaner-buffer-size", strconv.Itoa(c.Int("cleaner-buffer-size")),
+	}
 }

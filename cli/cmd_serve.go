@@ -43,14 +43,14 @@ Example:
 
    segfs serve --listen 127.0.0.1:9092 ~/.segfs/data
    kcat -b 127.0.0.1:9092 -L`,
-		Flags: []ucli.Flag{
+		Flags: append([]ucli.Flag{
 			&ucli.StringFlag{Name: "listen", Value: "127.0.0.1:9092", Usage: "`ADDR` to accept Kafka clients on (host:port; port 0 picks one)"},
 			&ucli.StringFlag{Name: "advertise", Usage: "`ADDR` clients are told to connect to (default: the address they reached)"},
 			&ucli.BoolFlag{Name: "auto-create-topics", Value: true, Usage: "create unknown topics on produce and metadata requests, as Kafka's auto.create.topics.enable"},
 			&ucli.IntFlag{Name: "partitions", Value: 1, Usage: "`N` partitions for auto-created topics"},
 			&ucli.IntFlag{Name: "max-request-bytes", Value: fetch.DefaultMaxRequestBytes, Usage: "largest request accepted, in `BYTES` (Kafka's socket.request.max.bytes)"},
 			&ucli.BoolFlag{Name: "debug", Usage: "log every request"},
-		},
+		}, cleanupFlags()...),
 		Action: runServe,
 	}
 }
@@ -73,7 +73,12 @@ func runServe(c *ucli.Context) error {
 	}
 	logger := slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level}))
 
-	store, err := logstore.Open(dir, logstore.Options{Logger: logger, DefaultPartitions: c.Int("partitions")})
+	opts, err := cleanupOptions(c)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	opts.Logger, opts.DefaultPartitions = logger, c.Int("partitions")
+	store, err := logstore.Open(dir, opts)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}

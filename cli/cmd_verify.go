@@ -1,0 +1,373 @@
+package cli
+
+// verify is an offline fsck for a data directory: it reads every batch of
+// every segment and every index, and says what recovery would have to
+// repair and what it could not. It only reads, takes no lock and so also
+// works beside a running mount (the active segments may then change under
+// it, which it says).
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/segfs/segfs/logstore/record"
+)
+
+func verifyCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:      "verify",
+		Usage:     "check every segment, index and checkpoint of a data directory",
+		ArgsUsage: "DATA_DIR",
+		Description: `Reads every partition of DATA_DIR: every batch of every segment (length,
+magic, CRC-32C, record layout, offsets increasing within and across
+segments), every .index and .timeindex (their own rules, and against their
+.log: positions past the log end, offsets not found, timestamps), and the
+checkpoint files (format; recovery points and log start offsets not past the
+log end). Each problem is printed with its file and byte position.
+
+Errors make the exit status 1. Warnings are what recovery repairs on the next
+mount without losing acknowledged data (a partial batch at the end of the
+active segment, an untrimmed or missing index). verify only reads: it takes
+no lock and can run beside a mount, whose active segments may change while
+they are read.
+
+Example:
+
+   segfs verify ~/.segfs/data`,
+		Action: runVerify,
+	}
+}
+
+// verifier collects the findings of one run.
+type verifier struct {
+	out      io.Writer
+	errors   int
+	warnings int
+	dec      record.Decoder
+	// per-partition counts, reset by each partition
+	pErrors, pWarnings int
+}
+
+func (v *verifier) errorf(path string, format string, args ...any) {
+	v.errors++
+	v.pErrors++
+	fmt.Fprintf(v.out, "error: %s: %s\n", path, fmt.Sprintf(format, args...))
+}
+
+func (v *verifier) warnf(path string, format string, args ...any) {
+	v.warnings++
+	v.pWarnings++
+	fmt.Fprintf(v.out, "warning: %s: %s\n", path, fmt.Sprintf(format, args...))
+}
+
+func runVerify(c *ucli.Context) error {
+	if err := rejectLateFlags(c.Args().Slice()); err != nil {
+		return err
+	}
+	if c.NArg() != 1 {
+		return errors.New("verify: want exactly one DATA_DIR (usage: segfs verify DATA_DIR)")
+	}
+	dataDir := c.Args().First()
+	parts, err := listPartitions(dataDir)
+	if err != nil {
+		return fmt.Errorf("verify: %w", err)
+	}
+	v := &verifier{out: c.App.Writer}
+	if held, who := lockHolder(dataDir); held {
+		fmt.Fprintf(c.App.ErrWriter, "note: %s is in use by %s; its active segments may change while verify reads them\n", dataDir, who)
+	}
+	recovery := v.checkpoint(filepath.Join(dataDir, "recovery-point-offset-checkpoint"))
+	logStart := v.checkpoint(filepath.Join(dataDir, "log-start-offset-checkpoint"))
+	// Kafka's other offset checkpoints share the format; each offset in
+	// them must lie inside the log.
+	otherNames := []string{"cleaner-offset-checkpoint", "replication-offset-checkpoint"}
+	others := make([]offsetCheckpoint, len(otherNames))
+	for i, name := range otherNames {
+		others[i] = v.checkpoint(filepath.Join(dataDir, name))
+	}
+	known := map[string]bool{}
+	var segs, batches int
+	for _, p := range parts {
+		known[p.Name] = true
+		v.pErrors, v.pWarnings = 0, 0
+		r := v.partition(p)
+		segs += len(p.Segments)
+		batches += r.batches
+		start := r.firstBase
+		if cp, ok := logStart[p.Name]; ok {
+			if cp > r.next {
+				v.errorf(filepath.Join(dataDir, "log-start-offset-checkpoint"), "%s: log start offset %d is past the log end offset %d", p.Name, cp, r.next)
+			}
+			start = max(start, cp)
+		}
+		for i, cp := range others {
+			if off, ok := cp[p.Name]; ok && off > r.next {
+				v.errorf(filepath.Join(dataDir, otherNames[i]), "%s: offset %d is past the log end offset %d", p.Name, off, r.next)
+			}
+		}
+		if rp, ok := recovery[p.Name]; ok && rp > r.next {
+			v.errorf(filepath.Join(dataDir, "recovery-point-offset-checkpoint"), "%s: recovery point %d is past the log end offset %d: data that was flushed is missing", p.Name, rp, r.next)
+		}
+		status := "ok"
+		if v.pErrors+v.pWarnings > 0 {
+			status = fmt.Sprintf("%d error(s), %d warning(s)", v.pErrors, v.pWarnings)
+		}
+		fmt.Fprintf(v.out, "%s: %s (%d segments, %d batches, log start %d, log end %d, %d bytes)\n", p.Name, status, len(p.Segments), r.batches, start, r.next, r.bytes)
+	}
+	for _, cp := range []struct {
+		name string
+		m    offsetCheckpoint
+	}{{"recovery-point-offset-checkpoint", recovery}, {"log-start-offset-checkpoint", logStart}} {
+		for tp := range cp.m {
+			if !known[tp] {
+				v.warnf(filepath.Join(dataDir, cp.name), "entry for %s, which has no directory", tp)
+			}
+		}
+	}
+	fmt.Fprintf(v.out, "verified %d partitions, %d segments, %d batches: %d error(s), %d warning(s)\n", len(parts), segs, batches, v.errors, v.warnings)
+	if v.errors > 0 {
+		return fmt.Errorf("verify: %d error(s) found in %s", v.errors, dataDir)
+	}
+	return nil
+}
+
+// checkpoint reads an offset checkpoint, reporting a malformed one.
+func (v *verifier) checkpoint(path string) offsetCheckpoint {
+	cp, err := readOffsetCheckpoint(path)
+	if err != nil {
+		v.errorf(path, "%v", trimPathPrefix(err, path))
+		return offsetCheckpoint{}
+	}
+	return cp
+}
+
+func trimPathPrefix(err error, path string) string {
+	return strings.TrimPrefix(err.Error(), path+": ")
+}
+
+// partitionResult summarizes one partition for the report.
+type partitionResult struct {
+	firstBase int64 // base offset of the first segment
+	next      int64 // log end offset
+	batches   int
+	bytes     int64
+}
+
+func (v *verifier) partition(p *partitionDir) partitionResult {
+	var r partitionResult
+	v.partitionMetadata(p)
+	prevLast := int64(-1) // last offset of the previous segment
+	for i := range p.Segments {
+		s := &p.Segments[i]
+		last := i == len(p.Segments)-1
+		if i == 0 {
+			r.firstBase = s.Base
+		}
+		if s.Log == "" {
+			for _, f := range []string{s.Index, s.TimeIndex} {
+				if f != "" {
+					v.warnf(f, "index without a .log (Kafka deletes such files on load)")
+				}
+			}
+			continue
+		}
+		if s.Base <= prevLast {
+			v.errorf(s.Log, "segment base offset %d <= last offset %d of the previous segment", s.Base, prevLast)
+		}
+		sum, batches := v.segment(s, last)
+		r.batches += batches
+		r.bytes += sum.Size
+		r.next = sum.NextOffset
+		if len(sum.Batches) > 0 {
+			prevLast = sum.Batches[len(sum.Batches)-1].LastOffset
+		}
+		v.indexes(s, sum, last)
+	}
+	if len(p.Segments) == 0 {
+		r.next = 0
+	}
+	v.leaderEpochs(p, r.next)
+	return r
+}
+
+// segment reads every batch of one .log, checking framing, CRC, record
+// layout and offsets, and returns the header summary the index checks use.
+func (v *verifier) segment(s *segmentFiles, active bool) (*logSummary, int) {
+	sum := &logSummary{NextOffset: s.Base}
+	f, err := os.Open(s.Log)
+	if err != nil {
+		v.errorf(s.Log, "%v", err)
+		return sum, 0
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		v.errorf(s.Log, "%v", err)
+		return sum, 0
+	}
+	sum.Size = fi.Size()
+	sc := newBatchScanner(f, 0, fi.Size())
+	prevLast := s.Base - 1
+	n := 0
+	for {
+		b, err := sc.Next(true)
+		if err == io.EOF {
+			break
+		}
+		var te *tailError
+		var fe *framingError
+		switch {
+		case errors.As(err, &te) && active:
+			v.warnf(s.Log, "position %d: partial batch at the end of the active segment (%d bytes; %s): recovery truncates it", te.Pos, te.Bytes, te.Reason)
+		case errors.As(err, &te):
+			v.errorf(s.Log, "position %d: partial batch at the end of a closed segment (%d bytes; %s)", te.Pos, te.Bytes, te.Reason)
+		case errors.As(err, &fe):
+			v.errorf(s.Log, "position %d: corrupt batch: %s; the %d bytes from here on cannot be read", fe.Pos, fe.Reason, fi.Size()-fe.Pos)
+		case err != nil:
+			v.errorf(s.Log, "%v", err)
+		}
+		if err != nil {
+			break
+		}
+		n++
+		h := &b.Header
+		if b.CRCErr != nil {
+			v.errorf(s.Log, "position %d: corrupt batch: %s", b.Pos, reasonOf(b.CRCErr))
+		} else if err := v.dec.Records(b.Raw, func(rec *record.Record) error {
+			if rec.Offset < h.BaseOffset || rec.Offset > h.LastOffset() {
+				return fmt.Errorf("record offset %d outside the batch's range %d..%d", rec.Offset, h.BaseOffset, h.LastOffset())
+			}
+			return nil
+		}); err != nil {
+			v.errorf(s.Log, "position %d: corrupt batch: %s", b.Pos, reasonOf(err))
+		}
+		switch {
+		case h.LastOffsetDelta < 0:
+			v.errorf(s.Log, "position %d: negative last offset delta %d", b.Pos, h.LastOffsetDelta)
+		case int64(h.RecordCount) > int64(h.LastOffsetDelta)+1:
+			v.errorf(s.Log, "position %d: %d records cannot fit in %d offsets", b.Pos, h.RecordCount, int64(h.LastOffsetDelta)+1)
+		}
+		switch {
+		case h.BaseOffset < s.Base:
+			v.errorf(s.Log, "position %d: batch base offset %d below the segment's base offset %d", b.Pos, h.BaseOffset, s.Base)
+		case h.BaseOffset <= prevLast:
+			v.errorf(s.Log, "position %d: offsets do not increase: batch starts at %d, the previous one ended at %d", b.Pos, h.BaseOffset, prevLast)
+		}
+		if h.LastOffset()-s.Base > math.MaxInt32 {
+			v.errorf(s.Log, "position %d: offset %d cannot be stored relative to base offset %d in an index", b.Pos, h.LastOffset(), s.Base)
+		}
+		prevLast = max(prevLast, h.LastOffset())
+		sum.Batches = append(sum.Batches, logBatch{Pos: b.Pos, LastOffset: h.LastOffset(), MaxTimestamp: h.MaxTimestamp})
+		sum.NextOffset = h.NextOffset()
+	}
+	sum.ValidBytes = sc.Pos()
+	return sum, n
+}
+
+// indexes checks a segment's .index and .timeindex against their rules and
+// the log summary.
+func (v *verifier) indexes(s *segmentFiles, sum *logSummary, active bool) {
+	for _, ix := range []struct {
+		path  string
+		check func(string, int64, *logSummary) indexCheck
+		kind  string
+	}{{s.Index, checkOffsetIndex, indexSuffix}, {s.TimeIndex, checkTimeIndex, timeIndexSuffix}} {
+		if ix.path == "" {
+			if len(sum.Batches) > 0 {
+				v.warnf(siblingPath(s.Log, ix.kind), "missing: the next mount rebuilds it from the .log")
+			}
+			continue
+		}
+		c := ix.check(ix.path, s.Base, sum)
+		for _, p := range c.Problems {
+			v.errorf(ix.path, "%s", p)
+		}
+		if c.Untrimmed > 0 && !active {
+			v.warnf(ix.path, "%d unused preallocated slots after %d entries: not trimmed at roll (unclean shutdown?)", c.Untrimmed, c.Used)
+		}
+	}
+}
+
+// partitionMetadata checks partition.metadata (KAFKA-FORMAT.md §10.3):
+// "version: 0\ntopic_id: <22-char URL-safe base64 UUID>".
+func (v *verifier) partitionMetadata(p *partitionDir) {
+	path := filepath.Join(p.Path, "partition.metadata")
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return // written before the first append; an empty partition may lack it
+	}
+	if err != nil {
+		v.errorf(path, "%v", err)
+		return
+	}
+	fields := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		k, val, ok := strings.Cut(l, ":")
+		if !ok {
+			v.errorf(path, "malformed line %q", l)
+			return
+		}
+		fields[strings.TrimSpace(k)] = strings.TrimSpace(val)
+	}
+	if ver, err := strconv.Atoi(fields["version"]); err != nil || ver < 0 {
+		v.errorf(path, "bad version %q", fields["version"])
+	}
+	id, err := base64.RawURLEncoding.DecodeString(fields["topic_id"])
+	if err != nil || len(id) != 16 || string(id) == string(make([]byte, 16)) {
+		v.errorf(path, "bad topic_id %q (want a non-zero UUID in 22 characters of URL-safe base64)", fields["topic_id"])
+	}
+}
+
+// leaderEpochs checks leader-epoch-checkpoint (KAFKA-FORMAT.md §10.2):
+// version 0, a count, then "epoch startOffset" lines ascending in both,
+// with no start offset past the log end.
+func (v *verifier) leaderEpochs(p *partitionDir, logEnd int64) {
+	path := filepath.Join(p.Path, "leader-epoch-checkpoint")
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) || (err == nil && len(data) == 0) {
+		return
+	}
+	if err != nil {
+		v.errorf(path, "%v", err)
+		return
+	}
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	if lines[0] != "0" || len(lines) < 2 {
+		v.errorf(path, "bad header: want version 0 and an entry count")
+		return
+	}
+	n, err := strconv.Atoi(lines[1])
+	if err != nil || n != len(lines)-2 {
+		v.errorf(path, "says %q entries, has %d", lines[1], len(lines)-2)
+		return
+	}
+	prevEpoch, prevOff := int64(-1), int64(-1)
+	for i, l := range lines[2:] {
+		f := strings.Fields(l)
+		if len(f) != 2 {
+			v.errorf(path, "line %d: want \"epoch startOffset\", got %q", i+3, l)
+			return
+		}
+		ep, err1 := strconv.ParseInt(f[0], 10, 32)
+		off, err2 := strconv.ParseInt(f[1], 10, 64)
+		switch {
+		case err1 != nil || err2 != nil:
+			v.errorf(path, "line %d: bad number in %q", i+3, l)
+			return
+		case ep <= prevEpoch || off < prevOff:
+			v.errorf(path, "line %d: epoch %d at offset %d does not follow epoch %d at offset %d", i+3, ep, off, prevEpoch, prevOff)
+		case off > logEnd:
+			v.errorf(path, "line %d: epoch %d starts at offset %d, past the log end offset %d", i+3, ep, off, logEnd)
+		}
+		prevEpoch, prevOff = ep, off
+	}
+}

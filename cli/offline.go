@@ -1,0 +1,812 @@
+package cli
+
+// This file holds what the offline tools (dump-log, verify, get-offsets,
+// log-dirs) share: streaming the batches of a .log file, listing the
+// partitions and segments of a data directory, and checking index files
+// against their log. The tools read the files directly, like Kafka's
+// DumpLogSegments, instead of opening a logstore.Store: a Store takes the
+// data directory's lock, so a tool that opened one could not look at the
+// directory of a running mount, and would recover (rewrite) a directory it
+// was asked only to inspect.
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/segfs/segfs/index"
+	"github.com/segfs/segfs/logstore/record"
+)
+
+// Kafka's file suffixes (KAFKA-FORMAT.md §1.2).
+const (
+	logSuffix       = ".log"
+	indexSuffix     = ".index"
+	timeIndexSuffix = ".timeindex"
+	txnIndexSuffix  = ".txnindex"
+	snapshotSuffix  = ".snapshot"
+	kraftSnapSuffix = ".checkpoint"
+
+	// peekBytes is how much of a batch PeekSize needs (offset, length,
+	// leader epoch, magic).
+	peekBytes = 17
+)
+
+// batchAt is one batch found by a scan: where it starts and its header. Raw
+// holds the whole batch when the scan was asked for it; it aliases the
+// scanner's buffer and is valid until the next call.
+type batchAt struct {
+	Pos    int64
+	Header record.Header
+	Raw    []byte
+	// CRCErr is set when the batch is framed correctly (length and magic
+	// are sane, so the scan can go on) but its CRC does not match.
+	CRCErr error
+}
+
+// tailError says the last bytes of a file do not hold a whole batch: a
+// header or a batch cut short, as a crash in the middle of an append leaves
+// it. Recovery truncates such a tail.
+type tailError struct {
+	Pos    int64 // where the partial batch starts
+	Bytes  int64 // bytes from Pos to the end of the scanned range
+	Reason string
+}
+
+func (e *tailError) Error() string {
+	return fmt.Sprintf("%d invalid bytes at position %d: %s", e.Bytes, e.Pos, e.Reason)
+}
+
+// framingError says the batch at Pos has an impossible length or magic, so
+// nothing after it can be located.
+type framingError struct {
+	Pos    int64
+	Reason string
+}
+
+func (e *framingError) Error() string {
+	return fmt.Sprintf("corrupt batch at position %d: %s", e.Pos, e.Reason)
+}
+
+// reasonOf extracts the human part of a record error (its position is
+// reported by the caller, relative to the file).
+func reasonOf(err error) string {
+	var ce *record.CorruptError
+	if errors.As(err, &ce) && ce.Reason != "" {
+		return ce.Reason
+	}
+	return err.Error()
+}
+
+// batchScanner streams the batches of one .log file. It reads each 61-byte
+// header with pread and the rest of the batch only when asked, so memory
+// stays at one batch whatever the file size, and a batch length is trusted
+// only once it fits in the bytes left in the file: a hostile 2 GB length is
+// reported, never allocated.
+type batchScanner struct {
+	r     io.ReaderAt
+	limit int64 // end of the scanned range: the file size or --max-bytes
+	pos   int64
+	hdr   [record.HeaderSize]byte
+	buf   []byte
+}
+
+func newBatchScanner(r io.ReaderAt, start, limit int64) *batchScanner {
+	return &batchScanner{r: r, pos: start, limit: limit}
+}
+
+// Pos is where the next batch starts; after io.EOF it is the end of the
+// last whole batch, which is the number of valid bytes for a scan from 0.
+func (s *batchScanner) Pos() int64 { return s.pos }
+
+// Next returns the next batch. whole asks for the batch bytes (and a CRC
+// check); without it only the header is read. It returns io.EOF at the end,
+// *tailError for a partial batch at the end (once), and *framingError for a
+// batch whose length or magic is impossible; after either error the scan is
+// over.
+func (s *batchScanner) Next(whole bool) (batchAt, error) {
+	left := s.limit - s.pos
+	if left <= 0 {
+		return batchAt{}, io.EOF
+	}
+	n := min(left, int64(record.HeaderSize))
+	got, err := s.r.ReadAt(s.hdr[:n], s.pos)
+	if int64(got) < n {
+		if err == nil || err == io.EOF {
+			// The file shrank under us (a live directory truncated by
+			// recovery or retention): what is left is a tail.
+			return batchAt{}, s.tail(int64(got), "file ended early")
+		}
+		return batchAt{}, fmt.Errorf("read at position %d: %w", s.pos, err)
+	}
+	if n < peekBytes {
+		return batchAt{}, s.tail(left, fmt.Sprintf("only %d bytes, a batch header needs %d", left, record.HeaderSize))
+	}
+	size, err := record.PeekSize(s.hdr[:n])
+	if err != nil {
+		s.limit = s.pos // nothing after an impossible length can be trusted
+		return batchAt{}, &framingError{Pos: s.pos, Reason: reasonOf(err)}
+	}
+	if size > left {
+		return batchAt{}, s.tail(left, fmt.Sprintf("batch length says %d bytes, only %d left", size, left))
+	}
+	h, err := record.ParseHeader(s.hdr[:])
+	if err != nil { // PeekSize passed, so this is not expected; stay safe
+		s.limit = s.pos
+		return batchAt{}, &framingError{Pos: s.pos, Reason: reasonOf(err)}
+	}
+	b := batchAt{Pos: s.pos, Header: h}
+	if whole {
+		if int64(cap(s.buf)) < size {
+			s.buf = make([]byte, size) // size <= bytes left in the file
+		}
+		s.buf = s.buf[:size]
+		if got, err := s.r.ReadAt(s.buf, s.pos); int64(got) < size {
+			if err == nil || err == io.EOF {
+				return batchAt{}, s.tail(int64(got), "file ended early")
+			}
+			return batchAt{}, fmt.Errorf("read at position %d: %w", s.pos, err)
+		}
+		b.Raw = s.buf
+		if err := record.Validate(s.buf); err != nil {
+			b.CRCErr = err
+		}
+	}
+	s.pos += size
+	return b, nil
+}
+
+func (s *batchScanner) tail(n int64, reason string) error {
+	e := &tailError{Pos: s.pos, Bytes: n, Reason: reason}
+	s.limit = s.pos
+	return e
+}
+
+// logBatch is what the index checks need to know about one batch.
+type logBatch struct {
+	Pos          int64
+	LastOffset   int64
+	MaxTimestamp int64
+}
+
+// logSummary is a header-only scan of a whole .log file.
+type logSummary struct {
+	Size       int64 // file size
+	ValidBytes int64 // end of the last whole batch
+	NextOffset int64 // LastOffset+1 of the last batch, or the base offset
+	Batches    []logBatch
+	Err        error // *tailError or *framingError that ended the scan, if any
+}
+
+// summarizeLog scans the batch headers of path. A missing file is an error.
+func summarizeLog(path string, base int64) (*logSummary, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	sum := &logSummary{Size: fi.Size(), NextOffset: base}
+	sc := newBatchScanner(f, 0, fi.Size())
+	for {
+		b, err := sc.Next(false)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			var te *tailError
+			var fe *framingError
+			if !errors.As(err, &te) && !errors.As(err, &fe) {
+				return nil, err
+			}
+			sum.Err = err
+			break
+		}
+		sum.Batches = append(sum.Batches, logBatch{Pos: b.Pos, LastOffset: b.Header.LastOffset(), MaxTimestamp: b.Header.MaxTimestamp})
+		sum.NextOffset = b.Header.NextOffset()
+	}
+	sum.ValidBytes = sc.Pos()
+	return sum, nil
+}
+
+// batchStartingAt returns the batch that starts exactly at pos.
+func (s *logSummary) batchStartingAt(pos int64) (logBatch, bool) {
+	i := sort.Search(len(s.Batches), func(i int) bool { return s.Batches[i].Pos >= pos })
+	if i < len(s.Batches) && s.Batches[i].Pos == pos {
+		return s.Batches[i], true
+	}
+	return logBatch{}, false
+}
+
+// firstBatchEndingAtOrAfter returns the first batch whose last offset is >=
+// off (how Kafka's dump-log finds the batch of a time-index entry).
+func (s *logSummary) firstBatchEndingAtOrAfter(off int64) (logBatch, bool) {
+	i := sort.Search(len(s.Batches), func(i int) bool { return s.Batches[i].LastOffset >= off })
+	if i < len(s.Batches) {
+		return s.Batches[i], true
+	}
+	return logBatch{}, false
+}
+
+// segmentStem splits a segment file name into its base offset and suffix
+// ("00000000000000000042.index" → 42, ".index"). Kafka parses the text
+// before the first dot as a Long; names that are not 20 digits are not
+// segfs's and are rejected here so that stray files are never mistaken for
+// segments.
+func segmentStem(name string) (base int64, suffix string, ok bool) {
+	dot := strings.IndexByte(name, '.')
+	if dot != 20 {
+		return 0, "", false
+	}
+	for _, c := range name[:dot] {
+		if c < '0' || c > '9' {
+			return 0, "", false
+		}
+	}
+	base, err := strconv.ParseInt(name[:dot], 10, 64)
+	if err != nil {
+		return 0, "", false
+	}
+	return base, name[dot:], true
+}
+
+// baseOffsetOf parses the base offset from any file name (Kafka's rule:
+// the text before the first dot), for dump-log, which accepts files of any
+// directory.
+func baseOffsetOf(path string) (int64, error) {
+	name := filepath.Base(path)
+	stem, _, _ := strings.Cut(name, ".")
+	// A copied segment often gets a prefix ("kraft-metadata-000…000.log");
+	// its 20-digit tail is still the base offset.
+	if len(stem) > 20 && stem[len(stem)-21] == '-' {
+		stem = stem[len(stem)-20:]
+	}
+	base, err := strconv.ParseInt(stem, 10, 64)
+	if err != nil || base < 0 {
+		return 0, fmt.Errorf("%s: file name does not start with a base offset", path)
+	}
+	return base, nil
+}
+
+// siblingPath replaces the suffix of a segment file name
+// ("…/00000000000000000000.index" → "…/00000000000000000000.log").
+func siblingPath(path, suffix string) string {
+	dir, name := filepath.Split(path)
+	stem, _, _ := strings.Cut(name, ".")
+	return filepath.Join(dir, stem+suffix)
+}
+
+// segmentFiles are the files of one segment in a partition directory.
+type segmentFiles struct {
+	Base      int64
+	Log       string // path; "" if the .log is missing
+	Index     string // path; "" if missing
+	TimeIndex string // path; "" if missing
+}
+
+// partitionDir is one topic-partition directory of a data directory.
+type partitionDir struct {
+	Topic     string
+	Partition int32
+	Name      string // directory name, "orders-0"
+	Path      string
+	Segments  []segmentFiles // sorted by base offset
+}
+
+// parsePartitionDirName splits "topic-N" at the last '-' (Kafka's rule:
+// topics may contain '-'). Directories Kafka renames for deletion or moves
+// ("topic-0.<uuid>-delete", "-future", "-stray") end in a word, not a
+// number, and are skipped.
+func parsePartitionDirName(name string) (topic string, part int32, ok bool) {
+	i := strings.LastIndexByte(name, '-')
+	if i <= 0 || i == len(name)-1 {
+		return "", 0, false
+	}
+	num := name[i+1:]
+	for _, c := range num {
+		if c < '0' || c > '9' {
+			return "", 0, false
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 32)
+	if err != nil {
+		return "", 0, false
+	}
+	topic = name[:i]
+	for _, c := range topic {
+		ok := c == '.' || c == '_' || c == '-' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+		if !ok {
+			return "", 0, false
+		}
+	}
+	if len(topic) > 249 || topic == "." || topic == ".." {
+		return "", 0, false
+	}
+	return topic, int32(n), true
+}
+
+// listPartitions returns the partition directories of dataDir sorted by
+// topic and partition number, each with its segments.
+func listPartitions(dataDir string) ([]*partitionDir, error) {
+	fi, err := os.Stat(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("%s is not a directory", dataDir)
+	}
+	ents, err := os.ReadDir(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	var parts []*partitionDir
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		topic, n, ok := parsePartitionDirName(e.Name())
+		if !ok {
+			continue
+		}
+		p := &partitionDir{Topic: topic, Partition: n, Name: e.Name(), Path: filepath.Join(dataDir, e.Name())}
+		if p.Segments, err = listSegments(p.Path); err != nil {
+			return nil, err
+		}
+		parts = append(parts, p)
+	}
+	sort.Slice(parts, func(i, j int) bool {
+		if parts[i].Topic != parts[j].Topic {
+			return parts[i].Topic < parts[j].Topic
+		}
+		return parts[i].Partition < parts[j].Partition
+	})
+	return parts, nil
+}
+
+// listSegments groups the .log/.index/.timeindex files of a partition
+// directory by base offset. Files being deleted, cleaned or swapped
+// (".log.deleted", ".log.cleaned", ".log.swap") have a compound suffix and
+// are not segments.
+func listSegments(dir string) ([]segmentFiles, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	byBase := map[int64]*segmentFiles{}
+	get := func(base int64) *segmentFiles {
+		s := byBase[base]
+		if s == nil {
+			s = &segmentFiles{Base: base}
+			byBase[base] = s
+		}
+		return s
+	}
+	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		base, suffix, ok := segmentStem(e.Name())
+		if !ok {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		switch suffix {
+		case logSuffix:
+			get(base).Log = path
+		case indexSuffix:
+			get(base).Index = path
+		case timeIndexSuffix:
+			get(base).TimeIndex = path
+		}
+	}
+	segs := make([]segmentFiles, 0, len(byBase))
+	for _, s := range byBase {
+		segs = append(segs, *s)
+	}
+	sort.Slice(segs, func(i, j int) bool { return segs[i].Base < segs[j].Base })
+	return segs, nil
+}
+
+// offsetCheckpoint is a parsed Kafka offset checkpoint file (§10.1).
+type offsetCheckpoint map[string]int64 // "topic-partition" → offset
+
+// readOffsetCheckpoint parses version 0 of Kafka's offset checkpoint
+// format. A missing file is an empty checkpoint (Kafka's rule); a malformed
+// one is an error naming the line.
+func readOffsetCheckpoint(path string) (offsetCheckpoint, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return offsetCheckpoint{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	cp := offsetCheckpoint{}
+	if len(data) == 0 {
+		return cp, nil
+	}
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	if lines[0] != "0" {
+		return nil, fmt.Errorf("%s: line 1: version %q, want 0", path, lines[0])
+	}
+	if len(lines) < 2 {
+		return nil, fmt.Errorf("%s: missing entry count", path)
+	}
+	n, err := strconv.Atoi(lines[1])
+	if err != nil || n < 0 {
+		return nil, fmt.Errorf("%s: line 2: bad entry count %q", path, lines[1])
+	}
+	if len(lines)-2 != n {
+		return nil, fmt.Errorf("%s: says %d entries, has %d", path, n, len(lines)-2)
+	}
+	for i, l := range lines[2:] {
+		f := strings.Fields(l)
+		if len(f) != 3 {
+			return nil, fmt.Errorf("%s: line %d: want \"topic partition offset\", got %q", path, i+3, l)
+		}
+		part, err1 := strconv.ParseInt(f[1], 10, 32)
+		off, err2 := strconv.ParseInt(f[2], 10, 64)
+		if err1 != nil || err2 != nil || part < 0 {
+			return nil, fmt.Errorf("%s: line %d: bad number in %q", path, i+3, l)
+		}
+		cp[f[0]+"-"+strconv.FormatInt(part, 10)] = off
+	}
+	return cp, nil
+}
+
+// partitionOffsets is what get-offsets and log-dirs report.
+type partitionOffsets struct {
+	LogStartOffset int64
+	LogEndOffset   int64
+	Segments       int
+	SizeBytes      int64 // sum of .log sizes, as kafka-log-dirs reports
+}
+
+// offsetsOf computes a partition's offsets without reading whole logs:
+// the log start is the first segment's base offset or the checkpointed
+// start if later (Kafka's rule), and the log end comes from scanning the
+// batch headers of the last segment from its last index entry on.
+func offsetsOf(p *partitionDir, logStart offsetCheckpoint) (partitionOffsets, error) {
+	var po partitionOffsets
+	for _, s := range p.Segments {
+		if s.Log == "" {
+			continue
+		}
+		fi, err := os.Stat(s.Log)
+		if err != nil {
+			return po, err
+		}
+		po.Segments++
+		po.SizeBytes += fi.Size()
+	}
+	var last *segmentFiles
+	for i := range p.Segments {
+		if p.Segments[i].Log != "" {
+			if last == nil {
+				po.LogStartOffset = p.Segments[i].Base
+			}
+			last = &p.Segments[i]
+		}
+	}
+	if cp, ok := logStart[p.Name]; ok && cp > po.LogStartOffset {
+		po.LogStartOffset = cp
+	}
+	po.LogEndOffset = po.LogStartOffset
+	if last == nil {
+		return po, nil
+	}
+	end, err := segmentEnd(last)
+	if err != nil {
+		return po, err
+	}
+	po.LogEndOffset = max(end, po.LogStartOffset)
+	return po, nil
+}
+
+// segmentEnd returns the next offset after the last whole batch of a
+// segment (its base offset when empty). It starts at the last entry of the
+// offset index when that entry agrees with the log, so that a 1 GiB active
+// segment costs a few header reads, not a full scan.
+func segmentEnd(s *segmentFiles) (int64, error) {
+	f, err := os.Open(s.Log)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	start := int64(0)
+	if s.Index != "" {
+		if e, ok := lastIndexEntry(s.Index, s.Base); ok && int64(e.Position) < fi.Size() {
+			// Trust the entry only if a batch ending at its offset starts
+			// at its position; otherwise scan from the start.
+			sc := newBatchScanner(f, int64(e.Position), fi.Size())
+			if b, err := sc.Next(false); err == nil && b.Header.LastOffset() == e.Offset {
+				start = int64(e.Position)
+			}
+		}
+	}
+	next := s.Base
+	sc := newBatchScanner(f, start, fi.Size())
+	for {
+		b, err := sc.Next(false)
+		if err != nil {
+			break // io.EOF, or a tail recovery would truncate
+		}
+		next = b.Header.NextOffset()
+	}
+	return next, nil
+}
+
+// lastIndexEntry finds the last used entry of an .index file without
+// reading it whole: used entries form a prefix (entry 0, then entries with
+// a non-zero relative offset) followed, in an untrimmed (live or crashed)
+// index, by zero slots, so a binary search over 8-byte preads finds the
+// boundary. Garbage makes the answer wrong, never unsafe: the caller checks
+// it against the log.
+func lastIndexEntry(path string, base int64) (index.OffsetEntry, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return index.OffsetEntry{}, false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return index.OffsetEntry{}, false
+	}
+	n := int(fi.Size() / index.OffsetEntrySize)
+	if n == 0 {
+		return index.OffsetEntry{}, false
+	}
+	var buf [index.OffsetEntrySize]byte
+	read := func(i int) (index.OffsetEntry, bool) {
+		if _, err := f.ReadAt(buf[:], int64(i)*index.OffsetEntrySize); err != nil {
+			return index.OffsetEntry{}, false
+		}
+		es, _ := index.ParseOffsetEntries(buf[:], base)
+		if len(es) != 1 {
+			return index.OffsetEntry{}, false
+		}
+		return es[0], true
+	}
+	// used(i): slot i holds an entry. used(0) is true by Kafka's rule.
+	used := func(i int) bool {
+		e, ok := read(i)
+		return ok && (i == 0 || e.Offset != base)
+	}
+	last := sort.Search(n, func(i int) bool { return !used(i) }) - 1
+	if last < 0 {
+		return index.OffsetEntry{}, false
+	}
+	return read(last)
+}
+
+// indexCheck is the outcome of checking one index file.
+type indexCheck struct {
+	Used      int      // entries before the zero-filled tail (what lookups use)
+	Untrimmed int      // zero slots after them: an active or crashed segment
+	Problems  []string // each a full sentence naming the entry
+}
+
+// guard runs fn with memory faults turned into errors. The index package
+// maps files; if a running daemon truncates an index we have mapped (a
+// roll trims it), touching the lost pages raises SIGBUS, which must become
+// a reported problem, not a crash.
+func guard(fn func() error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("file changed while being read (is a daemon writing this data directory?): %v", r)
+		}
+	}()
+	return fn()
+}
+
+// zeroTail reports whether b has a used prefix of used entries of the given
+// size followed only by zero bytes (and at least one zero slot). Slot 0 is
+// counted as used by Kafka's parsing rule, but an all-zero slot 0 in an
+// otherwise zero file is no entry: the first batch of a segment is never
+// indexed, so (base offset, position 0) is never written.
+func zeroTail(b []byte, used, size int) bool {
+	start := used * size
+	end := len(b) - len(b)%size
+	return end > start && !bytes.ContainsFunc(b[start:end], func(r rune) bool { return r != 0 })
+}
+
+// checkOffsetIndex checks an .index file against its own rules
+// (index.SanityCheck) and against its log: every position inside the log
+// (CheckPositions), every offset below the log end (CheckOffsets), and, as
+// kafka-dump-log --verify-index-only does, a batch ending at the entry's
+// offset starting at the entry's position. An untrimmed zero tail is not a
+// problem: a live segment has one, and recovery rebuilds a crashed one;
+// only the used entries are then checked.
+func checkOffsetIndex(path string, base int64, log *logSummary) indexCheck {
+	var c indexCheck
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		c.Problems = append(c.Problems, err.Error())
+		return c
+	}
+	entries, trailing := index.ParseOffsetEntries(raw, base)
+	if trailing == 0 && zeroTail(raw, 0, index.OffsetEntrySize) {
+		entries = nil // all zeros: a fresh preallocated index, no entry yet
+	}
+	c.Used = len(entries)
+	if trailing == 0 && zeroTail(raw, c.Used, index.OffsetEntrySize) {
+		c.Untrimmed = len(raw)/index.OffsetEntrySize - c.Used
+		// The index package's check counts every slot; check the used
+		// prefix by the same rules here.
+		var prev index.OffsetEntry
+		for i, e := range entries {
+			switch {
+			case e.Offset < base:
+				c.Problems = append(c.Problems, fmt.Sprintf("entry %d offset %d < base offset %d", i, e.Offset, base))
+			case e.Position < 0:
+				c.Problems = append(c.Problems, fmt.Sprintf("entry %d position %d < 0", i, e.Position))
+			case i > 0 && e.Offset <= prev.Offset:
+				c.Problems = append(c.Problems, fmt.Sprintf("entry %d offset %d <= previous %d", i, e.Offset, prev.Offset))
+			case i > 0 && e.Position < prev.Position:
+				c.Problems = append(c.Problems, fmt.Sprintf("entry %d position %d < previous %d", i, e.Position, prev.Position))
+			}
+			prev = e
+		}
+	} else {
+		err := guard(func() error {
+			x, err := index.OpenOffsetIndex(path, base, 0, false)
+			if err != nil {
+				return err
+			}
+			defer x.Close()
+			var errs []error
+			errs = append(errs, x.SanityCheck())
+			if log != nil {
+				errs = append(errs, x.CheckPositions(log.ValidBytes), x.CheckOffsets(log.NextOffset))
+			}
+			return errors.Join(errs...)
+		})
+		if err != nil {
+			for _, line := range strings.Split(err.Error(), "\n") {
+				c.Problems = append(c.Problems, strings.TrimPrefix(line, "index: corrupt index file "+path+": "))
+			}
+		}
+	}
+	if log == nil {
+		return c
+	}
+	for i, e := range entries {
+		pos := int64(e.Position)
+		if c.Untrimmed > 0 && e.Offset >= log.NextOffset {
+			c.Problems = append(c.Problems, fmt.Sprintf("entry %d offset %d >= log next offset %d (index pointing past its log)", i, e.Offset, log.NextOffset))
+		}
+		if c.Untrimmed > 0 && pos >= log.ValidBytes {
+			c.Problems = append(c.Problems, fmt.Sprintf("entry %d position %d >= log size %d (index pointing past its log)", i, pos, log.ValidBytes))
+			continue
+		}
+		if pos >= log.ValidBytes || e.Position < 0 {
+			continue // reported by CheckPositions above
+		}
+		b, ok := log.batchStartingAt(pos)
+		switch {
+		case !ok:
+			c.Problems = append(c.Problems, fmt.Sprintf("entry %d (offset %d): no batch starts at position %d", i, e.Offset, pos))
+		case b.LastOffset != e.Offset:
+			c.Problems = append(c.Problems, fmt.Sprintf("entry %d: index offset %d, but the batch at position %d ends at log offset %d", i, e.Offset, pos, b.LastOffset))
+		}
+	}
+	return c
+}
+
+// checkTimeIndex checks a .timeindex file against its own rules
+// (index.SanityCheck, CheckOffsets) and against its log as kafka-dump-log
+// does: each entry's offset must be the last offset of a batch (else "not
+// found"), and its timestamp that batch's max timestamp.
+func checkTimeIndex(path string, base int64, log *logSummary) indexCheck {
+	var c indexCheck
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		c.Problems = append(c.Problems, err.Error())
+		return c
+	}
+	entries, trailing := index.ParseTimeEntries(raw, base)
+	if trailing == 0 && zeroTail(raw, 0, index.TimeEntrySize) {
+		entries = nil // all zeros: a fresh preallocated index, no entry yet
+	}
+	c.Used = len(entries)
+	if trailing == 0 && zeroTail(raw, c.Used, index.TimeEntrySize) {
+		c.Untrimmed = len(raw)/index.TimeEntrySize - c.Used
+		var prev index.TimeEntry
+		for i, e := range entries {
+			switch {
+			case e.Offset < base:
+				c.Problems = append(c.Problems, fmt.Sprintf("entry %d offset %d < base offset %d", i, e.Offset, base))
+			case i > 0 && e.Timestamp <= prev.Timestamp:
+				c.Problems = append(c.Problems, fmt.Sprintf("entry %d timestamp %d <= previous %d", i, e.Timestamp, prev.Timestamp))
+			case i > 0 && e.Offset < prev.Offset:
+				c.Problems = append(c.Problems, fmt.Sprintf("entry %d offset %d < previous %d", i, e.Offset, prev.Offset))
+			}
+			prev = e
+		}
+		if log != nil {
+			for i, e := range entries {
+				if e.Offset >= log.NextOffset {
+					c.Problems = append(c.Problems, fmt.Sprintf("entry %d offset %d >= log next offset %d (index pointing past its log)", i, e.Offset, log.NextOffset))
+				}
+			}
+		}
+	} else {
+		err := guard(func() error {
+			x, err := index.OpenTimeIndex(path, base, 0, false)
+			if err != nil {
+				return err
+			}
+			defer x.Close()
+			errs := []error{x.SanityCheck()}
+			if log != nil {
+				errs = append(errs, x.CheckOffsets(log.NextOffset))
+			}
+			return errors.Join(errs...)
+		})
+		if err != nil {
+			for _, line := range strings.Split(err.Error(), "\n") {
+				c.Problems = append(c.Problems, strings.TrimPrefix(line, "index: corrupt index file "+path+": "))
+			}
+		}
+	}
+	if log == nil {
+		return c
+	}
+	for i, e := range entries {
+		if e.Offset >= log.NextOffset {
+			continue // reported above
+		}
+		b, ok := log.firstBatchEndingAtOrAfter(e.Offset)
+		switch {
+		case !ok || b.LastOffset != e.Offset:
+			c.Problems = append(c.Problems, fmt.Sprintf("entry %d: indexed offset %d not found in the log (no batch ends there)", i, e.Offset))
+		case b.MaxTimestamp != e.Timestamp:
+			c.Problems = append(c.Problems, fmt.Sprintf("entry %d: index timestamp %d, but the batch ending at offset %d has max timestamp %d", i, e.Timestamp, e.Offset, b.MaxTimestamp))
+		}
+	}
+	return c
+}
+
+// lockHolder reports whether a running process holds the data directory's
+// lock (logstore keeps an exclusive flock on DATA_DIR/.lock), and its pid
+// as written in the file. It probes with a shared, non-blocking flock and
+// lets go at once, so it never stands in the way of a mount; it never
+// creates the file.
+func lockHolder(dataDir string) (held bool, who string) {
+	f, err := os.Open(filepath.Join(dataDir, ".lock"))
+	if err != nil {
+		return false, ""
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			b, _ := io.ReadAll(io.LimitReader(f, 64))
+			who = strings.TrimSpace(string(b))
+			if who == "" {
+				who = "another process"
+			} else {
+				who = "pid " + who
+			}
+			return true, who
+		}
+		return false, ""
+	}
+	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return false, ""
+}

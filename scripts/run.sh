@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Builds segfs and mounts a data directory, ready to use:
+#
+#   bash scripts/run.sh [DATA_DIR [MOUNTPOINT]]
+#
+# DATA_DIR defaults to ~/.segfs/data and MOUNTPOINT to /mnt/segfs; both are
+# created. The mount runs in the background (its log is DATA_DIR/segfs-mount.out)
+# until `umount MOUNTPOINT`. Set SEGFS_FOREGROUND=1 to keep it attached
+# instead (Ctrl-C unmounts). Needs Go (/usr/local/go/bin is tried) and
+# /dev/fuse; as root nothing else, as a user also fusermount3 (package fuse3).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PATH:/usr/local/go/bin"
+
+data=${1:-$HOME/.segfs/data}
+mnt=${2:-/mnt/segfs}
+bin=${SEGFS_BIN:-$HOME/.segfs/bin/segfs}
+
+if [ ! -e /dev/fuse ]; then
+	echo "run.sh: /dev/fuse is missing (try: modprobe fuse)" >&2
+	exit 1
+fi
+mkdir -p "$data" "$mnt" "$(dirname "$bin")"
+go build -o "$bin" .
+
+if [ "${SEGFS_FOREGROUND:-}" = 1 ]; then
+	exec "$bin" mount --foreground "$data" "$mnt"
+fi
+"$bin" mount "$data" "$mnt"
+cat <<MSG
+segfs is mounted on $mnt (data in $data, binary $bin). Try:
+  mkdir $mnt/orders && seq 3 >> $mnt/orders/0/data && cat $mnt/orders/0/data
+  cat $mnt/orders/0/status
+Stop it with: umount $mnt
+MSG

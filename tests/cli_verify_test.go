@@ -1,0 +1,250 @@
+package tests
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/segfs/segfs/logstore"
+)
+
+// cliHandBuiltDir writes DATA_DIR/orders-0 with two segments: base 0 holding
+// offsets 0-5 in three batches, and base 6 (the active one) holding 6-7.
+func cliHandBuiltDir(t *testing.T) (dataDir string, closed, active *cliSegment) {
+	t.Helper()
+	dataDir = t.TempDir()
+	pdir := filepath.Join(dataDir, "orders-0")
+	closed = cliWriteSegment(t, pdir, 0, cliThreeBatches())
+	active = cliWriteSegment(t, pdir, 6, []cliBatch{{Base: 6, TS: 1700000003000, Values: []string{"x", "y"}}})
+	return dataDir, closed, active
+}
+
+func TestVerifyHandBuilt(t *testing.T) {
+	dataDir, closed, active := cliHandBuiltDir(t)
+	r := cliRun(t, "verify", dataDir)
+	if r.Code != 0 || !strings.Contains(r.Stdout, "orders-0: ok (2 segments, 4 batches, log start 0, log end 8, ") {
+		t.Fatalf("clean dir: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+
+	// A partial batch at the end of the active segment is what a crash
+	// leaves; recovery truncates it, so it is a warning.
+	info, _ := os.Stat(active.Log)
+	if err := os.Truncate(active.Log, info.Size()-3); err != nil {
+		t.Fatal(err)
+	}
+	r = cliRun(t, "verify", dataDir)
+	if r.Code != 0 || !strings.Contains(r.Stdout, "warning: "+active.Log+": position 0: partial batch at the end of the active segment") {
+		t.Errorf("torn active tail: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+
+	// A flipped byte in a closed segment is an error naming file and
+	// position, and the scan goes on to the next batch.
+	cliFlipByte(t, closed.Log, closed.Positions[1]+40)
+	r = cliRun(t, "verify", dataDir)
+	want := fmt.Sprintf("error: %s: position %d: corrupt batch: CRC mismatch", closed.Log, closed.Positions[1])
+	if r.Code == 0 || !strings.Contains(r.Stdout, want) {
+		t.Errorf("flipped byte: exit %d, want %q in\n%s%s", r.Code, want, r.Stdout, r.Stderr)
+	}
+	if !strings.Contains(r.Stderr, "error(s) found in "+dataDir) {
+		t.Errorf("stderr does not say why the exit status is non-zero: %q", r.Stderr)
+	}
+}
+
+func TestVerifyDamage(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		apply func(t *testing.T, dataDir string, closed, active *cliSegment)
+		want  string // %[1]s closed log, %[2]s closed index, %[3]s data dir, %[4]d position of its batch 2
+	}{
+		{
+			name: "torn closed segment",
+			apply: func(t *testing.T, _ string, closed, _ *cliSegment) {
+				if err := os.Truncate(closed.Log, closed.Positions[2]+20); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want: "error: %[1]s: position %[4]d: partial batch at the end of a closed segment",
+		},
+		{
+			name: "index past log",
+			apply: func(t *testing.T, _ string, closed, _ *cliSegment) {
+				if err := os.Truncate(closed.Log, closed.Positions[2]); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want: "error: %[2]s: entry 1 position",
+		},
+		{
+			name: "recovery point past end",
+			apply: func(t *testing.T, dataDir string, _, _ *cliSegment) {
+				cliWriteFile(t, filepath.Join(dataDir, "recovery-point-offset-checkpoint"), "0\n1\norders 0 100\n")
+			},
+			want: "error: %[3]s/recovery-point-offset-checkpoint: orders-0: recovery point 100 is past the log end offset 8",
+		},
+		{
+			name: "malformed checkpoint",
+			apply: func(t *testing.T, dataDir string, _, _ *cliSegment) {
+				cliWriteFile(t, filepath.Join(dataDir, "log-start-offset-checkpoint"), "0\n2\norders 0 1\n")
+			},
+			want: "error: %[3]s/log-start-offset-checkpoint: says 2 entries, has 1",
+		},
+		{
+			name: "overlapping segments",
+			apply: func(t *testing.T, dataDir string, _, _ *cliSegment) {
+				cliWriteSegment(t, filepath.Join(dataDir, "orders-0"), 3, []cliBatch{{Base: 3, TS: 1, Values: []string{"dup"}}})
+			},
+			want: "segment base offset 3 <= last offset 5 of the previous segment",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dataDir, closed, active := cliHandBuiltDir(t)
+			tc.apply(t, dataDir, closed, active)
+			r := cliRun(t, "verify", dataDir)
+			want := tc.want
+			if strings.Contains(want, "%") {
+				want = fmt.Sprintf(want, closed.Log, closed.Index, dataDir, closed.Positions[2])
+			}
+			if r.Code == 0 || !strings.Contains(r.Stdout, want) {
+				t.Errorf("exit %d, want %q in\n%s%s", r.Code, want, r.Stdout, r.Stderr)
+			}
+		})
+	}
+}
+
+func cliWriteFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestGetOffsetsAndLogDirs(t *testing.T) {
+	dataDir, _, _ := cliHandBuiltDir(t)
+	cliWriteSegment(t, filepath.Join(dataDir, "orders-1"), 0, nil) // empty partition
+	cliWriteFile(t, filepath.Join(dataDir, "log-start-offset-checkpoint"), "0\n1\norders 0 2\n")
+	// Not partitions: Kafka's deletion rename, and a plain file.
+	if err := os.MkdirAll(filepath.Join(dataDir, "orders-0.0123456789abcdef0123456789abcdef-delete"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	r := cliRun(t, "get-offsets", dataDir)
+	if r.Code != 0 || r.Stdout != "orders 0 2 8\norders 1 0 0\n" {
+		t.Errorf("get-offsets: exit %d\n%q\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	r = cliRun(t, "get-offsets", dataDir, "orders/1")
+	if r.Code != 0 || r.Stdout != "orders 1 0 0\n" {
+		t.Errorf("get-offsets orders/1: exit %d %q %s", r.Code, r.Stdout, r.Stderr)
+	}
+	r = cliRun(t, "get-offsets", dataDir, "nosuch")
+	if r.Code == 0 || !strings.Contains(r.Stderr, "unknown topic nosuch") {
+		t.Errorf("unknown topic: exit %d %q", r.Code, r.Stderr)
+	}
+
+	r = cliRun(t, "log-dirs", dataDir)
+	if r.Code != 0 || !strings.Contains(r.Stdout, "LOG_END_OFFSET") || !strings.Contains(r.Stdout, filepath.Join(dataDir, "orders-0")) {
+		t.Errorf("log-dirs: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	r = cliRun(t, "log-dirs", "--json", dataDir)
+	var doc struct {
+		Brokers []struct {
+			LogDirs []struct {
+				Partitions []struct {
+					Partition    string `json:"partition"`
+					Size         int64  `json:"size"`
+					Segments     int    `json:"segments"`
+					LogEndOffset int64  `json:"logEndOffset"`
+				} `json:"partitions"`
+			} `json:"logDirs"`
+		} `json:"brokers"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &doc); err != nil {
+		t.Fatalf("log-dirs --json: %v\n%s", err, r.Stdout)
+	}
+	ps := doc.Brokers[0].LogDirs[0].Partitions
+	if len(ps) != 2 || ps[0].Partition != "orders-0" || ps[0].Segments != 2 || ps[0].LogEndOffset != 8 || ps[0].Size == 0 {
+		t.Errorf("log-dirs --json partitions: %+v", ps)
+	}
+}
+
+// TestVerifyLogstoreDir checks the offline tools on a data directory
+// written by the log store itself, with segments small enough to roll
+// many times, before and after damage.
+func TestVerifyLogstoreDir(t *testing.T) {
+	dataDir := t.TempDir()
+	s, err := logstore.Open(dataDir, logstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s == nil {
+		t.Skip("logstore is still the API stub")
+	}
+	if _, err := s.CreateTopic("orders", 2, map[string]string{"segment.bytes": "4096", "index.interval.bytes": "512"}); err != nil {
+		t.Fatal(err)
+	}
+	ends := map[int32]int64{}
+	for part := int32(0); part < 2; part++ {
+		p, err := s.Partition("orders", part)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 300; i++ {
+			line := fmt.Sprintf("partition %d line %d %s\n", part, i, strings.Repeat("x", i%50))
+			if _, _, err := p.AppendLines([]byte(line + line)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ends[part] = p.LogEndOffset()
+	}
+
+	// A live directory: verify reads it beside the lock holder.
+	r := cliRun(t, "verify", dataDir)
+	if r.Code != 0 {
+		t.Errorf("verify of a live dir: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	r = cliRun(t, "verify", dataDir)
+	if r.Code != 0 || strings.Contains(r.Stdout, "warning: ") {
+		t.Fatalf("verify after Close: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	r = cliRun(t, "get-offsets", dataDir, "orders")
+	if want := fmt.Sprintf("orders 0 0 %d\norders 1 0 %d\n", ends[0], ends[1]); r.Stdout != want {
+		t.Errorf("get-offsets = %q, want %q (%s)", r.Stdout, want, r.Stderr)
+	}
+	// Every segment and index passes dump-log's checks too.
+	files, _ := filepath.Glob(filepath.Join(dataDir, "orders-0", "*.index"))
+	timeFiles, _ := filepath.Glob(filepath.Join(dataDir, "orders-0", "*.timeindex"))
+	files = append(files, timeFiles...)
+	if len(files) < 4 {
+		t.Fatalf("expected several segments, found index files %v", files)
+	}
+	r = cliRun(t, append([]string{"dump-log", "--index-sanity-check"}, files...)...)
+	if r.Code != 0 || strings.Count(r.Stdout, "passed sanity check.") != len(files) {
+		t.Errorf("index sanity: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	r = cliRun(t, append([]string{"dump-log", "--verify-index-only"}, files...)...)
+	if r.Code != 0 || r.Stderr != "" {
+		t.Errorf("verify-index-only: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+
+	// Damage the first (closed) segment of partition 0 in its middle.
+	logs, _ := filepath.Glob(filepath.Join(dataDir, "orders-0", "*.log"))
+	info, err := os.Stat(logs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cliFlipByte(t, logs[0], info.Size()/2)
+	r = cliRun(t, "verify", dataDir)
+	if r.Code == 0 || !strings.Contains(r.Stdout, "error: "+logs[0]+": position ") {
+		t.Errorf("damaged dir: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	r = cliRun(t, "dump-log", logs[0])
+	if r.Code == 0 || !strings.Contains(r.Stderr, " in "+logs[0]+": ") {
+		t.Errorf("dump-log of damaged segment: exit %d\n%s", r.Code, r.Stderr)
+	}
+}
