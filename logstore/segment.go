@@ -210,19 +210,32 @@ func (s *segment) findBatch(offset, limit int64) (pos int64, h record.Header, fo
 // read buffer, so recovery and text rendering cost one pread per megabyte
 // rather than one per batch.
 type batchScanner struct {
-	f      *os.File
-	path   string
-	pos    int64 // next batch position
-	end    int64
-	buf    []byte
-	bufPos int64
-	bufLen int
+	f        *os.File
+	path     string
+	pos      int64 // next batch position
+	end      int64
+	buf      []byte
+	bufPos   int64
+	bufLen   int
+	readSize int // next refill size: starts small, doubles up to scanBufSize
 }
 
-const scanBufSize = 1 << 20
+const (
+	scanBufSize   = 1 << 20
+	scanFirstRead = 16 << 10
+)
 
+// newScanner starts with small reads, so a lookup that needs one or two
+// batches reads kilobytes, and grows them for long sequential scans.
 func newScanner(f *os.File, path string, pos, end int64, buf []byte) *batchScanner {
-	return &batchScanner{f: f, path: path, pos: pos, end: end, buf: buf[:cap(buf)]}
+	return &batchScanner{f: f, path: path, pos: pos, end: end, buf: buf[:cap(buf)], readSize: scanFirstRead}
+}
+
+// newBulkScanner reads a megabyte at a time from the start (recovery).
+func newBulkScanner(f *os.File, path string, pos, end int64, buf []byte) *batchScanner {
+	sc := newScanner(f, path, pos, end, buf)
+	sc.readSize = scanBufSize
+	return sc
 }
 
 // ensure makes [pos, pos+n) available in the buffer.
@@ -231,7 +244,8 @@ func (sc *batchScanner) ensure(pos int64, n int) ([]byte, error) {
 		o := int(pos - sc.bufPos)
 		return sc.buf[o : o+n], nil
 	}
-	want := max(n, scanBufSize)
+	want := max(n, sc.readSize)
+	sc.readSize = min(sc.readSize*2, scanBufSize)
 	if rem := sc.end - pos; int64(want) > rem {
 		want = int(rem)
 	}
@@ -417,7 +431,7 @@ func (s *segment) recover(cfg *Config, writable bool, dec *record.Decoder) (int6
 	var lastIndexed int64
 	valid := int64(0)
 	prevNext := s.base
-	sc := newScanner(s.log, s.path(logSuffix), 0, end, make([]byte, 0, scanBufSize))
+	sc := newBulkScanner(s.log, s.path(logSuffix), 0, end, make([]byte, 0, scanBufSize))
 	for {
 		pos, b, err := sc.next()
 		if err == io.EOF {

@@ -46,15 +46,29 @@ func (p *Partition) Text(from int64) (*TextView, error) {
 	if err := p.checkRange(from); err != nil {
 		return nil, err
 	}
-	v := &TextView{p: p, from: from, gen: gen, sep: sep}
+	v := &TextView{p: p, from: from, gen: gen, sep: sep, buf: getBuf(), cache: getBuf()}
 	v.segs = p.acquireSegments(from)
 	skip, err := v.textBefore(v.segs[0], from)
 	if err != nil {
-		releaseAll(v.segs)
+		v.Close()
 		return nil, err
 	}
 	v.skip = skip
 	return v, nil
+}
+
+// bufPool recycles the scan and render buffers of text views: every
+// `head -n1 offset/N` opens a view, and allocating a megabyte each time
+// would dominate the lookup.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, scanBufSize); return &b }}
+
+func getBuf() []byte { return (*bufPool.Get().(*[]byte))[:0] }
+
+func putBuf(b []byte) {
+	if cap(b) == scanBufSize {
+		b = b[:0]
+		bufPool.Put(&b)
+	}
 }
 
 // textBefore is the rendered size of the records of s below offset.
@@ -67,6 +81,7 @@ func (v *TextView) textBefore(s *segment, offset int64) (int64, error) {
 	e := s.text.floorOffset(offset)
 	t := e.before.Size(sepLen)
 	sc := newScanner(s.log, s.path(logSuffix), e.pos, end, v.buf)
+	defer func() { v.buf = sc.buf[:0] }()
 	for {
 		pos, b, err := sc.next()
 		if err == io.EOF {
@@ -207,6 +222,7 @@ func (v *TextView) readSegment(s *segment, b []byte, t, end int64) (int, error) 
 		if v.cur != nil {
 			// Reuse the buffer; its contents are dropped with bufLen.
 			v.cur.f, v.cur.path, v.cur.pos, v.cur.end, v.cur.bufLen = s.log, s.path(logSuffix), e.pos, end, 0
+			v.cur.readSize = scanFirstRead
 			sc = v.cur
 		} else {
 			sc = newScanner(s.log, s.path(logSuffix), e.pos, end, v.buf)
@@ -267,6 +283,14 @@ func (v *TextView) Close() error {
 	v.closed = true
 	releaseAll(v.segs)
 	v.segs = nil
+	if v.cur != nil {
+		putBuf(v.cur.buf)
+		v.cur = nil
+	} else {
+		putBuf(v.buf)
+	}
+	v.buf = nil
+	putBuf(v.cache)
 	v.cache = nil
 	return nil
 }
