@@ -73,6 +73,10 @@ Example:
 			getOffsetsCommand(),
 			logDirsCommand(),
 		},
+		Before: func(*ucli.Context) error {
+			raiseFileLimit()
+			return nil
+		},
 		// Commands return errors and main decides the exit status; this
 		// keeps urfave/cli from calling os.Exit for an ExitCoder error.
 		ExitErrHandler: func(*ucli.Context, error) {},
