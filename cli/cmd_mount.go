@@ -59,6 +59,7 @@ Example:
 			&ucli.BoolFlag{Name: "allow-other", Usage: "let other users use the mount (modes are enforced)"},
 			&ucli.DurationFlag{Name: "unmount-grace", Value: 5 * time.Second, Usage: "how long a signalled daemon keeps serving files still open before it exits"},
 			&ucli.BoolFlag{Name: "debug", Usage: "log every FUSE request"},
+			&ucli.StringFlag{Name: "pprof", Usage: "serve Go profiles on `ADDR` (host:port; for debugging)"},
 		}, cleanupFlags()...),
 		Action: runMount,
 	}
@@ -169,7 +170,7 @@ func startDaemon(c *ucli.Context, dataDir, mp string) error {
 		"--partitions", strconv.Itoa(c.Int("partitions")),
 		"--unmount-grace", c.Duration("unmount-grace").String()}
 	args = append(args, cleanupArgs(c)...)
-	for _, name := range []string{"kafka-listen", "advertise"} {
+	for _, name := range []string{"kafka-listen", "advertise", "pprof"} {
 		if v := c.String(name); v != "" {
 			args = append(args, "--"+name, v)
 		}
@@ -219,6 +220,11 @@ func mountForeground(c *ucli.Context, dataDir, mp string, ready *os.File) error 
 
 	if err := checkMountpoint(mp, c.App.ErrWriter); err != nil {
 		return err
+	}
+	if addr := c.String("pprof"); addr != "" {
+		if err := startPprof(addr, logger); err != nil {
+			return err
+		}
 	}
 	// Signals during startup must not kill us with a mount half made.
 	sigc := make(chan os.Signal, 1)

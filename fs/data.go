@@ -24,7 +24,7 @@ type textNode struct {
 	part   *logstore.Partition
 	parent *gofs.Inode // the directory holding it, for NotifyEntry
 	name   string      // its name there
-	from   int64       // Text(from): log start at lookup (data) or N
+	from   int64       // offset/N: N (data views start at the log start)
 	gen    uint64      // partition generation of this node
 	isData bool
 
@@ -35,7 +35,8 @@ type textNode struct {
 	mtime      time.Time
 	registered bool // with the notifier
 
-	staleNotified atomic.Bool // the notifier invalidated our dentry
+	staleNotified atomic.Bool  // the notifier invalidated our dentry
+	retried       atomic.Int64 // when a lookup that retried an ESTALE handed the node out (UnixNano)
 }
 
 var (
@@ -52,6 +53,35 @@ var (
 // offset/END` must see x, so offset/N sizes are not cached (1 ns: go-fuse
 // takes 0 for "use the default").
 const offsetAttrTimeout = time.Nanosecond
+
+// retryWindow bounds the time between an ESTALE, the VFS's lookup that
+// retries it, and the open or stat that follows. The VFS retries ESTALE
+// once: with millisecond retention and compaction the generation can move
+// again between that lookup and the open, and a second ESTALE would reach
+// the user, so the node a retrying lookup handed out serves one request
+// even if it went stale meanwhile.
+const retryWindow = time.Second
+
+// staleKey names a text file for fsys.estale.
+type staleKey struct {
+	parent *gofs.Inode
+	name   string
+}
+
+// answeredStale notes that n answered ESTALE, so the lookup the VFS sends
+// next for its name is known as a retry.
+func (n *textNode) answeredStale() syscall.Errno {
+	n.fs.estale.Store(staleKey{n.parent, n.name}, time.Now().UnixNano())
+	return syscall.ESTALE
+}
+
+// handedOut is called for the node a lookup returns.
+func (n *textNode) handedOut() {
+	k := staleKey{n.parent, n.name}
+	if at, ok := n.fs.estale.LoadAndDelete(k); ok && time.Since(time.Unix(0, at.(int64))) < retryWindow {
+		n.retried.Store(time.Now().UnixNano())
+	}
+}
 
 // lookupText answers the lookup of data (off < 0) or offset/N. It opens a
 // view only to learn the generation and the size, and closes it: nodes
@@ -85,14 +115,23 @@ func lookupText(ctx context.Context, f *fsys, parent *gofs.Inode, p *logstore.Pa
 	if old := parent.GetChild(name); old != nil {
 		if o, ok := old.Operations().(*textNode); ok && o.gen == n.gen {
 			// Reuse the known node of this generation rather than
-			// build one that go-fuse would drop again.
-			o.attr(&out.Attr, v.Size())
+			// build one that go-fuse would drop again. Its size is
+			// that of the view it serves, if it holds one.
+			size := v.Size()
+			o.mu.Lock()
+			if o.view != nil {
+				size = o.view.Size()
+			}
+			o.mu.Unlock()
+			o.attr(&out.Attr, size)
 			if !isData {
 				out.SetAttrTimeout(offsetAttrTimeout)
 			}
+			o.handedOut()
 			return old, 0
 		}
 	}
+	n.handedOut()
 	n.attr(&out.Attr, v.Size())
 	if !isData {
 		out.SetAttrTimeout(offsetAttrTimeout)
@@ -121,8 +160,11 @@ func (n *textNode) attr(a *fuse.Attr, size int64) {
 	n.fs.setAttr(a, mode, size, mtime)
 }
 
-// acquire returns the node's view, opening it if needed; ESTALE when the
-// node's generation is gone (the VFS then looks the name up again).
+// acquire returns the node's view, opening one if none is open: data from
+// the current log start, offset/N from N (ENOENT once N is below the log
+// start). The kernel can hold pages of a node only from the view it
+// serves: data keeps its first view until FORGET, and offset/N, whose view
+// may change between opens, is opened without FOPEN_KEEP_CACHE.
 func (n *textNode) acquire() (*logstore.TextView, syscall.Errno) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -130,16 +172,9 @@ func (n *textNode) acquire() (*logstore.TextView, syscall.Errno) {
 		n.refs++
 		return n.view, 0
 	}
-	v, err := n.part.Text(n.from)
+	v, err := n.openView()
 	if err != nil {
-		if errors.Is(err, logstore.ErrOffsetOutOfRange) {
-			return nil, syscall.ESTALE
-		}
 		return nil, toErrno(err)
-	}
-	if v.Generation() != n.gen {
-		v.Close()
-		return nil, syscall.ESTALE
 	}
 	n.view, n.refs = v, 1
 	if n.isData {
@@ -148,6 +183,19 @@ func (n *textNode) acquire() (*logstore.TextView, syscall.Errno) {
 		n.refs++
 	}
 	return v, 0
+}
+
+func (n *textNode) openView() (*logstore.TextView, error) {
+	if !n.isData {
+		return n.part.Text(n.from)
+	}
+	for try := 0; ; try++ {
+		v, err := n.part.Text(n.part.LogStartOffset())
+		// Retention may move the start between the two calls.
+		if err == nil || try == 2 || !errors.Is(err, logstore.ErrOffsetOutOfRange) {
+			return v, err
+		}
+	}
 }
 
 func (n *textNode) release() {
@@ -199,11 +247,31 @@ func (n *textNode) size() (int64, syscall.Errno) {
 }
 
 // stale reports whether the partition moved on to a newer generation than
-// this node's. Open and path-based stat then answer ESTALE, and the VFS
-// retries the walk with revalidation, which reaches the current node;
-// handles already open keep their generation.
+// this node's.
 func (n *textNode) stale() bool {
 	return n.gen != n.part.Generation()
+}
+
+// usable reports whether a path-based open for reading or stat may use
+// this node. A stale node that serves a view of its own generation (to a
+// `tail -f` that opened it) answers ESTALE instead, and the VFS retries the
+// walk with revalidation, which reaches the current node: a new open sees
+// the retained log. A stale node without a view has nothing of its
+// generation cached and opens the current log; so does, once, one that
+// the lookup retrying an ESTALE handed out (see retryWindow). Handles
+// already open keep their view.
+func (n *textNode) usable() bool {
+	if !n.stale() {
+		return true
+	}
+	n.mu.Lock()
+	held := n.view != nil
+	n.mu.Unlock()
+	if !held {
+		return true
+	}
+	at := n.retried.Swap(0)
+	return at != 0 && time.Since(time.Unix(0, at)) < retryWindow
 }
 
 func (n *textNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
@@ -222,8 +290,8 @@ func (n *textNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.Att
 			size = s
 		}
 	default:
-		if n.stale() {
-			return syscall.ESTALE
+		if !n.usable() {
+			return n.answeredStale()
 		}
 		s, errno := n.size()
 		if errno != 0 {
@@ -269,20 +337,27 @@ func (n *textNode) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) s
 }
 
 func (n *textNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
-	if n.stale() {
-		return nil, 0, syscall.ESTALE
-	}
 	acc := flags & syscall.O_ACCMODE
 	if acc == syscall.O_RDONLY && flags&syscall.O_TRUNC == 0 {
+		if !n.usable() {
+			return nil, 0, n.answeredStale()
+		}
 		v, errno := n.acquire()
 		if errno != 0 {
 			return nil, 0, errno
 		}
 		n.register()
-		// Bytes at a position never change in a generation: the page
-		// cache may outlive this open.
+		if !n.isData {
+			// The view may differ from the one a previous open of
+			// this node read: drop what the kernel cached.
+			return &readHandle{node: n, view: v}, 0, 0
+		}
+		// data serves one view for its life, whose bytes at a position
+		// never change: the page cache may outlive this open.
 		return &readHandle{node: n, view: v}, fuse.FOPEN_KEEP_CACHE, 0
 	}
+	// Writers append whatever the generation: a writable open never
+	// answers ESTALE.
 	if !n.isData {
 		return nil, 0, syscall.EROFS
 	}

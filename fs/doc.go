@@ -21,13 +21,20 @@
 //
 // A text file (data, offset/N) is one kernel inode per partition
 // generation: StableAttr{Ino: inoFor(path), Gen: generation+1}. Appends
-// only extend a generation, so content at a position never changes and the
-// page cache stays valid. When retention or compaction changes the retained
+// only extend a view, so content at a position never changes and the page
+// cache stays valid. When retention or compaction changes the retained
 // prefix, Lookup hands out a node of the new generation (a new nodeid with
 // the same st_ino) and the notifier invalidates the old dentry, while open
-// handles keep reading their generation's TextView. A node whose generation
-// is gone answers ESTALE to Open and (handle-less) Getattr; the VFS then
-// retries the path walk with revalidation and reaches the new node.
+// handles keep reading their TextView, whose segments logstore keeps open
+// (deleted or rewritten files included) until it closes. A node whose
+// generation is gone and which serves a view (an open `tail -f`) answers
+// ESTALE to a read Open or a handle-less Getattr; the VFS then retries the
+// path walk with revalidation and reaches the new node, so a new open sees
+// the retained log. Writable opens append whatever the generation and
+// never answer ESTALE. The VFS retries ESTALE only once, and millisecond
+// retention can move the generation again between its lookup and its
+// open: the node that lookup handed out serves that one request anyway
+// (estale, retried).
 //
 // # Writing data
 //
@@ -44,8 +51,11 @@
 //
 // # Caching
 //
-// Read-only opens of text files use FOPEN_KEEP_CACHE: bytes at a position
-// never change within a generation. Sizes are always the true TextView
+// Read-only opens of data use FOPEN_KEEP_CACHE: a data node serves the
+// first view it opens until FORGET, and bytes at a position never change
+// in a view. offset/N nodes release their view when the last handle
+// closes and the next open may get a view of another generation, so they
+// open without it (the kernel drops the inode's pages at each open). Sizes are always the true TextView
 // size; the default AUTO_INVAL_DATA drops the page cache when GETATTR sees
 // the size or mtime change, and a text node's mtime moves whenever its
 // size does (direct-I/O appends grow the kernel's i_size without touching

@@ -42,6 +42,10 @@ type fsys struct {
 
 	mu      sync.Mutex
 	writers map[*dataHandle]struct{} // open writable data handles
+
+	// estale: text files whose node answered ESTALE, by staleKey, with
+	// the time (UnixNano); the lookup that follows is the VFS's retry.
+	estale sync.Map
 }
 
 func newFsys(store *logstore.Store, log *slog.Logger) *fsys {

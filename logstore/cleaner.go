@@ -61,12 +61,16 @@ func (p *Partition) Compact() (CleanupStats, error) {
 			firstDirtyTs = s.firstBatchTs
 		}
 	}
-	if dirtyBytes == 0 {
+	// Tombstones whose delete horizon has passed are removed even when
+	// nothing new is dirty (Kafka: logsWithTombstonesExpired).
+	horizon := p.deleteHorizon.Load()
+	tombstonesDue := horizon > 0 && now > horizon && cleanBytes > 0
+	if dirtyBytes == 0 && !tombstonesDue {
 		return st, nil
 	}
 	ratio := float64(dirtyBytes) / float64(cleanBytes+dirtyBytes)
 	overdue := firstDirtyTs >= 0 && now-firstDirtyTs > cfg.MaxCompactionLagMs
-	if ratio <= cfg.MinCleanableDirtyRatio && !overdue {
+	if ratio <= cfg.MinCleanableDirtyRatio && !overdue && !tombstonesDue {
 		return st, nil
 	}
 
@@ -111,14 +115,18 @@ func (p *Partition) Compact() (CleanupStats, error) {
 	if rewrite == 0 {
 		return st, nil
 	}
+	p.pinViews()
+	var kept int64 // the latest delete horizon of tombstones kept
 	for _, s := range closed[:rewrite] {
-		removed, err := p.cleanSegment(s, m, &dec, cfg, now)
+		removed, err := p.cleanSegment(s, m, &dec, cfg, now, &kept)
 		if err != nil {
 			return st, fmt.Errorf("cleaning %s: %w", s.path(logSuffix), err)
 		}
 		st.SegmentsCleaned++
 		st.RecordsRemoved += removed
 	}
+	// Every segment below end holding tombstones was rewritten above.
+	p.deleteHorizon.Store(kept)
 	p.firstDirty.Store(end)
 	p.store.markDirty()
 	p.bumpGeneration()
@@ -151,8 +159,9 @@ func scanSegment(s *segment, dec *record.Decoder, fn func(pos int64, b []byte, h
 }
 
 // cleanSegment rewrites one segment keeping what the offset map says is
-// latest, then swaps it in. It returns the number of records removed.
-func (p *Partition) cleanSegment(old *segment, m *offsetMap, dec *record.Decoder, cfg *Config, now int64) (int64, error) {
+// latest, then swaps it in. It returns the number of records removed, and
+// raises *horizon to the delete horizon of any tombstone it keeps.
+func (p *Partition) cleanSegment(old *segment, m *offsetMap, dec *record.Decoder, cfg *Config, now int64, horizon *int64) (int64, error) {
 	cleanedPath := old.path(logSuffix) + cleanedSuffix
 	f, err := os.OpenFile(cleanedPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
@@ -205,6 +214,13 @@ func (p *Partition) cleanSegment(old *segment, m *offsetMap, dec *record.Decoder
 		}
 		removed += int64(total - len(keep))
 		needHorizon := tombstones && !h.HasDeleteHorizon()
+		if tombstones {
+			if h.HasDeleteHorizon() {
+				*horizon = max(*horizon, h.BaseTimestamp)
+			} else {
+				*horizon = max(*horizon, now+cfg.DeleteRetentionMs)
+			}
+		}
 		if len(keep) == total && !needHorizon {
 			_, err := w.Write(b) // unchanged: byte for byte, CRC and all
 			return err

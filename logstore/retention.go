@@ -42,9 +42,6 @@ func (p *Partition) ApplyRetention() (CleanupStats, error) {
 	start := time.Now()
 	cfg := p.config()
 	st := CleanupStats{NewLogStart: p.logStart.Load()}
-	if !cfg.Delete() {
-		return st, nil
-	}
 	now := p.store.now().UnixMilli()
 	p.amu.Lock()
 	defer p.amu.Unlock()
@@ -52,7 +49,8 @@ func (p *Partition) ApplyRetention() (CleanupStats, error) {
 		return st, nil
 	}
 	// Roll an idle active segment whose first record is older than
-	// segment.ms, so it can age out like any closed segment.
+	// segment.ms, whatever the cleanup policy: closed, it can age out like
+	// any closed segment, or be compacted.
 	if act := p.active(); act.size.Load() > 0 {
 		waited := now - act.created.UnixMilli()
 		if act.firstBatchTs >= 0 {
@@ -63,6 +61,9 @@ func (p *Partition) ApplyRetention() (CleanupStats, error) {
 				return st, p.failLocked(err)
 			}
 		}
+	}
+	if !cfg.Delete() {
+		return st, nil
 	}
 	p.mu.RLock()
 	segs := append([]*segment(nil), p.segs...)
@@ -107,8 +108,10 @@ func (p *Partition) ApplyRetention() (CleanupStats, error) {
 // them has let go, like an unlinked Unix file.
 func (p *Partition) deleteOldestLocked(del []*segment, next int64, cfg *Config) CleanupStats {
 	st := CleanupStats{SegmentsDeleted: len(del)}
+	p.pinViews()
 	p.mu.Lock()
 	p.segs = p.segs[len(del):]
+	p.gen.Add(1) // with the change, for Text's consistency check
 	p.mu.Unlock()
 	if next > p.logStart.Load() {
 		p.logStart.Store(next)
@@ -121,7 +124,7 @@ func (p *Partition) deleteOldestLocked(del []*segment, next int64, cfg *Config) 
 	}
 	syncDir(p.dir)
 	p.store.markDirty()
-	p.bumpGeneration()
+	p.notify()
 	return st
 }
 

@@ -41,13 +41,24 @@ type TextView struct {
 // Text opens a view from offset from; ErrOffsetOutOfRange when from is
 // below LogStartOffset or above LogEndOffset (== LogEndOffset: empty, grows).
 func (p *Partition) Text(from int64) (*TextView, error) {
-	gen := p.gen.Load()
-	sep := []byte(p.config().KeySeparator)
-	if err := p.checkRange(from); err != nil {
-		return nil, err
+	var v *TextView
+	for {
+		// The generation is bumped under p.mu together with the change
+		// of segs: if it is the same after the snapshot, the segments
+		// are the generation's.
+		gen := p.gen.Load()
+		sep := []byte(p.config().KeySeparator)
+		if err := p.checkRange(from); err != nil {
+			return nil, err
+		}
+		v = &TextView{p: p, from: from, gen: gen, sep: sep, buf: getBuf(), cache: getBuf()}
+		v.segs = p.acquireSegments(from)
+		p.addView(v)
+		if p.gen.Load() == gen {
+			break
+		}
+		v.Close()
 	}
-	v := &TextView{p: p, from: from, gen: gen, sep: sep, buf: getBuf(), cache: getBuf()}
-	v.segs = p.acquireSegments(from)
 	skip, err := v.textBefore(v.segs[0], from)
 	if err != nil {
 		v.Close()
@@ -68,6 +79,42 @@ func putBuf(b []byte) {
 	if cap(b) == scanBufSize {
 		b = b[:0]
 		bufPool.Put(&b)
+	}
+}
+
+func (p *Partition) addView(v *TextView) {
+	p.viewsMu.Lock()
+	if p.views == nil {
+		p.views = make(map[*TextView]struct{})
+	}
+	p.views[v] = struct{}{}
+	p.viewsMu.Unlock()
+}
+
+func (p *Partition) removeView(v *TextView) {
+	p.viewsMu.Lock()
+	delete(p.views, v)
+	p.viewsMu.Unlock()
+}
+
+// pinViews makes every open view take the segments rolled since it last
+// looked. Retention and compaction call it before segments leave segs: a
+// view then keeps reading them, like an unlinked file, instead of
+// skipping the text of a segment that came and went between two of its
+// reads. The caller holds neither p.mu nor a view's lock.
+func (p *Partition) pinViews() {
+	p.viewsMu.Lock()
+	vs := make([]*TextView, 0, len(p.views))
+	for v := range p.views {
+		vs = append(vs, v)
+	}
+	p.viewsMu.Unlock()
+	for _, v := range vs {
+		v.mu.Lock()
+		if !v.closed {
+			v.refreshLocked()
+		}
+		v.mu.Unlock()
 	}
 }
 
@@ -281,6 +328,7 @@ func (v *TextView) Close() error {
 		return nil
 	}
 	v.closed = true
+	v.p.removeView(v)
 	releaseAll(v.segs)
 	v.segs = nil
 	if v.cur != nil {

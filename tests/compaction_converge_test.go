@@ -1,0 +1,165 @@
+package tests
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestCompactionConverges writes 1,000 keys × 100 updates through the
+// mount of a compacted topic while `tail -f data` follows it and the
+// cleaner rewrites segments beneath it. The log converges to the 1,000
+// latest values, through `cat data` and through a Kafka consumer, at
+// their original offsets; the tail prints all 100,000 lines exactly once;
+// tombstones vanish after delete.retention.ms; lines without a key are
+// refused (EINVAL through the mount, INVALID_RECORD through Produce).
+func TestCompactionConverges(t *testing.T) {
+	const keys, rounds = 1000, 100
+	addr := kafkaFreeAddr(t)
+	m := mntNew(t, append([]string{"--kafka-listen", addr}, cleanerFlags...)...)
+	kafkaWaitListening(t, addr)
+	m.ok(`mkdir "$M/cmp" && printf 'cleanup.policy=compact\nkey.separator==\nsegment.bytes=65536\nsegment.ms=1000\nmin.cleanable.dirty.ratio=0.01\ndelete.retention.ms=1000\nfile.delete.delay.ms=0\n' > "$M/cmp/config"`)
+	outDir := t.TempDir()
+	tailOut := filepath.Join(outDir, "tail")
+	tail := bgCmd(t, tailOut, "tail", "-f", "-s", "0.1", "-n", "+1", m.path("cmp", "0", "data"))
+	time.Sleep(300 * time.Millisecond)
+
+	// Round r sets key k to "rRRR-kKKKK"; record (r-1)*1000+(k-1) is at
+	// that offset. awk writes 4 KiB at a time, so lines are split across
+	// writes and the mount reassembles them.
+	m.ok(fmt.Sprintf(`for r in $(seq 1 %d); do
+  awk -v r=$r 'BEGIN { for (k = 1; k <= %d; k++) printf "k%%04d=r%%03d-k%%04d\n", k, r, k }' >> "$M/cmp/0/data" || exit 1
+  sleep 0.01
+done`, rounds, keys), 150)
+	cleanedWhileWriting := m.cleanerTotals("compaction", "cmp-0")
+	latest := make([]string, keys)
+	for k := range latest {
+		latest[k] = fmt.Sprintf("k%04d=r%03d-k%04d", k+1, rounds, k+1)
+	}
+
+	// The idle active segment rolls after segment.ms and is compacted too.
+	var got []string
+	if !mntWaitFor(30*time.Second, func() bool {
+		got = mntLines(m.ok(`cat "$M/cmp/0/data"`))
+		return len(got) == keys
+	}) {
+		t.Fatalf("cat data has %d lines, not converging to %d; status %v", len(got), keys, m.status("cmp"))
+	}
+	if !slices.Equal(got, latest) {
+		t.Fatalf("cat data converged to the wrong values: first %q, want %q", got[0], latest[0])
+	}
+	tot := m.cleanerTotals("compaction", "cmp-0")
+	st := m.status("cmp")
+	t.Logf("compaction: %d passes (%d while writing), %d segments rewritten, %d records removed; status %v",
+		tot.passes, cleanedWhileWriting.passes, tot.segmentsCleaned, tot.recordsRemoved, st)
+	if tot.recordsRemoved != keys*(rounds-1) {
+		t.Errorf("the cleaner logged %d records removed, want %d", tot.recordsRemoved, keys*(rounds-1))
+	}
+	if st["log.start.offset"] != 0 || st["log.end.offset"] != keys*rounds {
+		t.Errorf("compaction moved the offsets: %v", st)
+	}
+
+	// Offsets are preserved: the Kafka consumer sees the latest values at
+	// the offsets they were written at, with a gap before them.
+	recs := kafkaConsumeAll(t, addr, "cmp", 0, keys*rounds-1)
+	if len(recs) != keys {
+		t.Fatalf("Kafka consumer got %d records, want %d", len(recs), keys)
+	}
+	for i, r := range recs {
+		want := int64((rounds-1)*keys + i)
+		if r.Offset != want || string(r.Key)+"="+string(r.Value) != latest[i] {
+			t.Fatalf("record %d: offset %d %s=%s, want offset %d %s", i, r.Offset, r.Key, r.Value, want, latest[i])
+		}
+	}
+	if _, err := exec.LookPath("kcat"); err == nil {
+		out := kcat(t, addr, "", "-C", "-t", "cmp", "-p", "0", "-o", "beginning", "-e", "-q", "-f", `%o %k=%s\n`)
+		lines := mntLines(out)
+		if len(lines) != keys || lines[0] != fmt.Sprintf("%d %s", (rounds-1)*keys, latest[0]) {
+			t.Errorf("kcat consumed %d records, first %q; want %d from offset %d", len(lines), lines[0], keys, (rounds-1)*keys)
+		}
+	}
+	// offset/N is the first retained record at or after N.
+	for n, want := range map[int]string{
+		(rounds-1)*keys + 4: latest[4],
+		5:                   latest[0],
+		(rounds-1)*keys - 1: latest[0],
+	} {
+		if got := m.ok(fmt.Sprintf(`head -n1 "$M/cmp/0/offset/%d"`, n)); got != want+"\n" {
+			t.Errorf("head -n1 offset/%d = %q, want %q", n, got, want)
+		}
+	}
+
+	// tail -f read the generation it opened, whose segments the cleaner
+	// rewrote: every line written, once, in order.
+	if !mntWaitFor(30*time.Second, func() bool {
+		b, _ := os.ReadFile(tailOut)
+		return strings.Count(string(b), "\n") >= keys*rounds
+	}) {
+		t.Errorf("tail -f printed %d of %d lines", strings.Count(readFile(t, tailOut), "\n"), keys*rounds)
+	}
+	time.Sleep(300 * time.Millisecond)
+	tail.stop()
+	tailed := mntLines(readFile(t, tailOut))
+	if len(tailed) != keys*rounds {
+		t.Errorf("tail -f printed %d lines, want %d", len(tailed), keys*rounds)
+	}
+	for i, l := range tailed {
+		if want := fmt.Sprintf("k%04d=r%03d-k%04d", i%keys+1, i/keys+1, i%keys+1); l != want {
+			t.Fatalf("tail -f line %d is %q, want %q: lost or repeated under compaction", i, l, want)
+		}
+	}
+
+	// A line without a key is refused, through the mount and through
+	// Produce, and appends nothing.
+	m.fails(`echo nokey >> "$M/cmp/0/data"`, "Invalid argument")
+	cl := kafkaClient(t, addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res := cl.ProduceSync(ctx, &kgo.Record{Topic: "cmp", Partition: 0, Value: []byte("no key")})
+	if err := res.FirstErr(); !errors.Is(err, kerr.InvalidRecord) {
+		t.Errorf("Produce without a key: %v, want INVALID_RECORD", err)
+	}
+	if end := m.status("cmp")["log.end.offset"]; end != keys*rounds {
+		t.Errorf("refused records moved the log end to %d", end)
+	}
+
+	// Tombstones: "KEY=" deletes a key. After delete.retention.ms (1 s)
+	// the tombstones themselves are gone, without further writes.
+	m.ok(`for k in $(seq 1 100); do printf 'k%04d=\n' $k; done >> "$M/cmp/0/data"`)
+	left := latest[100:]
+	if !mntWaitFor(30*time.Second, func() bool {
+		got = mntLines(m.ok(`cat "$M/cmp/0/data"`))
+		return slices.Equal(got, left)
+	}) {
+		t.Fatalf("after 100 tombstones, data has %d lines (first %q), want the %d live keys; status %v\n%s",
+			len(got), got[0], len(left), m.status("cmp"), m.daemonLog())
+	}
+	tot2 := m.cleanerTotals("compaction", "cmp-0")
+	t.Logf("tombstones: %d more records removed (100 values, 100 tombstones)", tot2.recordsRemoved-tot.recordsRemoved)
+	if tot2.recordsRemoved-tot.recordsRemoved != 200 {
+		t.Errorf("the cleaner logged %d records removed for the tombstones, want 200", tot2.recordsRemoved-tot.recordsRemoved)
+	}
+	recs = kafkaConsumeAll(t, addr, "cmp", 0, keys*rounds-1)
+	if len(recs) != len(left) || recs[0].Offset != int64((rounds-1)*keys+100) {
+		t.Errorf("Kafka consumer after the tombstones: %d records from offset %d", len(recs), lastOffset(recs[:1]))
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

@@ -1,0 +1,153 @@
+package tests
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// TestRetentionTailFollow runs `tail -f` and `tail -F` on data while two
+// writers fill 2 KiB segments and millisecond retention deletes them
+// behind the readers, at least 50 times: both print every line exactly
+// once, in order. Afterwards the deleted files' space returns once the
+// readers close, a new open sees exactly the retained records, offset/N
+// below the new log start is ENOENT, status shows the new log start, and
+// a Fetch below it is OFFSET_OUT_OF_RANGE.
+func TestRetentionTailFollow(t *testing.T) {
+	const writers, lines = 2, 2500
+	addr := kafkaFreeAddr(t)
+	m := mntNew(t, append([]string{"--kafka-listen", addr}, cleanerFlags...)...)
+	kafkaWaitListening(t, addr)
+	m.ok(`mkdir "$M/ret" && printf 'segment.bytes=2048\nretention.ms=1\nfile.delete.delay.ms=0\n' > "$M/ret/config"`)
+	data := m.path("ret", "0", "data")
+	partDir := filepath.Join(m.data, "ret-0")
+	outDir := t.TempDir()
+
+	modes := []string{"-f", "-F"}
+	var tails []*bgProc
+	for _, mode := range modes {
+		tails = append(tails, bgCmd(t, filepath.Join(outDir, "tail"+mode), "tail", mode, "-s", "0.1", "-n", "+1", data))
+	}
+	time.Sleep(300 * time.Millisecond) // let both tails open the file
+
+	// Each writer paces itself a little so the run spans many retention
+	// checks while the segments roll every ~25 lines.
+	m.ok(fmt.Sprintf(`
+for w in $(seq 1 %d); do
+  ( for i in $(seq 1 %d); do echo "w$w $i" >> "$M/ret/0/data" || exit 1; [ $((i %% 100)) = 0 ] && sleep 0.05; done ) &
+done
+fail=0
+for j in $(jobs -p); do wait $j || fail=1; done
+exit $fail`, writers, lines), 150)
+
+	waitTails := func(n int) [2]string {
+		var out [2]string
+		for i, mode := range modes {
+			path := filepath.Join(outDir, "tail"+mode)
+			mntWaitFor(60*time.Second, func() bool {
+				b, _ := os.ReadFile(path)
+				return strings.Count(string(b), "\n") >= n
+			})
+			b, _ := os.ReadFile(path)
+			out[i] = string(b)
+		}
+		return out
+	}
+	waitTails(writers * lines)
+	// Idle for more than 5 polls: tail -F reopens data by name, finds the
+	// same st_ino in a newer generation, and must keep following.
+	time.Sleep(1500 * time.Millisecond)
+	m.ok(`for i in $(seq 1 100); do echo "w3 $i" >> "$M/ret/0/data"; done`)
+	waitTails(writers*lines + 100)
+	time.Sleep(300 * time.Millisecond) // a repeat would show up now
+	tailed := waitTails(writers*lines + 100)
+	// Retention deletes every closed segment 300 ms after its last record.
+	if !mntWaitFor(30*time.Second, func() bool { return m.status("ret")["segments"] == 1 }) {
+		t.Fatalf("closed segments outlive retention.ms: %v", m.status("ret"))
+	}
+	tot := m.cleanerTotals("retention", "ret-0")
+	t.Logf("retention: %d passes, %d segments deleted, %d bytes freed", tot.passes, tot.segmentsDeleted, tot.bytesFreed)
+	if tot.timed != tot.passes {
+		t.Errorf("%d of %d retention passes logged no duration", tot.passes-tot.timed, tot.passes)
+	}
+	if tot.segmentsDeleted < 50 {
+		t.Fatalf("only %d segments deleted while the tails ran; want at least 50", tot.segmentsDeleted)
+	}
+	for i, mode := range modes {
+		t.Run("tail"+mode, func(t *testing.T) {
+			if strings.Contains(tailed[i], "tail:") {
+				t.Errorf("tail %s complained: %.500s", mode, tailed[i])
+			}
+			checkWriterLines(t, tailed[i], writers, lines)
+			if n := strings.Count(tailed[i], "\nw3 "); n != 100 {
+				t.Errorf("tail %s printed %d of the 100 lines written after it reopened", mode, n)
+			}
+		})
+	}
+	if t.Failed() {
+		return
+	}
+
+	// The readers still hold the deleted segments (like unlinked files).
+	held := duBytes(t, partDir)
+	heldDeleted := countFiles(partDir, ".deleted")
+	st := m.status("ret")
+	t.Logf("with the tails open: du %d bytes, %d .deleted files; status %v", held, heldDeleted, st)
+	if heldDeleted == 0 {
+		t.Errorf("no .deleted files while tails hold the deleted segments")
+	}
+	// A new open sees exactly the retained records: those from the log
+	// start on, which are the last end-start lines the tails printed.
+	start, end := st["log.start.offset"], st["log.end.offset"]
+	if start == 0 || end != writers*lines+100 {
+		t.Fatalf("log start %d, end %d after retention", start, end)
+	}
+	all := mntLines(tailed[0])
+	want := all[start:]
+	if got := mntLines(m.ok(`cat "$M/ret/0/data"`)); !slices.Equal(got, want) {
+		t.Errorf("cat data: %d lines, want the %d retained ones (first %q)", len(got), len(want), want[0])
+	}
+	if got := strings.TrimSpace(m.ok(`wc -l < "$M/ret/0/data"`)); got != strconv.Itoa(len(want)) {
+		t.Errorf("wc -l data = %s, want %d", got, len(want))
+	}
+	if got := m.ok(fmt.Sprintf(`head -n1 "$M/ret/0/offset/%d"`, start)); got != want[0]+"\n" {
+		t.Errorf("offset/%d starts with %q, want %q", start, got, want[0])
+	}
+	for _, n := range []int64{0, start / 2, start - 1} {
+		m.fails(fmt.Sprintf(`cat "$M/ret/0/offset/%d"`, n), "No such file or directory")
+	}
+	// Through Kafka: the log start moved, and a Fetch below it is out of range.
+	code, logStart := kafkaFetchCode(t, addr, "ret", 0)
+	if code != kerr.OffsetOutOfRange.Code {
+		t.Errorf("Fetch at 0 below log start %d: error code %d, want OFFSET_OUT_OF_RANGE", start, code)
+	}
+	if code, _ := kafkaFetchCode(t, addr, "ret", start); code != 0 {
+		t.Errorf("Fetch at the log start %d: error code %d", start, code)
+	} else if logStart != -1 && logStart != start {
+		t.Logf("out-of-range Fetch reported log start %d", logStart)
+	}
+	recs := kafkaConsumeAll(t, addr, "ret", start, end-1)
+	if got := recordValues(recs); !slices.Equal(got, want) {
+		t.Errorf("Kafka consumer from the log start: %d records, want %d", len(got), len(want))
+	}
+
+	// Once the readers close, the space returns.
+	for _, p := range tails {
+		p.stop()
+	}
+	if !mntWaitFor(20*time.Second, func() bool { return countFiles(partDir, ".deleted") == 0 }) {
+		t.Errorf("%d .deleted files remain after the readers closed", countFiles(partDir, ".deleted"))
+	}
+	freed := duBytes(t, partDir)
+	t.Logf("du of the partition: %d bytes with the tails open, %d after they closed", held, freed)
+	if freed >= held {
+		t.Errorf("du did not drop after the readers closed: %d → %d", held, freed)
+	}
+}
