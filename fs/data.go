@@ -84,8 +84,10 @@ func (n *textNode) handedOut() {
 }
 
 // lookupText answers the lookup of data (off < 0) or offset/N. It opens a
-// view only to learn the generation and the size, and closes it: nodes
-// keep no segment open until a handle needs them.
+// view to learn the generation and the size. data closes it; offset/N
+// leaves it briefly in fsys.lookupViews for the open that usually follows
+// (at most lookupViewMax views, for at most lookupViewTTL): nodes keep no
+// segment open for long until a handle needs them.
 func lookupText(ctx context.Context, f *fsys, parent *gofs.Inode, p *logstore.Partition,
 	name string, off int64, ino uint64, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	isData := off < 0
@@ -105,7 +107,15 @@ func lookupText(ctx context.Context, f *fsys, parent *gofs.Inode, p *logstore.Pa
 	if err != nil {
 		return nil, toErrno(err)
 	}
-	defer v.Close()
+	// offset/N keeps the view for the open that usually follows (see
+	// lookupViews); data opens its own, which it keeps for its life.
+	keep := func(n *textNode) {
+		if isData {
+			v.Close()
+		} else {
+			f.lookupViews.put(n, v)
+		}
+	}
 	n := &textNode{fs: f, part: p, parent: parent, name: name, from: v.From(), gen: v.Generation(), isData: isData}
 	if !isData {
 		n.from = off
@@ -128,6 +138,7 @@ func lookupText(ctx context.Context, f *fsys, parent *gofs.Inode, p *logstore.Pa
 				out.SetAttrTimeout(offsetAttrTimeout)
 			}
 			o.handedOut()
+			keep(o)
 			return old, 0
 		}
 	}
@@ -137,7 +148,13 @@ func lookupText(ctx context.Context, f *fsys, parent *gofs.Inode, p *logstore.Pa
 		out.SetAttrTimeout(offsetAttrTimeout)
 	}
 	mode := uint32(syscall.S_IFREG)
-	return parent.NewInode(ctx, n, gofs.StableAttr{Mode: mode, Ino: ino, Gen: n.gen + 1}), 0
+	ch := parent.NewInode(ctx, n, gofs.StableAttr{Mode: mode, Ino: ino, Gen: n.gen + 1})
+	if o, ok := ch.Operations().(*textNode); ok {
+		keep(o) // the known node of this identity if there is one
+	} else {
+		v.Close()
+	}
+	return ch, 0
 }
 
 // attr fills the attributes for size. The mtime moves whenever the size
@@ -187,6 +204,14 @@ func (n *textNode) acquire() (*logstore.TextView, syscall.Errno) {
 
 func (n *textNode) openView() (*logstore.TextView, error) {
 	if !n.isData {
+		if v := n.fs.lookupViews.take(n); v != nil {
+			if v.Generation() == n.part.Generation() {
+				return v, nil
+			}
+			// Retention or compaction since the lookup: a fresh
+			// open sees the current generation.
+			v.Close()
+		}
 		return n.part.Text(n.from)
 	}
 	for try := 0; ; try++ {
@@ -226,6 +251,9 @@ func (n *textNode) OnForget() {
 	n.mu.Unlock()
 	if reg {
 		n.fs.notify.remove(n)
+	}
+	if v := n.fs.lookupViews.take(n); v != nil {
+		v.Close()
 	}
 	if n.isData {
 		n.mu.Lock()

@@ -72,6 +72,13 @@
 // link to the log end (no record at or after T yet) has a 1 ns entry
 // timeout so the next walk looks it up again.
 //
+// Every looked-up offset/N and time/T is a go-fuse node (about 1 KB)
+// until the kernel forgets it. Past maxLiveChildren nodes in one such
+// directory, a goroutine outside any callback invalidates the oldest
+// dentries (NotifyEntry) and the kernel sends FORGET (childTracker). A
+// lookup of offset/N leaves the view it opened for the open that follows
+// (lookupViews: at most a few, for at most 100 ms).
+//
 // # Interrupts
 //
 // WRITE does not honour INTERRUPT: an append takes microseconds, and an

@@ -52,6 +52,7 @@ var ErrAlreadyMounted = errors.New("already mounted")
 // Server is a mounted segfs view.
 type Server struct {
 	fs         *fsys
+	root       *rootNode
 	srv        *fuse.Server
 	mountpoint string
 	done       chan struct{} // closed when the FUSE server stopped
@@ -115,7 +116,7 @@ func Mount(store *logstore.Store, mountpoint string, opts Options) (*Server, err
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", mp, err)
 	}
-	s := &Server{fs: f, srv: srv, mountpoint: mp, done: make(chan struct{})}
+	s := &Server{fs: f, root: root, srv: srv, mountpoint: mp, done: make(chan struct{})}
 	go func() {
 		srv.Wait()
 		close(s.done)
@@ -147,6 +148,7 @@ func (s *Server) Wait() {
 	<-s.done
 	s.fs.stopWrites()
 	s.fs.notify.stop(2 * time.Second)
+	s.fs.lookupViews.closeAll()
 }
 
 // Unmount unmounts cleanly: it refuses new appends (EROFS), lets the ones
@@ -165,6 +167,7 @@ func (s *Server) unmount(grace time.Duration) error {
 	lg := s.fs.log
 	s.fs.stopWrites()
 	s.fs.notify.stop(2 * time.Second)
+	s.fs.lookupViews.closeAll()
 	select {
 	case <-s.done:
 		return nil // a user unmounted already

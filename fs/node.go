@@ -46,6 +46,8 @@ type fsys struct {
 	// estale: text files whose node answered ESTALE, by staleKey, with
 	// the time (UnixNano); the lookup that follows is the VFS's retry.
 	estale sync.Map
+
+	lookupViews lookupViews // views offset/N lookups opened, for the open that follows
 }
 
 func newFsys(store *logstore.Store, log *slog.Logger) *fsys {

@@ -87,6 +87,7 @@ type virtDir struct {
 	part  *logstore.Partition
 	topic string
 	num   string
+	kids  childTracker // offset/ and time/: bounds the nodes go-fuse keeps
 }
 
 func (n *virtDir) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
@@ -122,7 +123,11 @@ func (n *offsetDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 	if !ok {
 		return nil, syscall.ENOENT
 	}
-	return lookupText(ctx, n.fs, &n.Inode, n.part, name, off, inoFor(n.topic, n.num, "offset", name), out)
+	ch, errno := lookupText(ctx, n.fs, &n.Inode, n.part, name, off, inoFor(n.topic, n.num, "offset", name), out)
+	if errno == 0 {
+		n.kids.add(&n.Inode, name, ch)
+	}
+	return ch, errno
 }
 
 // timeDir is N/time/: time/T links to ../offset/N, N being the first
@@ -157,8 +162,10 @@ func (n *timeDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	n.fs.setAttr(&out.Attr, modeLink, int64(len(l.target)), n.fs.mounted)
 	// The target is part of the identity: a node's link text never
 	// changes, so the kernel may cache it (EnableSymlinkCaching).
-	return n.NewInode(ctx, l, gofs.StableAttr{Mode: syscall.S_IFLNK,
-		Ino: inoFor(n.topic, n.num, "time", name), Gen: uint64(off) + 1}), 0
+	ch := n.NewInode(ctx, l, gofs.StableAttr{Mode: syscall.S_IFLNK,
+		Ino: inoFor(n.topic, n.num, "time", name), Gen: uint64(off) + 1})
+	n.kids.add(&n.Inode, name, ch)
+	return ch, 0
 }
 
 // timeLink is one time/T symlink.
