@@ -48,6 +48,13 @@ type mappedFile struct {
 	trailing int64
 	openLen  int64
 
+	// reserved is how many bytes from the start of the file are known to
+	// have disk blocks (fallocate'd), so that storing an entry through the
+	// mapping never makes the filesystem allocate in a page fault: one
+	// that cannot (disk full, quota, tmpfs limit) is a SIGBUS, which kills
+	// the process. Guarded by wmu.
+	reserved int64
+
 	// entries is the published entry count. The writer stores the entry
 	// bytes first and then this count, so a reader that loads the count
 	// sees every entry below it.
@@ -171,6 +178,7 @@ func (m *mappedFile) remapLocked(newLen int64) error {
 		return ErrReadOnly
 	}
 	errUnmap := m.unmapLocked()
+	m.reserved = 0
 	var errTrunc error
 	if err := m.f.Truncate(newLen); err != nil {
 		errTrunc = fmt.Errorf("index: truncate %s to %d: %w", m.path, newLen, err)
@@ -184,6 +192,26 @@ func (m *mappedFile) remapLocked(newLen int64) error {
 		m.entries.Store(n)
 	}
 	return errors.Join(errUnmap, errTrunc, errMap)
+}
+
+// reserveLocked gives the page(s) of entry i disk blocks before the
+// entry is stored through the mapping. The caller holds wmu and mu
+// (shared is enough). A filesystem without fallocate keeps the old
+// behaviour: the store allocates in the page fault.
+func (m *mappedFile) reserveLocked(i int) error {
+	start, end := int64(i)*int64(m.entrySize), int64(i+1)*int64(m.entrySize)
+	if end <= m.reserved {
+		return nil
+	}
+	page := int64(os.Getpagesize())
+	off := start - start%page
+	n := min((end+page-1)/page*page, int64(len(m.data))) - off
+	if err := unix.Fallocate(int(m.f.Fd()), 0, off, n); err != nil &&
+		!errors.Is(err, unix.EOPNOTSUPP) && !errors.Is(err, unix.ENOSYS) {
+		return fmt.Errorf("index: reserve %d bytes at %d of %s: %w", n, off, m.path, err)
+	}
+	m.reserved = off + n
+	return nil
 }
 
 // countLocked returns the published entry count, capped at what the

@@ -116,6 +116,9 @@ func (x *OffsetIndex) Append(offset int64, position int32) error {
 			return fmt.Errorf("%w: position %d < last position %d in %s", ErrOrder, position, last.Position, m.path)
 		}
 	}
+	if err := m.reserveLocked(n); err != nil {
+		return err
+	}
 	// The slot is past the published count, so no reader looks at it
 	// until the Store below publishes it.
 	putOffsetEntry(m.slot(n), int32(rel), position)

@@ -114,6 +114,9 @@ func (x *TimeIndex) MaybeAppend(ts, offset int64, skipFullCheck bool) error {
 	if rel < 0 || rel > math.MaxInt32 {
 		return fmt.Errorf("%w: offset %d, base offset %d in %s", ErrOffsetOverflow, offset, x.baseOffset, m.path)
 	}
+	if err := m.reserveLocked(n); err != nil {
+		return err
+	}
 	// The slot is past the published count, so no reader looks at it
 	// until the Store below publishes it.
 	putTimeEntry(m.slot(n), ts, int32(rel))

@@ -154,7 +154,9 @@ func (p *Partition) AppendLines(text []byte) (first, last int64, err error) {
 	// A record's framing costs at most 22 bytes beyond its key and value
 	// (length, attributes, deltas, key and value lengths, header count).
 	const recOverhead = 22
-	limit := cfg.MaxMessageBytes
+	// A batch may not exceed max.message.bytes nor segment.bytes (Kafka
+	// refuses a batch larger than a segment), so a long write is split.
+	limit := min(cfg.MaxMessageBytes, cfg.SegmentBytes)
 	// Check every line before anything is written: the call is all or nothing.
 	chunks := make([][]byte, 0, 1)
 	start, est := 0, int64(record.HeaderSize)
@@ -167,8 +169,11 @@ func (p *Partition) AppendLines(text []byte) (first, last int64, err error) {
 		rec := int64(len(line)) + recOverhead
 		if record.HeaderSize+rec > limit {
 			one, _ := record.AppendLines(nil, text[i:j+1], 0, sep)
-			if int64(len(one)) > limit {
-				return -1, -1, fmt.Errorf("%w: a line of %d bytes exceeds max.message.bytes=%d", ErrMessageTooLarge, len(line), limit)
+			if int64(len(one)) > cfg.MaxMessageBytes {
+				return -1, -1, fmt.Errorf("%w: a line of %d bytes exceeds max.message.bytes=%d", ErrMessageTooLarge, len(line), cfg.MaxMessageBytes)
+			}
+			if int64(len(one)) > cfg.SegmentBytes {
+				return -1, -1, fmt.Errorf("%w: a line of %d bytes makes a batch larger than segment.bytes=%d", ErrBatchTooLarge, len(line), cfg.SegmentBytes)
 			}
 		}
 		if est+rec > limit && i > start {

@@ -3,6 +3,7 @@ package logstore
 import (
 	"fmt"
 	"io"
+	"math"
 	"sync"
 
 	"github.com/segfs/segfs/logstore/record"
@@ -33,9 +34,10 @@ type TextView struct {
 	// A cursor after the last batch rendered, with its read buffer, so a
 	// sequential reader continues where it stopped instead of rescanning
 	// from a text-map entry and rereading the buffer.
-	curSeg *segment
-	curBt  int64 // text position (in curSeg) of the batch at cur.pos
-	cur    *batchScanner
+	curSeg  *segment
+	curBt   int64 // text position (in curSeg) of the batch at cur.pos
+	curNext int64 // offset the batch at cur.pos must not start below
+	cur     *batchScanner
 }
 
 // Text opens a view from offset from; ErrOffsetOutOfRange when from is
@@ -67,6 +69,10 @@ func (p *Partition) Text(from int64) (*TextView, error) {
 	v.skip = skip
 	return v, nil
 }
+
+// allOffsets renders or sizes every record of a batch: which records a
+// view shows is decided by its skip, not by record offsets.
+const allOffsets = math.MinInt64
 
 // bufPool recycles the scan and render buffers of text views: every
 // `head -n1 offset/N` opens a view, and allocating a megabyte each time
@@ -247,7 +253,7 @@ func (v *TextView) ReadAt(b []byte, off int64) (int, error) {
 
 // readSegment copies text of s from text position t into b, reading batches
 // below end.
-func (v *TextView) readSegment(s *segment, b []byte, t, end int64) (int, error) {
+func (v *TextView) readSegment(s *segment, b []byte, t, end int64) (_ int, rerr error) {
 	sepLen := len(v.sep)
 	n := 0
 	// Serve from the cached batch when it covers t.
@@ -261,8 +267,9 @@ func (v *TextView) readSegment(s *segment, b []byte, t, end int64) (int, error) 
 	var sc *batchScanner
 	var bt int64
 	e := s.text.floorText(t, sepLen)
+	fromCursor := false
 	if v.curSeg == s && v.cur != nil && v.curBt <= t && v.cur.pos <= end && e.before.Size(sepLen) <= v.curBt {
-		sc, bt = v.cur, v.curBt
+		sc, bt, fromCursor = v.cur, v.curBt, true
 		sc.end = end // the active segment may have grown
 	} else {
 		bt = e.before.Size(sepLen)
@@ -275,8 +282,21 @@ func (v *TextView) readSegment(s *segment, b []byte, t, end int64) (int, error) 
 			sc = newScanner(s.log, s.path(logSuffix), e.pos, end, v.buf)
 		}
 	}
+	prevNext, segNext := v.curNext, s.next.Load()
+	atEntry := !fromCursor // the text map recorded this batch's exact base
+	if atEntry {
+		prevNext = e.offset
+	}
+	if v.p.active() == s || segNext <= s.base {
+		segNext = math.MaxInt64 // the active segment's end moves
+	}
 	defer func() {
-		v.cur, v.curSeg, v.curBt = sc, s, bt
+		v.cur, v.curSeg, v.curBt, v.curNext = sc, s, bt, prevNext
+		if rerr != nil {
+			// The scanner has moved past the batch that failed: a cursor
+			// left there would let the next read skip it silently.
+			v.curSeg = nil
+		}
 	}()
 	for n < len(b) {
 		pos, batch, err := sc.next()
@@ -286,10 +306,23 @@ func (v *TextView) readSegment(s *segment, b []byte, t, end int64) (int, error) 
 		if err != nil {
 			return n, err
 		}
+		// BaseOffset lies outside the CRC: a damaged one must not make the
+		// renderer drop records (or the offsets lie), so batches must move
+		// forward from the text map's entry and stay inside the segment.
+		h, err := record.ParseHeader(batch)
+		if err == nil && (h.BaseOffset < prevNext || h.LastOffset() >= segNext || h.LastOffsetDelta < 0 ||
+			(atEntry && h.BaseOffset != prevNext)) {
+			err = fmt.Errorf("%w: batch offsets %d..%d outside [%d, %d)", record.ErrCorrupt, h.BaseOffset, h.LastOffset(), prevNext, segNext)
+		}
+		if err != nil {
+			return n, &CorruptError{Path: s.path(logSuffix), Pos: pos, Err: err}
+		}
+		prevNext = h.NextOffset()
+		atEntry = false
 		sz := int64(-1)
 		if bt < t {
 			// Skipping ahead: sizing a batch is cheaper than rendering it.
-			st, err := v.dec.Stats(batch, 0)
+			st, err := v.dec.Stats(batch, allOffsets)
 			if err != nil {
 				return n, &CorruptError{Path: s.path(logSuffix), Pos: pos, Err: err}
 			}
@@ -303,7 +336,7 @@ func (v *TextView) readSegment(s *segment, b []byte, t, end int64) (int, error) 
 		if err := record.Validate(batch); err != nil {
 			return n, &CorruptError{Path: s.path(logSuffix), Pos: pos, Err: err}
 		}
-		v.cache, err = v.dec.AppendText(v.cache[:0], batch, 0, v.sep)
+		v.cache, err = v.dec.AppendText(v.cache[:0], batch, allOffsets, v.sep)
 		if err != nil {
 			v.cacheSeg = nil
 			return n, &CorruptError{Path: s.path(logSuffix), Pos: pos, Err: err}
