@@ -375,14 +375,14 @@ func (n *textNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uin
 			return nil, 0, errno
 		}
 		n.register()
-		if !n.isData {
-			// The view may differ from the one a previous open of
-			// this node read: drop what the kernel cached.
-			return &readHandle{node: n, view: v}, 0, 0
-		}
-		// data serves one view for its life, whose bytes at a position
-		// never change: the page cache may outlive this open.
-		return &readHandle{node: n, view: v}, fuse.FOPEN_KEEP_CACHE, 0
+		// Reads bypass the page cache. The kernel zero-fills the rest of
+		// a page read at the end of a growing file and keeps it; when the
+		// size then grows by a path it cannot see (another writer's
+		// direct I/O, the fetch server), a reader racing the attribute
+		// refresh was served those zeros as data (tests/
+		// fault_notify_test.go found NULs in `tail -f` this way). Direct
+		// reads cost the page-cache re-read speed, never correctness.
+		return &readHandle{node: n, view: v}, fuse.FOPEN_DIRECT_IO, 0
 	}
 	// Writers append whatever the generation: a writable open never
 	// answers ESTALE.

@@ -51,15 +51,14 @@
 //
 // # Caching
 //
-// Read-only opens of data use FOPEN_KEEP_CACHE: a data node serves the
-// first view it opens until FORGET, and bytes at a position never change
-// in a view. offset/N nodes release their view when the last handle
-// closes and the next open may get a view of another generation, so they
-// open without it (the kernel drops the inode's pages at each open). Sizes are always the true TextView
-// size; the default AUTO_INVAL_DATA drops the page cache when GETATTR sees
-// the size or mtime change, and a text node's mtime moves whenever its
-// size does (direct-I/O appends grow the kernel's i_size without touching
-// the cached last partial page). Appends from any path (the fetch server,
+// Read-only opens of data and offset/N use FOPEN_DIRECT_IO: every read
+// is served by the daemon from its view. The page cache was tried
+// (FOPEN_KEEP_CACHE, bytes at a position never change within a view) and
+// served NUL bytes to `tail -f`: the kernel zero-fills the rest of a page
+// read at the end of the file, and when the file then grows by a path the
+// kernel does not see (the fetch server, another writer's direct I/O), a
+// read racing the attribute refresh returned those zeros. Sizes are always
+// the true TextView size, so tail, wc -c and stat stay truthful. Appends from any path (the fetch server,
 // other writers) are announced by the notifier: one goroutine per watched
 // partition waits on Partition.Changed and sends attribute-only
 // NotifyContent(-1, 0), coalesced to at most one round per 50 ms, holding
