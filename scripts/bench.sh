@@ -436,7 +436,7 @@ EOF
 fi
 
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-[ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] && commit="$commit (with uncommitted changes)"
+[ -n "$(git status --porcelain --untracked-files=no -- . ':!docs' ':!README.md' 2>/dev/null)" ] && commit="$commit (with uncommitted changes)"
 cpu=$(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)
 mem=$(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo)
 fstype=$(df -T "$W" | awk 'NR == 2 { print $2 }')
