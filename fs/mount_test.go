@@ -42,9 +42,6 @@ func mountForTest(t *testing.T, opts Options) *testMount {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if store == nil {
-		t.Skip("logstore is a stub in this build")
-	}
 	dir := filepath.Join(base, "mnt")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -320,7 +317,7 @@ func TestGenerations(t *testing.T) {
 		t.Fatal(err)
 	}
 	if p.Generation() == gen {
-		t.Skip("logstore did not start a new generation on a key.separator change")
+		t.Fatal("logstore did not start a new generation on a key.separator change")
 	}
 	// A new open, right away: the new rendering.
 	if b, err := os.ReadFile(data); err != nil || string(b) != "k1|v1\n" {
