@@ -49,12 +49,13 @@ func (x *OffsetIndex) Full() bool { return x.Entries() >= x.MaxEntries() }
 
 // Entry returns entry i (0 <= i < Entries()). Like a slice index, it
 // panics when i is out of range.
-func (x *OffsetIndex) Entry(i int) OffsetEntry {
+func (x *OffsetIndex) Entry(i int) (e OffsetEntry) {
 	x.m.mu.RLock()
 	defer x.m.mu.RUnlock()
 	if n := x.m.countLocked(); i < 0 || i >= n {
 		panic(fmt.Sprintf("index: entry %d out of range [0, %d) in %s", i, n, x.m.path))
 	}
+	defer catchFault(func() { e = OffsetEntry{Offset: x.baseOffset} })()
 	return decodeOffsetEntry(x.m.slot(i), x.baseOffset)
 }
 
@@ -84,12 +85,13 @@ func (x *OffsetIndex) offsetAt(i int) int64 {
 // The position must also be non-negative and not below the previous
 // entry's, since entries point at batch starts in an append-only log.
 // An unrepresentable offset returns ErrOffsetOverflow.
-func (x *OffsetIndex) Append(offset int64, position int32) error {
+func (x *OffsetIndex) Append(offset int64, position int32) (err error) {
 	m := &x.m
 	m.wmu.Lock()
 	defer m.wmu.Unlock()
 	m.mu.RLock()
 	defer m.mu.RUnlock()
+	defer catchFault(func() { err = fmt.Errorf("index: %s: the mapping faulted (backing filesystem failed)", m.path) })()
 	switch {
 	case m.closed:
 		return ErrClosed
@@ -128,9 +130,10 @@ func (x *OffsetIndex) Append(offset int64, position int32) error {
 
 // Lookup returns the largest entry with Offset <= target, or
 // (BaseOffset, 0) if there is none.
-func (x *OffsetIndex) Lookup(target int64) OffsetEntry {
+func (x *OffsetIndex) Lookup(target int64) (e OffsetEntry) {
 	x.m.mu.RLock()
 	defer x.m.mu.RUnlock()
+	defer catchFault(func() { e = OffsetEntry{Offset: x.baseOffset} })()
 	i := floorSlot(x.m.countLocked(), offsetWarmEntries, target, offsetKeys{x.m.data, x.baseOffset})
 	if i < 0 {
 		return OffsetEntry{Offset: x.baseOffset}

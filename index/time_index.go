@@ -54,9 +54,10 @@ func (x *TimeIndex) Entry(i int) TimeEntry {
 }
 
 // Last returns the last entry, or (-1, BaseOffset) if empty.
-func (x *TimeIndex) Last() TimeEntry {
+func (x *TimeIndex) Last() (e TimeEntry) {
 	x.m.mu.RLock()
 	defer x.m.mu.RUnlock()
+	defer catchFault(func() { e = TimeEntry{Timestamp: -1, Offset: x.baseOffset} })()
 	return x.lastLocked()
 }
 
@@ -79,12 +80,13 @@ func (x *TimeIndex) offsetAt(i int) int64 { return x.baseOffset + int64(timeRel(
 // at every index point); a smaller one, or a smaller offset, is ErrOrder.
 // Even with skipFullCheck a write needs a free slot. An offset that cannot
 // be stored relative to the base returns ErrOffsetOverflow.
-func (x *TimeIndex) MaybeAppend(ts, offset int64, skipFullCheck bool) error {
+func (x *TimeIndex) MaybeAppend(ts, offset int64, skipFullCheck bool) (err error) {
 	m := &x.m
 	m.wmu.Lock()
 	defer m.wmu.Unlock()
 	m.mu.RLock()
 	defer m.mu.RUnlock()
+	defer catchFault(func() { err = fmt.Errorf("index: %s: the mapping faulted (backing filesystem failed)", m.path) })()
 	switch {
 	case m.closed:
 		return ErrClosed
@@ -126,9 +128,10 @@ func (x *TimeIndex) MaybeAppend(ts, offset int64, skipFullCheck bool) error {
 
 // Lookup returns the largest entry with Timestamp <= target, or
 // (-1, BaseOffset) if there is none.
-func (x *TimeIndex) Lookup(target int64) TimeEntry {
+func (x *TimeIndex) Lookup(target int64) (e TimeEntry) {
 	x.m.mu.RLock()
 	defer x.m.mu.RUnlock()
+	defer catchFault(func() { e = TimeEntry{Timestamp: -1, Offset: x.baseOffset} })()
 	i := floorSlot(x.m.countLocked(), timeWarmEntries, target, timestampKeys{x.m.data})
 	if i < 0 {
 		return TimeEntry{Timestamp: -1, Offset: x.baseOffset}

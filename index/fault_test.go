@@ -1,0 +1,47 @@
+package index
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestLookupSurvivesUnreadableMapping shrinks an index file under its
+// mapping, so reading the mapped entries faults (SIGBUS), as it does when
+// the backing filesystem is shut down: Lookup answers as an empty index
+// instead of killing the process.
+func TestLookupSurvivesUnreadableMapping(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "00000000000000000100.index")
+	x, err := OpenOffsetIndex(path, 100, 1<<20, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := int64(0); i < 4000; i++ {
+		if err := x.Append(100+i*2, int32(i*64)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if e := x.Lookup(3000); e.Offset != 3000 {
+		t.Fatalf("lookup before the damage: %+v", e)
+	}
+	if err := os.Truncate(path, 0); err != nil { // behind the mapping's back
+		t.Fatal(err)
+	}
+	if e := x.Lookup(7000); e != (OffsetEntry{Offset: 100}) {
+		t.Fatalf("lookup over an unreadable mapping: %+v", e)
+	}
+	tpath := filepath.Join(dir, "00000000000000000100.timeindex")
+	ti, err := OpenTimeIndex(tpath, 100, 1<<20, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := int64(0); i < 4000; i++ {
+		ti.MaybeAppend(1000+i, 100+i, false)
+	}
+	os.Truncate(tpath, 0)
+	if e := ti.Lookup(3000); e != (TimeEntry{Timestamp: -1, Offset: 100}) {
+		t.Fatalf("time lookup over an unreadable mapping: %+v", e)
+	}
+}
+
