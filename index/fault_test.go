@@ -44,4 +44,3 @@ func TestLookupSurvivesUnreadableMapping(t *testing.T) {
 		t.Fatalf("time lookup over an unreadable mapping: %+v", e)
 	}
 }
-
