@@ -49,3 +49,18 @@ func TestMountCLIErrors(t *testing.T) {
 	}
 	m.ok(`test -d "$M"`)
 }
+
+// TestMountPartitionsFlag: `--partitions N` is the partition count of
+// topics made with mkdir, and mkdir TOPIC/N adds the next one.
+func TestMountPartitionsFlag(t *testing.T) {
+	m := mntNew(t, "--partitions", "3")
+	m.ok(`mkdir "$M/orders"`)
+	if got := strings.Fields(m.ok(`ls "$M/orders"`)); strings.Join(got, " ") != "0 1 2 config" {
+		t.Fatalf("ls orders: %q", got)
+	}
+	m.ok(`mkdir "$M/orders/3" && echo x >> "$M/orders/3/data"`)
+	if got := m.ok(`cat "$M/orders/3/data"`); got != "x\n" {
+		t.Fatalf("new partition reads %q", got)
+	}
+	m.fails(`mkdir "$M/orders/5"`, "Invalid argument")
+}
