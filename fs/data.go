@@ -419,9 +419,12 @@ type readHandle struct {
 
 func readView(v *logstore.TextView, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	n, err := v.ReadAt(dest, off)
-	if err != nil && !errors.Is(err, io.EOF) {
+	if err != nil && !errors.Is(err, io.EOF) && n == 0 {
 		return nil, toErrno(err)
 	}
+	// Bytes read before a damaged batch are good: return them as a short
+	// read (reads bypass the page cache, so the kernel keeps no zero-filled
+	// rest), and the next read, starting at the damage, reports it.
 	return fuse.ReadResultData(dest[:n]), 0
 }
 
