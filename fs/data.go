@@ -47,12 +47,15 @@ var (
 	_ gofs.NodeOnForgetter = (*textNode)(nil)
 )
 
-// offsetAttrTimeout is the attribute timeout of offset/N. The kernel learns
-// of appends through data itself at once, but of the growth of offset/N
-// only by notification, a few milliseconds later; `echo x >> data; cat
-// offset/END` must see x, so offset/N sizes are not cached (1 ns: go-fuse
-// takes 0 for "use the default").
-const offsetAttrTimeout = time.Nanosecond
+// textAttrTimeout is the attribute timeout of data and offset/N: sizes are
+// not cached (1 ns: go-fuse takes 0 for "use the default"). Reads bypass
+// the page cache and are not limited by the kernel's idea of the size, so
+// a cached size could lag what a read just returned (`cat data; stat data`
+// disagreed when the fetch server had appended in between), and the
+// kernel learns of growth from other paths only by notification, a few
+// milliseconds later. A GETATTR per stat is the price: tail polls once a
+// second.
+const textAttrTimeout = time.Nanosecond
 
 // retryWindow bounds the time between an ESTALE, the VFS's lookup that
 // retries it, and the open or stat that follows. The VFS retries ESTALE
@@ -134,9 +137,7 @@ func lookupText(ctx context.Context, f *fsys, parent *gofs.Inode, p *logstore.Pa
 			}
 			o.mu.Unlock()
 			o.attr(&out.Attr, size)
-			if !isData {
-				out.SetAttrTimeout(offsetAttrTimeout)
-			}
+			out.SetAttrTimeout(textAttrTimeout)
 			o.handedOut()
 			keep(o)
 			return old, 0
@@ -144,9 +145,7 @@ func lookupText(ctx context.Context, f *fsys, parent *gofs.Inode, p *logstore.Pa
 	}
 	n.handedOut()
 	n.attr(&out.Attr, v.Size())
-	if !isData {
-		out.SetAttrTimeout(offsetAttrTimeout)
-	}
+	out.SetAttrTimeout(textAttrTimeout)
 	mode := uint32(syscall.S_IFREG)
 	ch := parent.NewInode(ctx, n, gofs.StableAttr{Mode: mode, Ino: ino, Gen: n.gen + 1})
 	if o, ok := ch.Operations().(*textNode); ok {
@@ -329,9 +328,7 @@ func (n *textNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.Att
 	}
 	n.register()
 	n.attr(&out.Attr, size)
-	if !n.isData {
-		out.SetTimeout(offsetAttrTimeout)
-	}
+	out.SetTimeout(textAttrTimeout)
 	return 0
 }
 

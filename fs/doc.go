@@ -63,9 +63,10 @@
 // partition waits on Partition.Changed and sends attribute-only
 // NotifyContent(-1, 0), coalesced to at most one round per 50 ms, holding
 // no lock and never from inside a callback (FUSE-NOTES §2.3). Entry and
-// attribute timeouts are 1 s, except offset/N, whose attributes are not
-// cached (1 ns): the kernel learns of growth through data at once but of
-// offset/N only by notification. Negative entries are not cached, because
+// attribute timeouts are 1 s, except data and offset/N, whose attributes
+// are not cached (1 ns): direct reads are not limited by the kernel's
+// size, so a cached size could lag what a read returned, and growth by
+// other paths reaches the kernel only by notification. Negative entries are not cached, because
 // offset/N and time/T become valid later. time/T symlinks are cached by the
 // kernel: a link node's target never changes (its Gen is the target), and a
 // link to the log end (no record at or after T yet) has a 1 ns entry
