@@ -651,15 +651,8 @@ func checkOffsetIndex(path string, base int64, log *logSummary) indexCheck {
 		// prefix by the same rules here.
 		var prev index.OffsetEntry
 		for i, e := range entries {
-			switch {
-			case e.Offset < base:
-				c.Problems = append(c.Problems, fmt.Sprintf("entry %d offset %d < base offset %d", i, e.Offset, base))
-			case e.Position < 0:
-				c.Problems = append(c.Problems, fmt.Sprintf("entry %d position %d < 0", i, e.Position))
-			case i > 0 && e.Offset <= prev.Offset:
-				c.Problems = append(c.Problems, fmt.Sprintf("entry %d offset %d <= previous %d", i, e.Offset, prev.Offset))
-			case i > 0 && e.Position < prev.Position:
-				c.Problems = append(c.Problems, fmt.Sprintf("entry %d position %d < previous %d", i, e.Position, prev.Position))
+			if p := index.OffsetEntryProblem(i, e, prev, base); p != "" {
+				c.Problems = append(c.Problems, p)
 			}
 			prev = e
 		}
@@ -729,13 +722,8 @@ func checkTimeIndex(path string, base int64, log *logSummary) indexCheck {
 		c.Untrimmed = len(raw)/index.TimeEntrySize - c.Used
 		var prev index.TimeEntry
 		for i, e := range entries {
-			switch {
-			case e.Offset < base:
-				c.Problems = append(c.Problems, fmt.Sprintf("entry %d offset %d < base offset %d", i, e.Offset, base))
-			case i > 0 && e.Timestamp <= prev.Timestamp:
-				c.Problems = append(c.Problems, fmt.Sprintf("entry %d timestamp %d <= previous %d", i, e.Timestamp, prev.Timestamp))
-			case i > 0 && e.Offset < prev.Offset:
-				c.Problems = append(c.Problems, fmt.Sprintf("entry %d offset %d < previous %d", i, e.Offset, prev.Offset))
+			if p := index.TimeEntryProblem(i, e, prev, base); p != "" {
+				c.Problems = append(c.Problems, p)
 			}
 			prev = e
 		}

@@ -198,19 +198,31 @@ func (x *OffsetIndex) SanityCheck() error {
 	var prev OffsetEntry
 	for i := 0; i < n; i++ {
 		e := decodeOffsetEntry(m.slot(i), x.baseOffset)
-		switch {
-		case e.Offset < x.baseOffset:
-			return corruptf(m.path, "entry %d offset %d < base offset %d", i, e.Offset, x.baseOffset)
-		case e.Position < 0:
-			return corruptf(m.path, "entry %d position %d < 0", i, e.Position)
-		case i > 0 && e.Offset <= prev.Offset:
-			return corruptf(m.path, "entry %d offset %d <= previous %d", i, e.Offset, prev.Offset)
-		case i > 0 && e.Position < prev.Position:
-			return corruptf(m.path, "entry %d position %d < previous %d", i, e.Position, prev.Position)
+		if p := OffsetEntryProblem(i, e, prev, x.baseOffset); p != "" {
+			return corruptf(m.path, "%s", p)
 		}
 		prev = e
 	}
 	return nil
+}
+
+// OffsetEntryProblem says how entry i breaks the per-entry rules of
+// SanityCheck, given the entry before it (prev, unused for i == 0), or
+// returns "". It is exported for checkers of an index's used prefix (an
+// untrimmed index of a live or crashed segment, whose zero tail
+// SanityCheck would count as entries), so both apply the same rules.
+func OffsetEntryProblem(i int, e, prev OffsetEntry, baseOffset int64) string {
+	switch {
+	case e.Offset < baseOffset:
+		return fmt.Sprintf("entry %d offset %d < base offset %d", i, e.Offset, baseOffset)
+	case e.Position < 0:
+		return fmt.Sprintf("entry %d position %d < 0", i, e.Position)
+	case i > 0 && e.Offset <= prev.Offset:
+		return fmt.Sprintf("entry %d offset %d <= previous %d", i, e.Offset, prev.Offset)
+	case i > 0 && e.Position < prev.Position:
+		return fmt.Sprintf("entry %d position %d < previous %d", i, e.Position, prev.Position)
+	}
+	return ""
 }
 
 // CheckPositions reports the first entry whose position is not inside a

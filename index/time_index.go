@@ -204,17 +204,28 @@ func (x *TimeIndex) SanityCheck() error {
 	var prev TimeEntry
 	for i := 0; i < n; i++ {
 		e := decodeTimeEntry(m.slot(i), x.baseOffset)
-		switch {
-		case e.Offset < x.baseOffset:
-			return corruptf(m.path, "entry %d offset %d < base offset %d", i, e.Offset, x.baseOffset)
-		case i > 0 && e.Timestamp <= prev.Timestamp:
-			return corruptf(m.path, "entry %d timestamp %d <= previous %d", i, e.Timestamp, prev.Timestamp)
-		case i > 0 && e.Offset < prev.Offset:
-			return corruptf(m.path, "entry %d offset %d < previous %d", i, e.Offset, prev.Offset)
+		if p := TimeEntryProblem(i, e, prev, x.baseOffset); p != "" {
+			return corruptf(m.path, "%s", p)
 		}
 		prev = e
 	}
 	return nil
+}
+
+// TimeEntryProblem says how entry i breaks the per-entry rules of
+// SanityCheck, given the entry before it (prev, unused for i == 0), or
+// returns "": shared with checkers of an untrimmed index's used prefix,
+// like OffsetEntryProblem.
+func TimeEntryProblem(i int, e, prev TimeEntry, baseOffset int64) string {
+	switch {
+	case e.Offset < baseOffset:
+		return fmt.Sprintf("entry %d offset %d < base offset %d", i, e.Offset, baseOffset)
+	case i > 0 && e.Timestamp <= prev.Timestamp:
+		return fmt.Sprintf("entry %d timestamp %d <= previous %d", i, e.Timestamp, prev.Timestamp)
+	case i > 0 && e.Offset < prev.Offset:
+		return fmt.Sprintf("entry %d offset %d < previous %d", i, e.Offset, prev.Offset)
+	}
+	return ""
 }
 
 // CheckOffsets reports the first entry whose offset is at or past the log's
