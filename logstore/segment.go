@@ -493,7 +493,7 @@ func (s *segment) recoverScan(cfg *Config, end int64, dec *record.Decoder) (vali
 					break
 				}
 				pos, h := c.pos[i], &c.headers[i]
-				st, err := dec.Stats(b, 0)
+				st, err := dec.LengthStats(b, 0)
 				if err != nil {
 					broken = true
 					break
@@ -660,7 +660,7 @@ func (s *segment) buildText() error {
 			h, err = record.ParseHeader(b)
 			if err == nil {
 				var st record.TextStats
-				if st, err = dec.Stats(b, 0); err == nil {
+				if st, err = dec.LengthStats(b, 0); err == nil {
 					s.text.add(pos, int64(len(b)), h.BaseOffset, st)
 					continue
 				}
