@@ -531,6 +531,10 @@ func (s *segment) recoverScan(cfg *Config, end int64, dec *record.Decoder) (vali
 				if c.claim(i) {
 					c.check(i)
 				}
+				if c.crc[i].Load() == crcBad {
+					broken.Store(true)
+					break
+				}
 				st, err := dec.LengthStats(b, 0)
 				if c.crc[i].Load() == crcBusy {
 					<-c.readerDone
