@@ -395,15 +395,16 @@ func (s *segment) seal() error {
 	return nil
 }
 
-// validBatch checks one whole batch as recovery does: CRC and offsets that
-// move forward and fit the segment.
-func (s *segment) validBatch(b []byte, prevNext int64) (record.Header, error) {
+// batchHeader checks one whole batch b as recovery does, all but its CRC:
+// its header, and offsets that move forward from prevNext and fit the
+// segment.
+func (s *segment) batchHeader(b []byte, prevNext int64) (record.Header, error) {
 	h, err := record.ParseHeader(b)
 	if err != nil {
 		return h, err
 	}
-	if err := record.Validate(b); err != nil {
-		return h, err
+	if h.Size() != int64(len(b)) {
+		return h, fmt.Errorf("%w: batch of %d bytes in %d", record.ErrCorrupt, h.Size(), len(b))
 	}
 	if h.BaseOffset < prevNext || h.LastOffsetDelta < 0 || h.LastOffset()-s.base > math.MaxInt32 {
 		return h, fmt.Errorf("%w: batch offsets %d..%d do not follow %d", record.ErrCorrupt, h.BaseOffset, h.LastOffset(), prevNext)
@@ -456,48 +457,93 @@ func (s *segment) recover(cfg *Config, writable bool, dec *record.Decoder) (int6
 	return dropped, nil
 }
 
-// recoverChunk is a run of whole batches, CRC-checked, in one of the two
-// read buffers of recoverScan.
+// recoverChunk is a run of whole batches, headers checked, in one of the
+// read buffers of recoverScan. Their CRCs are checked by both goroutines:
+// the worker from the first batch up, the reader from the last one down,
+// each claiming a batch in crc before checking it, so that whichever has
+// time left does the rest and they meet somewhere in the middle.
 type recoverChunk struct {
 	buf     int // which buffer; handed back when the worker is done
 	pos     []int64
 	batches [][]byte
 	headers []record.Header
+	crc     []atomic.Int32 // crcUnclaimed, crcBusy, crcOK or crcBad per batch
+	// readerDone is closed when the reader has stopped checking CRCs in
+	// this chunk: the worker waits on it for a batch the reader claimed.
+	readerDone chan struct{}
 }
 
-const recoverChunkSize = 4 << 20
+const (
+	crcUnclaimed = iota
+	crcBusy
+	crcOK
+	crcBad
+)
+
+// claim takes batch i's CRC check for the caller, false if the other
+// goroutine has it.
+func (c *recoverChunk) claim(i int) bool { return c.crc[i].CompareAndSwap(crcUnclaimed, crcBusy) }
+
+// check checks batch i's CRC (claimed by the caller) and publishes it.
+func (c *recoverChunk) check(i int) {
+	if record.Validate(c.batches[i]) == nil {
+		c.crc[i].Store(crcOK)
+	} else {
+		c.crc[i].Store(crcBad)
+	}
+}
+
+const (
+	recoverChunkSize = 4 << 20
+	recoverBuffers   = 3
+)
 
 // recoverScan validates every batch of the segment from position 0 and
 // rebuilds the indexes and the text map, stopping at the first batch that
 // is torn, fails its CRC, goes backwards or does not decode. It returns the
 // valid length, the next offset and the position of the last index entry.
 //
-// The work is split in a pipeline over two buffers: this goroutine reads
-// and checks CRCs and offsets, a second one decodes records (for the text
-// map) and maintains the indexes, so that recovery costs about one pass
-// over the file on two cores instead of two passes in a row.
+// The work is split in a pipeline over a few buffers: this goroutine reads
+// and checks batch headers and offsets, a second one sizes records (for the
+// text map) and maintains the indexes, and both check CRCs, so that
+// recovery costs about half of one pass over the file on two cores. The
+// worker takes batches in file order and stops at the first bad one;
+// everything before it is kept, which is what checking batch by batch in
+// one goroutine keeps. A read error before that point fails recovery (it
+// is not a torn tail: truncating could destroy good data).
 func (s *segment) recoverScan(cfg *Config, end int64, dec *record.Decoder) (valid, next, lastIndexed int64, ioErr error) {
-	bufs := [2][]byte{make([]byte, recoverChunkSize), make([]byte, recoverChunkSize)}
-	free := make(chan int, 2)
-	free <- 0
-	free <- 1
-	work := make(chan *recoverChunk, 2)
+	var bufs [recoverBuffers][]byte
+	free := make(chan int, recoverBuffers)
+	for i := range bufs {
+		free <- i
+	}
+	work := make(chan *recoverChunk, recoverBuffers)
 	next = s.base
+	var broken atomic.Bool // the worker met a bad batch: read no further
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		broken := false
 		for c := range work {
 			for i, b := range c.batches {
-				if broken {
+				if broken.Load() {
+					break
+				}
+				if c.claim(i) {
+					c.check(i)
+				}
+				if c.crc[i].Load() == crcBad {
+					broken.Store(true)
+					break
+				}
+				st, err := dec.LengthStats(b, 0)
+				if c.crc[i].Load() == crcBusy {
+					<-c.readerDone
+				}
+				if err != nil || c.crc[i].Load() != crcOK {
+					broken.Store(true)
 					break
 				}
 				pos, h := c.pos[i], &c.headers[i]
-				st, err := dec.Stats(b, 0)
-				if err != nil {
-					broken = true
-					break
-				}
 				if pos-lastIndexed > cfg.IndexIntervalBytes && pos > 0 {
 					if s.oidx.Append(h.LastOffset(), int32(pos)) == nil {
 						s.tidx.MaybeAppend(max(s.maxTs.Load(), h.MaxTimestamp), s.offsetOfMaxAfter(h.MaxTimestamp, h.LastOffset()), false)
@@ -516,16 +562,31 @@ func (s *segment) recoverScan(cfg *Config, end int64, dec *record.Decoder) (vali
 				next = h.NextOffset()
 				valid = pos + int64(len(b))
 			}
+			<-c.readerDone // the reader no longer touches the buffer
 			free <- c.buf
 		}
 	}()
+	// send hands a chunk to the worker, then checks CRCs from its last
+	// batch down until it meets the worker.
+	send := func(c *recoverChunk) {
+		c.crc = make([]atomic.Int32, len(c.batches))
+		c.readerDone = make(chan struct{})
+		work <- c
+		for i := len(c.batches) - 1; i >= 0 && !broken.Load() && c.claim(i); i-- {
+			c.check(i)
+		}
+		close(c.readerDone)
+	}
 	prevNext := s.base
 	pos := int64(0)
 	var big []byte // a batch larger than a chunk gets a buffer of its own
 scan:
-	for pos < end {
+	for pos < end && !broken.Load() {
 		bi := <-free
 		n := int(min(int64(recoverChunkSize), end-pos))
+		if len(bufs[bi]) < n { // a small segment needs no whole chunk
+			bufs[bi] = make([]byte, n)
+		}
 		buf := bufs[bi][:n]
 		if m, err := s.log.ReadAt(buf, pos); m < n {
 			// A read error is not a torn tail: truncating here could
@@ -542,18 +603,15 @@ scan:
 		for off < n {
 			rest := buf[off:]
 			if len(rest) < 17 {
-				if pos+int64(off)+17 > end {
-					break
-				}
-				break // the header straddles the chunk: next chunk starts here
+				break // the header straddles the chunk (or a torn tail): next chunk starts here
 			}
 			size, err := record.PeekSize(rest)
 			if err != nil {
-				work <- c
+				send(c)
 				break scan
 			}
 			if size > end-(pos+int64(off)) {
-				work <- c
+				send(c)
 				break scan // torn tail
 			}
 			var b []byte
@@ -570,14 +628,14 @@ scan:
 						err = io.ErrUnexpectedEOF
 					}
 					ioErr = err
-					work <- c
+					send(c)
 					break scan
 				}
 				b, isBig = big, true
 			}
-			h, err := s.validBatch(b, prevNext)
+			h, err := s.batchHeader(b, prevNext)
 			if err != nil {
-				work <- c
+				send(c)
 				break scan
 			}
 			c.pos = append(c.pos, pos+int64(off))
@@ -593,11 +651,17 @@ scan:
 			free <- bi
 			break // nothing whole fits: a torn tail shorter than a header
 		}
-		work <- c
+		send(c)
 		pos += int64(off)
 	}
 	close(work)
 	<-done
+	if broken.Load() {
+		// The worker stopped at a bad batch before anything the reader
+		// failed to read: the original single pass would have stopped
+		// there too.
+		ioErr = nil
+	}
 	return valid, next, lastIndexed, ioErr
 }
 
@@ -660,7 +724,7 @@ func (s *segment) buildText() error {
 			h, err = record.ParseHeader(b)
 			if err == nil {
 				var st record.TextStats
-				if st, err = dec.Stats(b, 0); err == nil {
+				if st, err = dec.LengthStats(b, 0); err == nil {
 					s.text.add(pos, int64(len(b)), h.BaseOffset, st)
 					continue
 				}
