@@ -15,7 +15,7 @@ import (
 // several read chunks of the recovery pipeline, at batches around the chunk
 // boundaries and inside chunks, in each way recovery must catch: a CRC
 // mismatch, records that do not decode under a valid CRC, and a base offset
-// that goes backwards. Recovery must keep exactly the batches before the
+// that goes backwards or leaves a gap. Recovery must keep exactly the batches before the
 // damaged one, whichever goroutine of the pipeline checks what, and the
 // rebuilt text map and indexes must serve the kept records.
 func TestRecoveryDamageAcrossChunks(t *testing.T) {
@@ -71,6 +71,9 @@ func TestRecoveryDamageAcrossChunks(t *testing.T) {
 			binary.BigEndian.PutUint32(b[17:], record.CRC(b))
 		},
 		"offset": func(b []byte) { binary.BigEndian.PutUint64(b[0:], 0) },
+		// A flipped low bit of the base offset (outside the CRC): a gap
+		// the dense active segment cannot have.
+		"gap": func(b []byte) { binary.BigEndian.PutUint64(b[0:], binary.BigEndian.Uint64(b[0:])+1) },
 	}
 	for i := range pick {
 		for name, damage := range damages {

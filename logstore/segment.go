@@ -397,8 +397,8 @@ func (s *segment) seal() error {
 
 // batchHeader checks one whole batch b as recovery does, all but its CRC:
 // its header, and offsets that move forward from prevNext and fit the
-// segment.
-func (s *segment) batchHeader(b []byte, prevNext int64) (record.Header, error) {
+// segment. In a dense segment each batch must start exactly at prevNext.
+func (s *segment) batchHeader(b []byte, prevNext int64, dense bool) (record.Header, error) {
 	h, err := record.ParseHeader(b)
 	if err != nil {
 		return h, err
@@ -406,7 +406,8 @@ func (s *segment) batchHeader(b []byte, prevNext int64) (record.Header, error) {
 	if h.Size() != int64(len(b)) {
 		return h, fmt.Errorf("%w: batch of %d bytes in %d", record.ErrCorrupt, h.Size(), len(b))
 	}
-	if h.BaseOffset < prevNext || h.LastOffsetDelta < 0 || h.LastOffset()-s.base > math.MaxInt32 {
+	if h.BaseOffset < prevNext || h.LastOffsetDelta < 0 || h.LastOffset()-s.base > math.MaxInt32 ||
+		(dense && h.BaseOffset != prevNext) {
 		return h, fmt.Errorf("%w: batch offsets %d..%d do not follow %d", record.ErrCorrupt, h.BaseOffset, h.LastOffset(), prevNext)
 	}
 	return h, nil
@@ -434,7 +435,12 @@ func (s *segment) recover(cfg *Config, writable bool, dec *record.Decoder) (int6
 	s.lastBatchPos.Store(-1)
 	s.firstBatchTs = -1
 	s.bytesSinceIndex = 0
-	valid, prevNext, lastIndexed, err := s.recoverScan(cfg, end, dec)
+	// The active segment is dense: offsets are assigned one after another
+	// and the cleaner never rewrites it. The base offset lies outside the
+	// batch CRC, so a gap there is damage to that field (a flipped bit),
+	// and the batch is cut like any other corrupt one. Closed segments
+	// may have been compacted, and compaction leaves gaps.
+	valid, prevNext, lastIndexed, err := s.recoverScan(cfg, end, dec, writable)
 	if err != nil {
 		return 0, fmt.Errorf("reading %s: %w", s.path(logSuffix), err)
 	}
@@ -500,7 +506,8 @@ const (
 
 // recoverScan validates every batch of the segment from position 0 and
 // rebuilds the indexes and the text map, stopping at the first batch that
-// is torn, fails its CRC, goes backwards or does not decode. It returns the
+// is torn, fails its CRC, goes backwards (in a dense segment: does not
+// start exactly at the previous batch's next offset) or does not decode. It returns the
 // valid length, the next offset and the position of the last index entry.
 //
 // The work is split in a pipeline over a few buffers: this goroutine reads
@@ -511,7 +518,7 @@ const (
 // everything before it is kept, which is what checking batch by batch in
 // one goroutine keeps. A read error before that point fails recovery (it
 // is not a torn tail: truncating could destroy good data).
-func (s *segment) recoverScan(cfg *Config, end int64, dec *record.Decoder) (valid, next, lastIndexed int64, ioErr error) {
+func (s *segment) recoverScan(cfg *Config, end int64, dec *record.Decoder, dense bool) (valid, next, lastIndexed int64, ioErr error) {
 	var bufs [recoverBuffers][]byte
 	free := make(chan int, recoverBuffers)
 	for i := range bufs {
@@ -633,7 +640,7 @@ scan:
 				}
 				b, isBig = big, true
 			}
-			h, err := s.batchHeader(b, prevNext)
+			h, err := s.batchHeader(b, prevNext, dense)
 			if err != nil {
 				send(c)
 				break scan
