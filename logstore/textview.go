@@ -47,6 +47,7 @@ type TextView struct {
 	hintReads int
 	hintBelow int64 // text of the batch's records below from
 	hintSize  int64 // text of the whole batch
+	hintSplit record.TextSplit
 }
 
 // Text opens a view from offset from; ErrOffsetOutOfRange when from is
@@ -188,17 +189,18 @@ func (v *TextView) textBefore(s *segment, offset int64) (int64, error) {
 		if err := record.Validate(b); err != nil {
 			return 0, &CorruptError{Path: s.path(logSuffix), Pos: pos, Err: err}
 		}
-		below, rest, err := v.dec.TextStatsSplit(b, offset)
+		sp, err := v.dec.SplitText(b, offset)
 		if err != nil {
 			return 0, &CorruptError{Path: s.path(logSuffix), Pos: pos, Err: err}
 		}
+		below, rest := sp.Below, sp.Rest
 		// Back up to the batch: it is still in the buffer, and the first
 		// read continues from here as from a cursor.
 		sc.pos = pos
 		kept = true
 		v.cur, v.curSeg, v.curBt, v.curNext = sc, s, t, prevNext
 		v.hintSeg, v.hintPos, v.hintReads = s, pos, sc.reads
-		v.hintBelow, v.hintSize = below.Size(sepLen), below.Size(sepLen)+rest.Size(sepLen)
+		v.hintBelow, v.hintSize, v.hintSplit = below.Size(sepLen), below.Size(sepLen)+rest.Size(sepLen), sp
 		return t + v.hintBelow, nil
 	}
 }
@@ -397,13 +399,15 @@ func (v *TextView) readSegment(s *segment, b []byte, t, end int64) (_ int, rerr 
 		}
 		// A read from the view's first offset renders the batch from
 		// there: the records before it are text it will not show.
-		start, from := bt, int64(allOffsets)
-		if hinted && t >= bt+v.hintBelow {
-			start, from = bt+v.hintBelow, v.from
-		}
-		// (AppendText from `from` renders what Stats(batch, from) sized:
+		// (AppendTextSplit renders what Stats(batch, from) sized:
 		// hintSize - hintBelow bytes, ending where the batch's text does.)
-		v.cache, err = v.dec.AppendText(v.cache[:0], batch, from, v.sep)
+		start := bt
+		if hinted && t >= bt+v.hintBelow {
+			start = bt + v.hintBelow
+			v.cache, err = v.dec.AppendTextSplit(v.cache[:0], batch, &v.hintSplit, v.sep)
+		} else {
+			v.cache, err = v.dec.AppendText(v.cache[:0], batch, allOffsets, v.sep)
+		}
 		if err != nil {
 			v.cacheSeg = nil
 			return n, &CorruptError{Path: s.path(logSuffix), Pos: pos, Err: err}

@@ -8,6 +8,20 @@ import "math"
 // same checks but keeps only the four counts, in one pass instead of the
 // two of Stats(b, 0) - Stats(b, offset).
 
+// TextSplit is a batch's records divided at an offset, from SplitText.
+type TextSplit struct {
+	Below TextStats // records with offset < at
+	Rest  TextStats // records with offset >= at: Stats(b, at)
+
+	at int64
+	// Where the rest starts in an uncompressed batch whose records below
+	// at all come first: AppendTextSplit renders from there without
+	// decoding the records before it.
+	pos   int
+	index int32
+	mark  bool
+}
+
 // TextStatsSplit returns the TextStats of the records of batch b with
 // offset < at and of those with offset >= at, in one pass: rest is
 // Stats(b, at) and below+rest is Stats(b, allOffsets) (so a batch whose
@@ -16,23 +30,32 @@ import "math"
 // exactly the batches Stats fails on (with Stats' error), and like Stats it
 // does not check the CRC. Control batches count nothing.
 func (d *Decoder) TextStatsSplit(b []byte, at int64) (below, rest TextStats, err error) {
+	sp, err := d.SplitText(b, at)
+	return sp.Below, sp.Rest, err
+}
+
+// SplitText is TextStatsSplit, keeping where the records at or above at
+// start for AppendTextSplit.
+func (d *Decoder) SplitText(b []byte, at int64) (TextSplit, error) {
+	sp := TextSplit{at: at}
 	h, err := parseWhole(b)
 	if err != nil {
-		return below, rest, err
+		return sp, err
 	}
 	if h.Control() {
-		return below, rest, nil
+		return sp, nil
 	}
 	defer d.release()
 	var it recordIter
 	if err := d.openParsed(b, &it, &h); err != nil {
-		return below, rest, err
+		return sp, err
 	}
 	if h.NextOffset() <= at {
 		at = math.MaxInt64 // records may claim deltas past LastOffsetDelta
 	}
-	if below, rest, ok := walkSplit(it.s, int(it.n), it.baseOffset, at); ok {
-		return below, rest, nil
+	if walkSplit(&sp, it.s, int(it.n), it.baseOffset, at) {
+		sp.mark = sp.mark && !it.compressed
+		return sp, nil
 	}
 	// Something is wrong with the records: let the decoder find it and
 	// word the error.
@@ -40,12 +63,49 @@ func (d *Decoder) TextStatsSplit(b []byte, at int64) (below, rest TextStats, err
 	for {
 		ok, err := it.next(&r, nil)
 		if err != nil {
-			return TextStats{}, TextStats{}, err
+			return TextSplit{at: sp.at}, err
 		}
 		if !ok {
 			// walkSplit and next disagree: a bug, but never a size.
-			return TextStats{}, TextStats{}, errorf(ErrCorrupt, offRecords, "records do not decode consistently")
+			return TextSplit{at: sp.at}, errorf(ErrCorrupt, offRecords, "records do not decode consistently")
 		}
+	}
+}
+
+// AppendTextSplit is AppendText(dst, b, at, keySep) for the batch b that
+// SplitText(b, at) returned sp for. When the records below at come first
+// in an uncompressed batch it renders from the first record at or above
+// at, without decoding those before it (SplitText checked them).
+func (d *Decoder) AppendTextSplit(dst []byte, b []byte, sp *TextSplit, keySep []byte) ([]byte, error) {
+	if !sp.mark {
+		return d.AppendText(dst, b, sp.at, keySep)
+	}
+	h, err := parseWhole(b)
+	if err != nil {
+		return dst, err
+	}
+	var it recordIter
+	if h.Codec() != CodecNone || h.Control() || d.openParsed(b, &it, &h) != nil || sp.pos > len(it.s) || sp.index > it.n {
+		return d.AppendText(dst, b, sp.at, keySep) // not the batch sp is for
+	}
+	it.off, it.i = sp.pos, sp.index
+	orig := len(dst)
+	keyed := len(keySep) > 0
+	var r Record
+	for {
+		ok, err := it.next(&r, nil)
+		if err != nil {
+			return dst[:orig], err
+		}
+		if !ok {
+			return dst, nil
+		}
+		if keyed && r.Key != nil {
+			dst = append(dst, r.Key...)
+			dst = append(dst, keySep...)
+		}
+		dst = append(dst, r.Value...)
+		dst = append(dst, '\n')
 	}
 }
 
@@ -93,12 +153,17 @@ func bytesLen(rec []byte, q int) (int32, int, bool) {
 	return l, q + int(l), true
 }
 
-// walkSplit sums the text stats of the n records in region s whose offset
-// (base + offset delta) is below at, and of the others, applying every
-// check of recordIter.next to every record. ok is false if any check fails.
-func walkSplit(s []byte, n int, base, at int64) (below, rest TextStats, ok bool) {
+// walkSplit sums into sp the text stats of the n records in region s whose
+// offset (base + offset delta) is below at, and of the others, applying
+// every check of recordIter.next to every record, and marks where the
+// others start if they all follow the records below at. It returns false
+// if any check fails.
+func walkSplit(sp *TextSplit, s []byte, n int, base, at int64) bool {
+	var below, rest TextStats
 	off := 0
+	sp.pos, sp.index, sp.mark = len(s), int32(n), true
 	for i := 0; i < n; i++ {
+		start := off
 		// One-byte varints are decoded inline (zz), longer ones by
 		// varintLong: a call per field costs more than the field.
 		var length int32
@@ -106,11 +171,11 @@ func walkSplit(s []byte, n int, base, at int64) (below, rest TextStats, ok bool)
 		if off < len(s) && s[off] < 0x80 {
 			length = zz(s[off])
 		} else if length, m = varintLong(s, off); m <= 0 {
-			return below, rest, false
+			return false
 		}
 		p := off + m
 		if length < 1 || int(length) > len(s)-p {
-			return below, rest, false // length 0 cannot hold the attributes
+			return false // length 0 cannot hold the attributes
 		}
 		rec := s[p : p+int(length)]
 		off = p + int(length)
@@ -120,7 +185,7 @@ func walkSplit(s []byte, n int, base, at int64) (below, rest TextStats, ok bool)
 		} else {
 			_, m := readVarlong(rec[q:])
 			if m <= 0 {
-				return below, rest, false
+				return false
 			}
 			q += m
 		}
@@ -130,7 +195,7 @@ func walkSplit(s []byte, n int, base, at int64) (below, rest TextStats, ok bool)
 			q++
 		} else {
 			if delta, m = varintLong(rec, q); m <= 0 {
-				return below, rest, false
+				return false
 			}
 			q += m
 		}
@@ -140,17 +205,17 @@ func walkSplit(s []byte, n int, base, at int64) (below, rest TextStats, ok bool)
 			q++
 		} else {
 			if klen, m = varintLong(rec, q); m <= 0 {
-				return below, rest, false
+				return false
 			}
 			q += m
 		}
 		if klen > 0 {
 			if int(klen) > len(rec)-q {
-				return below, rest, false
+				return false
 			}
 			q += int(klen)
 		} else if klen < -1 {
-			return below, rest, false
+			return false
 		}
 		var vlen int32
 		if q < len(rec) && rec[q] < 0x80 {
@@ -158,44 +223,49 @@ func walkSplit(s []byte, n int, base, at int64) (below, rest TextStats, ok bool)
 			q++
 		} else {
 			if vlen, m = varintLong(rec, q); m <= 0 {
-				return below, rest, false
+				return false
 			}
 			q += m
 		}
 		if vlen > 0 {
 			if int(vlen) > len(rec)-q {
-				return below, rest, false
+				return false
 			}
 			q += int(vlen)
 		} else if vlen < -1 {
-			return below, rest, false
+			return false
 		}
 		// Headers: the count, then a key (never null) and value each.
 		if q != len(rec)-1 || rec[q] != 0 {
 			count, m := varintAt(rec, q)
 			if m <= 0 {
-				return below, rest, false
+				return false
 			}
 			q += m
 			if count < 0 || int(count) > (len(rec)-q)/2 {
-				return below, rest, false
+				return false
 			}
 			for j := int32(0); j < count; j++ {
 				kl, qk, good := bytesLen(rec, q)
 				if !good || kl < 0 {
-					return below, rest, false
+					return false
 				}
 				if _, q, good = bytesLen(rec, qk); !good {
-					return below, rest, false
+					return false
 				}
 			}
 			if q != len(rec) {
-				return below, rest, false
+				return false
 			}
 		}
 		st := &rest
 		if at == math.MaxInt64 || base+int64(delta) < at {
 			st = &below
+			if rest.Lines > 0 {
+				sp.mark = false // a record below at after one above it
+			}
+		} else if rest.Lines == 0 {
+			sp.pos, sp.index = start, int32(i)
 		}
 		st.Lines++
 		if vlen > 0 {
@@ -206,7 +276,8 @@ func walkSplit(s []byte, n int, base, at int64) (below, rest TextStats, ok bool)
 			st.KeyBytes += int64(klen)
 		}
 	}
-	return below, rest, off == len(s)
+	sp.Below, sp.Rest = below, rest
+	return off == len(s)
 }
 
 // zz decodes a one-byte zigzag varint.

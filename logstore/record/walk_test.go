@@ -32,6 +32,21 @@ func checkBelow(t testing.TB, d *Decoder, b []byte, below int64) {
 	if got != want || rest != tail {
 		t.Fatalf("below %d: %+v %+v, want %+v %+v", below, got, rest, want, tail)
 	}
+	// Rendering from the split is rendering from below.
+	sp, err := d.SplitText(b, below)
+	if err != nil || sp.Below != got || sp.Rest != rest {
+		t.Fatalf("SplitText %+v, %v; TextStatsSplit %+v %+v", sp, err, got, rest)
+	}
+	for _, sep := range [][]byte{nil, []byte("=")} {
+		wantText, werr := d.AppendText([]byte("x"), b, below, sep)
+		gotText, gerr := d.AppendTextSplit([]byte("x"), b, &sp, sep)
+		if (werr == nil) != (gerr == nil) || !bytes.Equal(gotText, wantText) {
+			t.Fatalf("below %d sep %q: AppendTextSplit %q, %v; AppendText %q, %v", below, sep, gotText, gerr, wantText, werr)
+		}
+		if werr == nil && int64(len(wantText)-1) != rest.Size(len(sep)) {
+			t.Fatalf("below %d: rendered %d bytes, rest %d", below, len(wantText)-1, rest.Size(len(sep)))
+		}
+	}
 }
 
 func randBytes(r *rand.Rand, maxLen int) []byte {
@@ -103,6 +118,10 @@ func TestTextStatsSplit(t *testing.T) {
 	// The seeds of the fuzzers: the real Kafka segment and AppendLines text.
 	seeds, _ := splitBatches(t, readTestdata(t, kafkaSegment))
 	lines, _ := AppendLines(nil, []byte("k=v\nx\n=\n\n=v\nk=\n"), 1700000000000, []byte("="))
+	// The batches `cat` makes are rendered from the mark.
+	if sp, err := d.SplitText(lines, 2); err != nil || !sp.mark || sp.index != 2 {
+		t.Fatalf("AppendLines batch split at 2: %+v, %v", sp, err)
+	}
 	for _, b := range append(seeds, lines) {
 		for below := int64(-1); below < 10; below++ {
 			checkBelow(t, &d, b, below)
@@ -138,6 +157,26 @@ func BenchmarkTextStatsSplit(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			d.Stats(batch, 0)
 			d.Stats(batch, int64(i%n))
+		}
+	})
+}
+
+// BenchmarkAppendTextSplit renders a 1300-line batch from a random offset
+// from its split, and with AppendText.
+func BenchmarkAppendTextSplit(b *testing.B) {
+	batch, n := AppendLines(nil, bytes.Repeat([]byte(strings.Repeat("s", 99)+"\n"), 1300), 1, nil)
+	var d Decoder
+	var dst []byte
+	b.Run("split", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			sp, _ := d.SplitText(batch, int64(i%n))
+			dst, _ = d.AppendTextSplit(dst[:0], batch, &sp, nil)
+		}
+	})
+	b.Run("appendtext", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			d.TextStatsSplit(batch, int64(i%n))
+			dst, _ = d.AppendText(dst[:0], batch, int64(i%n), nil)
 		}
 	})
 }
