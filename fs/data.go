@@ -44,6 +44,7 @@ var (
 	_ gofs.NodeGetattrer   = (*textNode)(nil)
 	_ gofs.NodeSetattrer   = (*textNode)(nil)
 	_ gofs.NodeFsyncer     = (*textNode)(nil)
+	_ gofs.NodeFlusher     = (*textNode)(nil)
 	_ gofs.NodeOnForgetter = (*textNode)(nil)
 )
 
@@ -349,6 +350,16 @@ func (n *textNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetA
 	}
 	n.attr(&out.Attr, size)
 	return 0
+}
+
+// Flush is ENOSYS, which makes the kernel stop sending FLUSH at every
+// close(2) on the mount (fuse_flush sets no_flush): no handle of segfs
+// holds anything for close to push (a WRITE is answered once its lines are
+// appended; an unfinished line waits for RELEASE either way), so each
+// FLUSH was a synchronous round trip for nothing, one of the four of a
+// `head -n1 offset/N` (LOOKUP, OPEN, READ, FLUSH; RELEASE is async).
+func (n *textNode) Flush(ctx context.Context, f gofs.FileHandle) syscall.Errno {
+	return syscall.ENOSYS
 }
 
 // Fsync makes everything appended to the partition so far durable. It is

@@ -44,7 +44,9 @@
 // AppendLines call whatever its offset; the unfinished tail waits in the
 // handle (lineAssembler) and becomes a record at RELEASE, that is shortly
 // after the last close of the open file description, not at FLUSH, which
-// comes once per close of every dup and may come before the first write.
+// comes once per close of every dup and may come before the first write
+// (and which segfs answers ENOSYS, so the kernel stops sending it: it has
+// nothing to do, and each one cost close(2) a round trip).
 // The reply is sent after AppendLines returned: a write(2) that returned
 // is in the segment file. A line longer than max.message.bytes fails with
 // EMSGSIZE and nothing of it is stored.

@@ -42,9 +42,14 @@ func newNotifier(log *slog.Logger) *notifier {
 // watch is one partition's set of watched nodes.
 type watch struct {
 	nodes map[*textNode]struct{}
-	// kick wakes the goroutine for a round: a node just added may have
-	// attributes from before a change the last round announced.
-	kick chan struct{}
+	// fresh are the nodes added since the last round, and kick wakes the
+	// goroutine for them: a node just added may have attributes from
+	// before a change the last round announced. Only they need that
+	// round: every `head -n1 offset/N` adds a node, and notifying all the
+	// watched ones (up to thousands) for each cost a fifth of the
+	// daemon's CPU in a lookup loop.
+	fresh []*textNode
+	kick  chan struct{}
 }
 
 // add watches n. The partition's goroutine starts with its first node and
@@ -62,7 +67,10 @@ func (w *notifier) add(n *textNode) {
 		w.wg.Add(1)
 		go w.run(n.part, wt.kick)
 	}
-	wt.nodes[n] = struct{}{}
+	if _, ok := wt.nodes[n]; !ok {
+		wt.nodes[n] = struct{}{}
+		wt.fresh = append(wt.fresh, n)
+	}
 	select {
 	case wt.kick <- struct{}{}:
 	default:
@@ -77,12 +85,25 @@ func (w *notifier) remove(n *textNode) {
 	}
 }
 
-func (w *notifier) snapshot(p *logstore.Partition) []*textNode {
+// snapshot returns the nodes of p's round: all of them, or (!all) those
+// added since the last round that are still watched.
+func (w *notifier) snapshot(p *logstore.Partition, all bool) []*textNode {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	wt := w.watches[p]
 	if wt == nil {
 		return nil
+	}
+	fresh := wt.fresh
+	wt.fresh = nil
+	if !all {
+		ns := fresh[:0]
+		for _, n := range fresh {
+			if _, ok := wt.nodes[n]; ok {
+				ns = append(ns, n)
+			}
+		}
+		return ns
 	}
 	ns := make([]*textNode, 0, len(wt.nodes))
 	for n := range wt.nodes {
@@ -98,17 +119,27 @@ func (w *notifier) run(p *logstore.Partition, kick <-chan struct{}) {
 		return
 	}
 	for {
+		all := false
 		select {
 		case <-changed:
+			all = true
 		case <-kick:
+			// A change may have landed too: then every node hears.
+			select {
+			case <-changed:
+				all = true
+			default:
+			}
 		case <-w.stopc:
 			return
 		}
-		// Take the next channel before notifying, so a change that
-		// lands while we notify wakes the next round.
-		changed = p.Changed()
+		if all {
+			// Take the next channel before notifying, so a change
+			// that lands while we notify wakes the next round.
+			changed = p.Changed()
+		}
 		gen := p.Generation()
-		for _, n := range w.snapshot(p) {
+		for _, n := range w.snapshot(p, all) {
 			// ENOENT for a node the kernel forgot: fine.
 			if errno := n.NotifyContent(-1, 0); errno != 0 {
 				w.log.Debug("notify", "file", n.name, "errno", errno)

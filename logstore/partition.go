@@ -492,6 +492,10 @@ func (p *Partition) LookupTime(ts int64) (offset, recordTs int64, ok bool, err e
 	segs := p.acquireSegments(start)
 	defer releaseAll(segs)
 	var dec record.Decoder
+	// A pooled buffer: a time/T lookup reads a batch or two, and a fresh
+	// buffer each time was 160 KB of garbage per lookup.
+	buf := getBuf()
+	defer func() { putBuf(buf) }()
 	for _, s := range segs {
 		if s.maxTs.Load() < ts {
 			continue
@@ -505,8 +509,9 @@ func (p *Partition) LookupTime(ts int64) (offset, recordTs int64, ok bool, err e
 		if !found {
 			continue
 		}
-		sc := newScanner(s.log, s.path(logSuffix), pos, limit, nil)
+		sc := newScanner(s.log, s.path(logSuffix), pos, limit, buf)
 		for {
+			buf = sc.buf[:0] // ensure may have grown it
 			_, b, err := sc.next()
 			if err == io.EOF {
 				break

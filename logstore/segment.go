@@ -218,6 +218,7 @@ type batchScanner struct {
 	bufPos   int64
 	bufLen   int
 	readSize int // next refill size: starts small, doubles up to scanBufSize
+	reads    int // preads so far: the buffer's bytes change only with it
 }
 
 const (
@@ -256,6 +257,7 @@ func (sc *batchScanner) ensure(pos int64, n int) ([]byte, error) {
 		sc.buf = make([]byte, want)
 	}
 	sc.buf = sc.buf[:cap(sc.buf)]
+	sc.reads++
 	m, err := sc.f.ReadAt(sc.buf[:want], pos)
 	if m < n {
 		if err == nil || err == io.EOF {

@@ -85,6 +85,24 @@ func (m *textMap) floorOffset(off int64) textEntry {
 	return m.entries[i-1]
 }
 
+// floorOffsetSpan is floorOffset with the bytes from the entry to the next
+// one (or to the end of the map): the batches there hold off when the
+// entry does not end below it. found is false when no entry is <= off (the
+// zero entry returned then starts the segment).
+func (m *textMap) floorOffsetSpan(off int64) (e textEntry, span int64, found bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	i := sort.Search(len(m.entries), func(i int) bool { return m.entries[i].offset > off })
+	next := m.end
+	if i < len(m.entries) {
+		next = m.entries[i].pos
+	}
+	if i > 0 {
+		e = m.entries[i-1]
+	}
+	return e, next - e.pos, i > 0
+}
+
 // The .textindex file: magic, log size it describes, entry count, entries
 // (pos, offset, 4 stats), totals (4 stats), CRC-32C of everything before.
 var textMagic = [8]byte{'S', 'E', 'G', 'F', 'S', 'T', 'X', '1'}

@@ -38,6 +38,16 @@ type TextView struct {
 	curBt   int64 // text position (in curSeg) of the batch at cur.pos
 	curNext int64 // offset the batch at cur.pos must not start below
 	cur     *batchScanner
+	// The batch Text found from in, left for the first read: its CRC was
+	// checked in the bytes cur still holds (cur.reads == hintReads), and
+	// its text size and the size below from are known, so that read
+	// neither checks nor sizes it again and renders it from `from` on.
+	hintSeg   *segment
+	hintPos   int64
+	hintReads int
+	hintBelow int64 // text of the batch's records below from
+	hintSize  int64 // text of the whole batch
+	hintSplit record.TextSplit
 }
 
 // Text opens a view from offset from; ErrOffsetOutOfRange when from is
@@ -124,17 +134,34 @@ func (p *Partition) pinViews() {
 	}
 }
 
-// textBefore is the rendered size of the records of s below offset.
+// textBefore is the rendered size of the records of s below offset. When
+// offset falls inside a batch it leaves that batch, checked and sized, as
+// the view's cursor and hint for the first read.
 func (v *TextView) textBefore(s *segment, offset int64) (int64, error) {
 	total, end, _ := s.text.snapshot()
 	if offset <= s.base {
 		return 0, nil
 	}
 	sepLen := len(v.sep)
-	e := s.text.floorOffset(offset)
+	e, span, found := s.text.floorOffsetSpan(offset)
 	t := e.before.Size(sepLen)
 	sc := newScanner(s.log, s.path(logSuffix), e.pos, end, v.buf)
-	defer func() { v.buf = sc.buf[:0] }()
+	// The batches from e to the next entry hold offset: read them in one
+	// pread rather than a small one for the first header and another for
+	// the rest.
+	sc.readSize = int(min(max(span, scanFirstRead), scanBufSize))
+	kept := false
+	defer func() {
+		if !kept {
+			v.buf = sc.buf[:0]
+		}
+	}()
+	// The offset checks of readSegment: a damaged BaseOffset (outside the
+	// CRC) must not make this walk pick the wrong batch.
+	prevNext, segNext, atEntry := e.offset, v.segNext(s), found
+	if !found {
+		prevNext = math.MinInt64 // offset lies below the first batch
+	}
 	for {
 		pos, b, err := sc.next()
 		if err == io.EOF {
@@ -144,30 +171,60 @@ func (v *TextView) textBefore(s *segment, offset int64) (int64, error) {
 			return 0, err
 		}
 		h, err := record.ParseHeader(b)
+		if err == nil {
+			err = checkBatchOffsets(&h, prevNext, segNext, atEntry)
+		}
 		if err != nil {
 			return 0, &CorruptError{Path: s.path(logSuffix), Pos: pos, Err: err}
 		}
 		if h.LastOffset() < offset {
-			st, err := v.dec.Stats(b, 0)
+			_, st, err := v.dec.TextStatsSplit(b, math.MinInt64)
 			if err != nil {
 				return 0, &CorruptError{Path: s.path(logSuffix), Pos: pos, Err: err}
 			}
 			t += st.Size(sepLen)
+			prevNext, atEntry = h.NextOffset(), false
 			continue
 		}
 		if err := record.Validate(b); err != nil {
 			return 0, &CorruptError{Path: s.path(logSuffix), Pos: pos, Err: err}
 		}
-		all, err := v.dec.Stats(b, 0)
+		sp, err := v.dec.SplitText(b, offset)
 		if err != nil {
 			return 0, &CorruptError{Path: s.path(logSuffix), Pos: pos, Err: err}
 		}
-		tail, err := v.dec.Stats(b, offset)
-		if err != nil {
-			return 0, &CorruptError{Path: s.path(logSuffix), Pos: pos, Err: err}
-		}
-		return t + all.Size(sepLen) - tail.Size(sepLen), nil
+		below, rest := sp.Below, sp.Rest
+		// Back up to the batch: it is still in the buffer, and the first
+		// read continues from here as from a cursor.
+		sc.pos = pos
+		kept = true
+		v.cur, v.curSeg, v.curBt, v.curNext = sc, s, t, prevNext
+		v.hintSeg, v.hintPos, v.hintReads = s, pos, sc.reads
+		v.hintBelow, v.hintSize, v.hintSplit = below.Size(sepLen), below.Size(sepLen)+rest.Size(sepLen), sp
+		return t + v.hintBelow, nil
 	}
+}
+
+// segNext is the offset no batch of s may reach: the next segment's base,
+// or unbounded for the active segment, whose end moves.
+func (v *TextView) segNext(s *segment) int64 {
+	segNext := s.next.Load()
+	if v.p.active() == s || segNext <= s.base {
+		return math.MaxInt64
+	}
+	return segNext
+}
+
+// checkBatchOffsets rejects a batch whose offsets do not follow prevNext
+// (exactly, at a text map entry) or leave the segment. BaseOffset lies
+// outside the CRC: a damaged one must not make the renderer drop records
+// (or the offsets lie).
+func checkBatchOffsets(h *record.Header, prevNext, segNext int64, atEntry bool) error {
+	if h.BaseOffset < prevNext || h.LastOffset() >= segNext || h.LastOffsetDelta < 0 ||
+		(atEntry && h.BaseOffset != prevNext) {
+		return fmt.Errorf("%w: batch offsets %d..%d outside [%d, %d)", record.ErrCorrupt, h.BaseOffset, h.LastOffset(), prevNext, segNext)
+	}
+	return nil
 }
 
 // From is the view's first offset.
@@ -282,13 +339,10 @@ func (v *TextView) readSegment(s *segment, b []byte, t, end int64) (_ int, rerr 
 			sc = newScanner(s.log, s.path(logSuffix), e.pos, end, v.buf)
 		}
 	}
-	prevNext, segNext := v.curNext, s.next.Load()
+	prevNext, segNext := v.curNext, v.segNext(s)
 	atEntry := !fromCursor // the text map recorded this batch's exact base
 	if atEntry {
 		prevNext = e.offset
-	}
-	if v.p.active() == s || segNext <= s.base {
-		segNext = math.MaxInt64 // the active segment's end moves
 	}
 	defer func() {
 		v.cur, v.curSeg, v.curBt, v.curNext = sc, s, bt, prevNext
@@ -310,33 +364,50 @@ func (v *TextView) readSegment(s *segment, b []byte, t, end int64) (_ int, rerr 
 		// renderer drop records (or the offsets lie), so batches must move
 		// forward from the text map's entry and stay inside the segment.
 		h, err := record.ParseHeader(batch)
-		if err == nil && (h.BaseOffset < prevNext || h.LastOffset() >= segNext || h.LastOffsetDelta < 0 ||
-			(atEntry && h.BaseOffset != prevNext)) {
-			err = fmt.Errorf("%w: batch offsets %d..%d outside [%d, %d)", record.ErrCorrupt, h.BaseOffset, h.LastOffset(), prevNext, segNext)
+		if err == nil {
+			err = checkBatchOffsets(&h, prevNext, segNext, atEntry)
 		}
 		if err != nil {
 			return n, &CorruptError{Path: s.path(logSuffix), Pos: pos, Err: err}
 		}
 		prevNext = h.NextOffset()
 		atEntry = false
+		// The batch Text found the view's first offset in is checked and
+		// sized already, if these are still the bytes it checked.
+		hinted := v.hintSeg == s && pos == v.hintPos && sc == v.cur && sc.reads == v.hintReads
+		v.hintSeg = nil
 		sz := int64(-1)
-		if bt < t {
+		if hinted {
+			sz = v.hintSize
+		} else if bt < t {
 			// Skipping ahead: sizing a batch is cheaper than rendering it.
-			st, err := v.dec.Stats(batch, allOffsets)
+			_, st, err := v.dec.TextStatsSplit(batch, math.MinInt64)
 			if err != nil {
 				return n, &CorruptError{Path: s.path(logSuffix), Pos: pos, Err: err}
 			}
 			sz = st.Size(sepLen)
-			if bt+sz <= t {
-				bt += sz
-				continue
-			}
+		}
+		if sz >= 0 && bt+sz <= t {
+			bt += sz
+			continue
 		}
 		// The batch holds wanted text: check it before a byte of it is shown.
-		if err := record.Validate(batch); err != nil {
-			return n, &CorruptError{Path: s.path(logSuffix), Pos: pos, Err: err}
+		if !hinted {
+			if err := record.Validate(batch); err != nil {
+				return n, &CorruptError{Path: s.path(logSuffix), Pos: pos, Err: err}
+			}
 		}
-		v.cache, err = v.dec.AppendText(v.cache[:0], batch, allOffsets, v.sep)
+		// A read from the view's first offset renders the batch from
+		// there: the records before it are text it will not show.
+		// (AppendTextSplit renders what Stats(batch, from) sized:
+		// hintSize - hintBelow bytes, ending where the batch's text does.)
+		start := bt
+		if hinted && t >= bt+v.hintBelow {
+			start = bt + v.hintBelow
+			v.cache, err = v.dec.AppendTextSplit(v.cache[:0], batch, &v.hintSplit, v.sep)
+		} else {
+			v.cache, err = v.dec.AppendText(v.cache[:0], batch, allOffsets, v.sep)
+		}
 		if err != nil {
 			v.cacheSeg = nil
 			return n, &CorruptError{Path: s.path(logSuffix), Pos: pos, Err: err}
@@ -344,8 +415,8 @@ func (v *TextView) readSegment(s *segment, b []byte, t, end int64) (_ int, rerr 
 		if sz < 0 {
 			sz = int64(len(v.cache))
 		}
-		v.cacheSeg, v.cacheStart = s, bt
-		c := copy(b[n:], v.cache[t-bt:])
+		v.cacheSeg, v.cacheStart = s, start
+		c := copy(b[n:], v.cache[t-start:])
 		n += c
 		t += int64(c)
 		bt += sz
