@@ -44,7 +44,7 @@ func walkStats(s []byte, n int32, base, from int64) (st TextStats, ok bool) {
 			length, p = zigzag(uint32(s[p])), p+1
 		} else if p+1 < len(s) && s[p+1] < 0x80 {
 			length, p = zigzag(uint32(s[p]&0x7f)|uint32(s[p+1])<<7), p+2
-		} else if length, p = varintAt(s, p); p < 0 {
+		} else if length, p = varintNext(s, p); p < 0 {
 			return TextStats{}, false
 		}
 		if length < 0 || int(length) > len(s)-p {
@@ -70,7 +70,7 @@ func walkStats(s []byte, n int32, base, from int64) (st TextStats, ok bool) {
 			delta, q = zigzag(uint32(rec[q])), q+1
 		} else if q+1 < len(rec) && rec[q+1] < 0x80 {
 			delta, q = zigzag(uint32(rec[q]&0x7f)|uint32(rec[q+1])<<7), q+2
-		} else if delta, q = varintAt(rec, q); q < 0 {
+		} else if delta, q = varintNext(rec, q); q < 0 {
 			return TextStats{}, false
 		}
 		// Key length and key.
@@ -79,7 +79,7 @@ func walkStats(s []byte, n int32, base, from int64) (st TextStats, ok bool) {
 			kl, q = zigzag(uint32(rec[q])), q+1
 		} else if q+1 < len(rec) && rec[q+1] < 0x80 {
 			kl, q = zigzag(uint32(rec[q]&0x7f)|uint32(rec[q+1])<<7), q+2
-		} else if kl, q = varintAt(rec, q); q < 0 {
+		} else if kl, q = varintNext(rec, q); q < 0 {
 			return TextStats{}, false
 		}
 		if kl < -1 || int(kl) > len(rec)-q {
@@ -94,7 +94,7 @@ func walkStats(s []byte, n int32, base, from int64) (st TextStats, ok bool) {
 			vl, q = zigzag(uint32(rec[q])), q+1
 		} else if q+1 < len(rec) && rec[q+1] < 0x80 {
 			vl, q = zigzag(uint32(rec[q]&0x7f)|uint32(rec[q+1])<<7), q+2
-		} else if vl, q = varintAt(rec, q); q < 0 {
+		} else if vl, q = varintNext(rec, q); q < 0 {
 			return TextStats{}, false
 		}
 		if vl < -1 || int(vl) > len(rec)-q {
@@ -130,9 +130,9 @@ func walkStats(s []byte, n int32, base, from int64) (st TextStats, ok bool) {
 // zigzag decodes a zig-zag encoded 32-bit value.
 func zigzag(u uint32) int32 { return int32(u>>1) ^ -int32(u&1) }
 
-// varintAt is readVarint at b[i:] (i <= len(b)): the value and the
+// varintNext is readVarint at b[i:] (i <= len(b)) giving the value and the
 // position after it, or a negative position where readVarint fails.
-func varintAt(b []byte, i int) (int32, int) {
+func varintNext(b []byte, i int) (int32, int) {
 	v, n := readVarint(b[i:])
 	if n <= 0 {
 		return 0, -1
@@ -143,13 +143,13 @@ func varintAt(b []byte, i int) (int32, int) {
 // skipHeaders steps *q over the header count and headers of rec, failing
 // where recordIter.next does: a bad count, a null key, a bad length.
 func skipHeaders(rec []byte, q *int) bool {
-	count, p := varintAt(rec, *q)
+	count, p := varintNext(rec, *q)
 	if p < 0 || count < 0 || int(count) > (len(rec)-p)/2 {
 		return false
 	}
 	for range count {
 		for j := range 2 {
-			l, r := varintAt(rec, p)
+			l, r := varintNext(rec, p)
 			if r < 0 || l < -1 || int(l) > len(rec)-r || (j == 0 && l == -1) {
 				return false
 			}
