@@ -27,9 +27,9 @@ func checkLengthStats(t testing.TB, d *Decoder, b []byte, from int64) {
 	}
 }
 
-// randBytes is nil, empty or random bytes of a length that needs one, two
+// randFieldBytes is nil, empty or random bytes of a length that needs one, two
 // or three varint bytes.
-func randBytes(r *rand.Rand) []byte {
+func randFieldBytes(r *rand.Rand) []byte {
 	switch r.IntN(6) {
 	case 0:
 		return nil
@@ -56,9 +56,9 @@ func randBatch(r *rand.Rand, c Codec) []byte {
 	for range 1 + r.IntN(40) {
 		var hdrs []RecordHeader
 		for range r.IntN(3) {
-			hdrs = append(hdrs, RecordHeader{Key: string(randBytes(r)), Value: randBytes(r)})
+			hdrs = append(hdrs, RecordHeader{Key: string(randFieldBytes(r)), Value: randFieldBytes(r)})
 		}
-		bl.Add(r.Int64N(1<<42)-1<<41, randBytes(r), randBytes(r), hdrs)
+		bl.Add(r.Int64N(1<<42)-1<<41, randFieldBytes(r), randFieldBytes(r), hdrs)
 	}
 	b, err := bl.Build(nil)
 	if err != nil {
