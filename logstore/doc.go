@@ -23,7 +23,11 @@
 // them durable (data, then indexes, then the recovery point). A roll seals
 // and fsyncs the old segment. A failed write is truncated away; if that
 // fails too, or an fsync fails, the partition is fenced and refuses appends
-// until a restart recovers it. Close writes checkpoints and the
+// until a restart recovers it. Batches of 64 KiB or more first reserve the
+// segment's blocks a few megabytes ahead with fallocate(FALLOC_FL_KEEP_SIZE)
+// (Kafka's preallocate, but invisible: the file size is always the bytes
+// written); sealing gives back the unused tail, and a failed reservation
+// only stops reserving. Close writes checkpoints and the
 // clean-shutdown marker; without the marker, Open validates every batch
 // from the recovery point on and truncates at the first torn or corrupt one.
 //

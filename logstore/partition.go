@@ -160,7 +160,18 @@ func (p *Partition) AppendLines(text []byte) (first, last int64, err error) {
 	// Check every line before anything is written: the call is all or nothing.
 	chunks := make([][]byte, 0, 1)
 	start, est := 0, int64(record.HeaderSize)
-	for i := 0; i < len(text); {
+	if !cfg.Compact() {
+		// The sum of the per-line estimates below is known from the line
+		// count alone (bytes.Count runs far faster than a walk line by
+		// line): when it fits, the walk could neither split the text nor
+		// find a line too long, so skip it.
+		n := int64(bytes.Count(text, []byte{'\n'}))
+		if record.HeaderSize+int64(len(text))-n+n*recOverhead <= limit {
+			start = len(text)
+			chunks = append(chunks, text)
+		}
+	}
+	for i := start; i < len(text); {
 		j := bytes.IndexByte(text[i:], '\n') + i
 		line := text[i:j]
 		if cfg.Compact() && (len(sep) == 0 || !bytes.Contains(line, sep)) {
@@ -183,7 +194,9 @@ func (p *Partition) AppendLines(text []byte) (first, last int64, err error) {
 		est += rec
 		i = j + 1
 	}
-	chunks = append(chunks, text[start:])
+	if start < len(text) {
+		chunks = append(chunks, text[start:])
+	}
 
 	p.amu.Lock()
 	defer p.amu.Unlock()

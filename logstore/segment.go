@@ -13,6 +13,7 @@ import (
 
 	"github.com/segfs/segfs/index"
 	"github.com/segfs/segfs/logstore/record"
+	"golang.org/x/sys/unix"
 )
 
 // File suffixes. .textindex is segfs's own (Kafka ignores it): the sparse
@@ -50,6 +51,8 @@ type segment struct {
 	firstBatchTs    int64 // MaxTimestamp of the first batch, -1 unknown
 	created         time.Time
 	rollJitter      int64
+	reserved        int64 // blocks are reserved past the size up to here (see reserve)
+	noReserve       bool  // a reservation failed (no fallocate, disk full): stop reserving
 
 	refs    atomic.Int32 // the partition holds one; readers hold others
 	deleted atomic.Bool  // renamed .deleted: remove the files at the last release
@@ -306,10 +309,15 @@ func (sc *batchScanner) next() (int64, []byte, error) {
 // the partition's append lock and publishes the new end afterwards.
 func (s *segment) appendBatch(b []byte, h *record.Header, st record.TextStats, cfg *Config) error {
 	pos := s.size.Load()
+	if len(b) >= reserveMinBatch {
+		s.reserve(pos+int64(len(b)), cfg.SegmentBytes)
+	}
 	if _, err := s.log.WriteAt(b, pos); err != nil {
 		// Take back whatever part of the batch reached the file, so the
 		// log never holds a torn batch; a failed truncate is the caller's
-		// cue to fence the partition.
+		// cue to fence the partition. The truncate also frees any
+		// reservation: stop reserving for this segment.
+		s.reserved, s.noReserve = 0, true
 		if terr := s.log.Truncate(pos); terr != nil {
 			return &writeFailure{err: err, fatal: true}
 		}
@@ -338,6 +346,81 @@ func (s *segment) appendBatch(b []byte, h *record.Header, st record.TextStats, c
 	s.next.Store(last + 1)
 	s.size.Store(pos + int64(len(b)))
 	return nil
+}
+
+// Block reservation for bulk appends. Appending to the end of a file makes
+// the filesystem find blocks (ext4: a delayed-allocation reservation per
+// page) inside every pwrite, on the critical path of the writer's reply.
+// Large appends therefore reserve the blocks ahead of the writer, a few
+// megabytes at a time, with fallocate(FALLOC_FL_KEEP_SIZE): the file's size
+// stays the bytes written, so readers, recovery, Kafka and a kill -9 see
+// exactly what they saw without it, and the unused tail is given back when
+// the segment is sealed (releaseReserve). Small appends (a line at a time)
+// never reserve, so idle partitions hold no extra space. Kafka's
+// preallocate (whole segment, size included) is a different thing.
+const (
+	reserveStep     = 4 << 20  // reserve this far past the end of the append
+	reserveMinBatch = 64 << 10 // only batches at least this large reserve
+)
+
+// reserve makes sure the blocks of the file are allocated up to end, and
+// reserveStep beyond it (never past limit, the segment's maximum size). Any
+// failure (no fallocate on this filesystem, ENOSPC, EDQUOT) only stops the
+// reservations for this segment: the write that follows then allocates its
+// blocks, and succeeds or fails, exactly as without them. The caller holds
+// the partition's append lock.
+func (s *segment) reserve(end, limit int64) {
+	if end <= s.reserved || s.noReserve {
+		return
+	}
+	from := max(s.reserved, s.size.Load())
+	to := min(end+reserveStep, limit, math.MaxInt32)
+	if to <= from {
+		return
+	}
+	if err := fallocateKeepSize(s.log, from, to-from); err != nil {
+		s.noReserve = true
+		return
+	}
+	s.reserved = to
+}
+
+// fallocateKeepSize is fallocate(2) with FALLOC_FL_KEEP_SIZE, a variable so
+// that tests can make it fail.
+var fallocateKeepSize = func(f *os.File, off, n int64) error {
+	for {
+		err := unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_KEEP_SIZE, off, n)
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// releaseReserve frees blocks past the end of the file: the unused part of
+// this process's reservations, or one left by a process killed while the
+// segment was active. It is an ftruncate to the current size (ext4, XFS and
+// tmpfs free the blocks past EOF even when the size does not change), so
+// the size never changes; the mtime it bumps is put back, because retention
+// falls back to it for segments without timestamps. Best effort: blocks it
+// cannot free only cost space until the segment is deleted.
+func (s *segment) releaseReserve() {
+	reserved := s.reserved
+	s.reserved, s.noReserve = 0, true
+	var st unix.Stat_t
+	if err := unix.Fstat(int(s.log.Fd()), &st); err != nil {
+		return
+	}
+	// st_blocks also counts metadata (extent tree blocks): without a
+	// reservation of our own, only a tail of at least a megabyte past the
+	// last block of data (a killed process's) is worth the call.
+	if reserved <= st.Size && st.Blocks*512 < (st.Size+4095)/4096*4096+1<<20 {
+		return
+	}
+	mtime := time.Unix(st.Mtim.Unix())
+	if err := s.log.Truncate(st.Size); err != nil {
+		return
+	}
+	os.Chtimes(s.path(logSuffix), time.Time{}, mtime)
 }
 
 // offsetOfMaxAfter is the offset to pair with the segment's max timestamp
@@ -377,6 +460,7 @@ func (s *segment) flush() error {
 // seal is Kafka's onBecomeInactiveSegment: the final time-index entry,
 // indexes trimmed to their entries, the text map saved, all fsynced.
 func (s *segment) seal() error {
+	s.releaseReserve()
 	if ts := s.maxTs.Load(); ts >= 0 {
 		s.tidx.MaybeAppend(ts, s.maxTsOffset.Load(), true)
 	}
