@@ -352,14 +352,14 @@ func (n *textNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetA
 	return 0
 }
 
-// Flush is ENOSYS, which makes the kernel stop sending FLUSH at every
-// close(2) on the mount (fuse_flush sets no_flush): no handle of segfs
-// holds anything for close to push (a WRITE is answered once its lines are
-// appended; an unfinished line waits for RELEASE either way), so each
-// FLUSH was a synchronous round trip for nothing, one of the four of a
-// `head -n1 offset/N` (LOOKUP, OPEN, READ, FLUSH; RELEASE is async).
+// Flush has nothing to do: no handle of data or offset/N holds anything
+// for close to push (a WRITE is answered once its lines are appended; an
+// unfinished line waits for RELEASE). It must not answer ENOSYS, although
+// that would save a round trip per close: the kernel would then stop
+// sending FLUSH for every file of the mount (fc->no_flush), and config
+// reports an invalid unfinished line at close(2) from its FLUSH.
 func (n *textNode) Flush(ctx context.Context, f gofs.FileHandle) syscall.Errno {
-	return syscall.ENOSYS
+	return 0
 }
 
 // Fsync makes everything appended to the partition so far durable. It is

@@ -64,6 +64,10 @@ func TestMountRefusals(t *testing.T) {
 	// One write(2) of two lines, one of them bad: neither is applied.
 	// (bash's printf would write line by line; dd writes once.)
 	m.fails(`printf 'retention.ms=1000\nsegment.bytes=-5\n' | dd of="$M/ref/config" bs=1k iflag=fullblock status=none`, "Invalid argument")
+	// An unfinished last line is applied at close(2), which reports it
+	// (dd checks close): also after data files of the mount were closed,
+	// so no FLUSH answer of theirs may turn FLUSH off for the mount.
+	m.fails(`printf 'segment.bytes=banana' | dd of="$M/ref/config" bs=1k status=none`, "Invalid argument")
 	if got := m.ok(`cat "$M/ref/config"`); got != cfg {
 		t.Fatalf("refused config writes changed the config:\n%s", got)
 	}
