@@ -68,7 +68,7 @@ func TestAppendTextFastMatchesReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	var d Decoder
 	var bl Builder
-	iters := 3000
+	iters := 800
 	if testing.Short() {
 		iters = 300
 	}
