@@ -78,7 +78,10 @@ func appendTextFast(dst []byte, s []byte, n int32, base, from int64, keySep []by
 	dst = slices.Grow(dst, len(s))
 	off := 0
 	for i := int32(0); i < n; i++ {
-		length, k := shortVarint(s[off:])
+		length, k := varint2(s, off)
+		if k == 0 {
+			length, k = readVarint(s[off:])
+		}
 		if k <= 0 || length < 1 || int(length) > len(s)-off-k {
 			return dst[:orig], false
 		}
@@ -94,12 +97,18 @@ func appendTextFast(dst []byte, s []byte, n int32, base, from int64, keySep []by
 			return dst[:orig], false
 		}
 		q++
-		od, k := shortVarint(rec[q:])
+		od, k := varint2(rec, q)
+		if k == 0 {
+			od, k = readVarint(rec[q:])
+		}
 		if k <= 0 {
 			return dst[:orig], false
 		}
 		q += k
-		kl, k := shortVarint(rec[q:])
+		kl, k := varint2(rec, q)
+		if k == 0 {
+			kl, k = readVarint(rec[q:])
+		}
 		if k <= 0 || kl < -1 || int(kl) > len(rec)-q-k {
 			return dst[:orig], false
 		}
@@ -108,7 +117,10 @@ func appendTextFast(dst []byte, s []byte, n int32, base, from int64, keySep []by
 		if kl > 0 {
 			q += int(kl)
 		}
-		vl, k := shortVarint(rec[q:])
+		vl, k := varint2(rec, q)
+		if k == 0 {
+			vl, k = readVarint(rec[q:])
+		}
 		if k <= 0 || vl < -1 || int(vl) > len(rec)-q-k {
 			return dst[:orig], false
 		}
@@ -128,6 +140,14 @@ func appendTextFast(dst []byte, s []byte, n int32, base, from int64, keySep []by
 			dst = append(dst, rec[kq:kq+int(kl)]...)
 			dst = append(dst, keySep...)
 		}
+		// The value and its newline, without append's growth checks
+		// when the room is there (it is, unless keys take it).
+		if l := len(dst); vl >= 0 && cap(dst)-l > int(vl) {
+			dst = dst[:l+int(vl)+1]
+			copy(dst[l:], rec[vq:vq+int(vl)])
+			dst[l+int(vl)] = '\n'
+			continue
+		}
 		if vl > 0 {
 			dst = append(dst, rec[vq:vq+int(vl)]...)
 		}
@@ -139,20 +159,21 @@ func appendTextFast(dst []byte, s []byte, n int32, base, from int64, keySep []by
 	return dst, true
 }
 
-// shortVarint is readVarint with the one- and two-byte forms inline; it
-// returns what readVarint returns.
-func shortVarint(b []byte) (int32, int) {
-	if len(b) >= 2 {
-		if b[0] < 0x80 {
-			u := uint32(b[0])
+// varint2 decodes a one- or two-byte varint at b[q:] followed by at least
+// one more byte (every field of a record is); k == 0 means "not that
+// case", for readVarint to decide.
+func varint2(b []byte, q int) (v int32, k int) {
+	if q+1 < len(b) {
+		u := uint32(b[q])
+		if u < 0x80 {
 			return int32(u>>1) ^ -int32(u&1), 1
 		}
-		if b[1] < 0x80 {
-			u := uint32(b[0]&0x7f) | uint32(b[1])<<7
+		if c := uint32(b[q+1]); c < 0x80 {
+			u = u&0x7f | c<<7
 			return int32(u>>1) ^ -int32(u&1), 2
 		}
 	}
-	return readVarint(b)
+	return 0, 0
 }
 
 // TextStats is what a batch renders to, split so that the rendered size can
