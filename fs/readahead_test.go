@@ -67,19 +67,19 @@ func TestReadAheadSequential(t *testing.T) {
 		t.Fatal(err)
 	}
 	var want bytes.Buffer
-	appendBatches(t, p, 0, 300, &want)
+	appendBatches(t, p, 0, 600, &want)
 	var more bytes.Buffer
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		appendBatches(t, p, 300, 300, &more)
+		appendBatches(t, p, 600, 600, &more)
 	}()
 	sizes := []int{128 << 10, 96 << 10, 4096, 1 << 20, 1000}
 	got := make([][]byte, len(sizes))
 	errs := make([]error, len(sizes))
 	total := 0
-	for i := range 600 {
+	for i := range 1200 {
 		for j := range 50 {
 			total += len(fmt.Sprintf("batch %d line %d %s\n", i, j, strings.Repeat("v", (i*7+j)%90)))
 		}
@@ -126,7 +126,7 @@ func TestReadAheadJumps(t *testing.T) {
 		t.Fatal(err)
 	}
 	var want bytes.Buffer
-	appendBatches(t, p, 0, 400, &want)
+	appendBatches(t, p, 0, 1200, &want)
 	w := want.Bytes()
 	for round := range 20 {
 		f, err := os.Open(m.path("j", "0", "data"))
@@ -136,8 +136,8 @@ func TestReadAheadJumps(t *testing.T) {
 		size := 4096 + round*1000
 		buf := make([]byte, size)
 		off := int64(round * 777)
-		for step := range 12 {
-			if step%4 == 2 {
+		for step := range 300 {
+			if step%50 == 49 {
 				off = int64((round*31 + step*977) % len(w)) // jump
 			}
 			n, err := f.ReadAt(buf, off)
@@ -148,6 +148,9 @@ func TestReadAheadJumps(t *testing.T) {
 				t.Fatalf("round %d step %d: bytes at %d differ", round, step, off)
 			}
 			off += int64(n)
+			if n == 0 {
+				off = 0
+			}
 		}
 		f.Close() // a read-ahead may still be rendering
 	}
@@ -168,7 +171,7 @@ func TestReadAheadDamage(t *testing.T) {
 		t.Fatal(err)
 	}
 	var want bytes.Buffer
-	appendBatches(t, p, 0, 400, &want)
+	appendBatches(t, p, 0, 1200, &want)
 	if err := p.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -214,4 +217,47 @@ func TestReadAheadDamage(t *testing.T) {
 		}
 	}
 	waitFor(t, func() bool { return readAheadBytes.Load() == 0 })
+}
+
+// TestReadAheadGrowth: a window rendered at the end of the text is short;
+// the text then grows, and the reads past the window's end must return
+// the new text (and read ahead again).
+func TestReadAheadGrowth(t *testing.T) {
+	m := mountForTest(t, Options{})
+	if err := os.Mkdir(m.path("g"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p, err := m.store.Partition("g", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want bytes.Buffer
+	appendBatches(t, p, 0, 200, &want)
+	f, err := os.Open(m.path("g", "0", "data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	const size = 8192
+	// Stop a little before the end: the window holds the rest, short.
+	got, err := readChunks(f, size, want.Len()-3*size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := 1; round <= 3; round++ {
+		appendBatches(t, p, round*200, 200, &want)
+		more, err := readChunks(f, size, want.Len()-len(got)-3*size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, more...)
+	}
+	rest, err := readChunks(f, size, want.Len()-len(got))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, rest...)
+	if !bytes.Equal(got, want.Bytes()) {
+		t.Fatalf("read %d bytes that differ from the %d written", len(got), want.Len())
+	}
 }
