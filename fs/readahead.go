@@ -19,7 +19,8 @@ import (
 // only after the reply. Rendering (pread, CRC, decoding) and writing the
 // reply (the copy into the reader's buffer) then take turns on one core,
 // and a READ that reaches a new batch waits for all of it to be rendered
-// (cat's appends make 1 MiB batches; cat reads 128 KiB, grep 96 KiB).
+// (a 128 KiB write(2) appends a batch of ~140 KB; cat reads 128 KiB, grep
+// 96 KiB).
 //
 // A handle that reads sequentially therefore renders ahead in windows of
 // windowSize bytes, in a goroutine: while READs are answered from one
@@ -34,8 +35,10 @@ import (
 // by the read that reaches it, with the good bytes before it as a short
 // read.
 
-// windowSize is the size of a read-ahead window: a whole batch of cat's
-// appends, eight of cat's reads.
+// windowSize is the size of a read-ahead window: eight of cat's reads, so
+// that the renderer and the READs meet once per eight replies, and big
+// enough to hold whole batches, which the view then renders straight into
+// it (logstore.TextView.ReadAt) instead of through its cache.
 const windowSize = 1 << 20
 
 // readAheadBudget bounds the bytes of the windows that handles hold. A
