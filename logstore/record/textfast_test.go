@@ -44,8 +44,8 @@ func checkTextSame(t *testing.T, d *Decoder, b []byte, froms ...int64) {
 	}
 }
 
-// randBytes is nil (null), empty, or 1..max random bytes.
-func randBytes(r *rand.Rand, max int) []byte {
+// randField is nil (null), empty, or 1..max random bytes.
+func randField(r *rand.Rand, max int) []byte {
 	switch r.IntN(8) {
 	case 0:
 		return nil
@@ -92,10 +92,10 @@ func TestAppendTextFastMatchesReference(t *testing.T) {
 			var hdrs []RecordHeader
 			if r.IntN(6) == 0 {
 				for k := r.IntN(3); k >= 0; k-- {
-					hdrs = append(hdrs, RecordHeader{Key: fmt.Sprint("h", k), Value: randBytes(r, 20)})
+					hdrs = append(hdrs, RecordHeader{Key: fmt.Sprint("h", k), Value: randField(r, 20)})
 				}
 			}
-			bl.Add(ts, randBytes(r, 30), randBytes(r, maxLen), hdrs)
+			bl.Add(ts, randField(r, 30), randField(r, maxLen), hdrs)
 		}
 		b, err := bl.Build(nil)
 		if err != nil {
