@@ -3,7 +3,6 @@ package fs
 import (
 	"context"
 	"errors"
-	"io"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -390,7 +389,7 @@ func (n *textNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uin
 		// refresh was served those zeros as data (tests/
 		// fault_notify_test.go found NULs in `tail -f` this way). Direct
 		// reads cost the page-cache re-read speed, never correctness.
-		return &readHandle{node: n, view: v}, fuse.FOPEN_DIRECT_IO, 0
+		return newReadHandle(n, v), fuse.FOPEN_DIRECT_IO, 0
 	}
 	// Writers append whatever the generation: a writable open never
 	// answers ESTALE.
@@ -417,32 +416,6 @@ func (n *textNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uin
 	// Direct I/O: a write(2) up to max_write arrives as one WRITE, not
 	// split at page boundaries, and writes do not fill the page cache.
 	return h, fuse.FOPEN_DIRECT_IO, 0
-}
-
-// readHandle reads a text file through its node's shared view.
-type readHandle struct {
-	node *textNode
-	view *logstore.TextView
-}
-
-func readView(v *logstore.TextView, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	n, err := v.ReadAt(dest, off)
-	if err != nil && !errors.Is(err, io.EOF) && n == 0 {
-		return nil, toErrno(err)
-	}
-	// Bytes read before a damaged batch are good: return them as a short
-	// read (reads bypass the page cache, so the kernel keeps no zero-filled
-	// rest), and the next read, starting at the damage, reports it.
-	return fuse.ReadResultData(dest[:n]), 0
-}
-
-func (h *readHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	return readView(h.view, dest, off)
-}
-
-func (h *readHandle) Release(ctx context.Context) syscall.Errno {
-	h.node.release()
-	return 0
 }
 
 // dataHandle is a writable open of data: it turns WRITEs into appends.

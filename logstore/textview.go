@@ -397,6 +397,26 @@ func (v *TextView) readSegment(s *segment, b []byte, t, end int64) (_ int, rerr 
 				return n, &CorruptError{Path: s.path(logSuffix), Pos: pos, Err: err}
 			}
 		}
+		// A whole uncompressed batch that surely fits in what is left of
+		// b is rendered there, sparing the copy through the cache (read-
+		// ahead windows hold many batches). Its text is at most its
+		// records region plus a separator per record.
+		if !hinted && bt == t && h.Codec() == record.CodecNone &&
+			int64(len(b)-n) >= int64(len(batch))+int64(h.RecordCount)*int64(sepLen) {
+			out, err := v.dec.AppendText(b[n:n:len(b)], batch, allOffsets, v.sep)
+			if err != nil {
+				return n, &CorruptError{Path: s.path(logSuffix), Pos: pos, Err: err}
+			}
+			if len(out) == 0 || &out[0] == &b[n] {
+				c := len(out)
+				n += c
+				t += int64(c)
+				bt += int64(c)
+				continue
+			}
+			// Not in place after all (cannot happen by the bound):
+			// render through the cache below.
+		}
 		// A read from the view's first offset renders the batch from
 		// there: the records before it are text it will not show.
 		// (AppendTextSplit renders what Stats(batch, from) sized:

@@ -63,6 +63,7 @@ func FuzzBatch(f *testing.F) {
 				t.Fatalf("error without a sentinel: %v", err)
 			}
 		}
+		checkTextSame(t, &d, b, from)
 		st, serr := d.Stats(b, from)
 		for _, sep := range []string{"", "=", "->"} {
 			text, terr := d.AppendText([]byte("x"), b, from, []byte(sep))
@@ -106,6 +107,7 @@ func FuzzRecords(f *testing.F) {
 		if err := Validate(b); err != nil {
 			t.Fatalf("rawBatch invalid: %v", err)
 		}
+		checkTextSame(t, &d, b, allOffsetsForTest, 0, 1)
 		bl.Reset(DefaultSpec())
 		var keys, values [][]byte
 		var hdrs [][]RecordHeader

@@ -1,5 +1,7 @@
 package record
 
+import "slices"
+
 // The text view of a partition renders each record as one line. Its file
 // size must be known before anyone reads it, so Stats computes, without
 // rendering, exactly how many bytes AppendText would produce, for any
@@ -27,6 +29,16 @@ func (d *Decoder) AppendText(dst []byte, b []byte, from int64, keySep []byte) ([
 	if err := d.openParsed(b, &it, &h); err != nil {
 		return dst, err
 	}
+	if out, ok := appendTextFast(dst, it.s, it.n, it.baseOffset, from, keySep); ok {
+		return out, nil
+	}
+	// Something the fast path does not handle (headers, long varints) or
+	// a damaged record: the general decoder renders it or finds the error.
+	return appendTextRecords(dst, &it, from, keySep)
+}
+
+// appendTextRecords is AppendText's general loop over it's records.
+func appendTextRecords(dst []byte, it *recordIter, from int64, keySep []byte) ([]byte, error) {
 	orig := len(dst)
 	keyed := len(keySep) > 0
 	var r Record
@@ -48,6 +60,120 @@ func (d *Decoder) AppendText(dst []byte, b []byte, from int64, keySep []byte) ([
 		dst = append(dst, r.Value...)
 		dst = append(dst, '\n')
 	}
+}
+
+// appendTextFast renders the n records of the records region s (offsets
+// from base) the way appendTextRecords does, for records without headers
+// whose varints are short, which is what AppendLines and most producers
+// write. It accepts only what recordIter.next accepts and gives up (false,
+// with dst's contents beyond its length undefined) on anything else,
+// leaving errors and the rare shapes to the general loop. The rendering
+// is the text path's hot loop: it skips the timestamp, decodes one- and
+// two-byte varints inline and checks each bound once.
+func appendTextFast(dst []byte, s []byte, n int32, base, from int64, keySep []byte) ([]byte, bool) {
+	orig := len(dst)
+	keyed := len(keySep) > 0
+	// The text of a record is at most the record plus a separator, so one
+	// growth covers the common batch.
+	dst = slices.Grow(dst, len(s))
+	off := 0
+	for i := int32(0); i < n; i++ {
+		length, k := varint2(s, off)
+		if k == 0 {
+			length, k = readVarint(s[off:])
+		}
+		if k <= 0 || length < 1 || int(length) > len(s)-off-k {
+			return dst[:orig], false
+		}
+		p := off + k
+		off = p + int(length)
+		rec := s[p:off:off]
+		// rec[0] is the attributes byte, then the timestamp delta.
+		q := 1
+		for q < len(rec) && q < 1+maxVarintLen64 && rec[q] >= 0x80 {
+			q++
+		}
+		if q >= len(rec) || q == 1+maxVarintLen64 {
+			return dst[:orig], false
+		}
+		q++
+		od, k := varint2(rec, q)
+		if k == 0 {
+			od, k = readVarint(rec[q:])
+		}
+		if k <= 0 {
+			return dst[:orig], false
+		}
+		q += k
+		kl, k := varint2(rec, q)
+		if k == 0 {
+			kl, k = readVarint(rec[q:])
+		}
+		if k <= 0 || kl < -1 || int(kl) > len(rec)-q-k {
+			return dst[:orig], false
+		}
+		q += k
+		kq := q
+		if kl > 0 {
+			q += int(kl)
+		}
+		vl, k := varint2(rec, q)
+		if k == 0 {
+			vl, k = readVarint(rec[q:])
+		}
+		if k <= 0 || vl < -1 || int(vl) > len(rec)-q-k {
+			return dst[:orig], false
+		}
+		q += k
+		vq := q
+		if vl > 0 {
+			q += int(vl)
+		}
+		// No headers: a single 0 byte ends the record.
+		if q != len(rec)-1 || rec[q] != 0 {
+			return dst[:orig], false
+		}
+		if base+int64(od) < from {
+			continue
+		}
+		if keyed && kl >= 0 {
+			dst = append(dst, rec[kq:kq+int(kl)]...)
+			dst = append(dst, keySep...)
+		}
+		// The value and its newline, without append's growth checks
+		// when the room is there (it is, unless keys take it).
+		if l := len(dst); vl >= 0 && cap(dst)-l > int(vl) {
+			dst = dst[:l+int(vl)+1]
+			copy(dst[l:], rec[vq:vq+int(vl)])
+			dst[l+int(vl)] = '\n'
+			continue
+		}
+		if vl > 0 {
+			dst = append(dst, rec[vq:vq+int(vl)]...)
+		}
+		dst = append(dst, '\n')
+	}
+	if off != len(s) {
+		return dst[:orig], false
+	}
+	return dst, true
+}
+
+// varint2 decodes a one- or two-byte varint at b[q:] followed by at least
+// one more byte (every field of a record is); k == 0 means "not that
+// case", for readVarint to decide.
+func varint2(b []byte, q int) (v int32, k int) {
+	if q+1 < len(b) {
+		u := uint32(b[q])
+		if u < 0x80 {
+			return int32(u>>1) ^ -int32(u&1), 1
+		}
+		if c := uint32(b[q+1]); c < 0x80 {
+			u = u&0x7f | c<<7
+			return int32(u>>1) ^ -int32(u&1), 2
+		}
+	}
+	return 0, 0
 }
 
 // TextStats is what a batch renders to, split so that the rendered size can

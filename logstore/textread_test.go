@@ -1,0 +1,79 @@
+package logstore
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// TestTextReadPieces reads the text of a partition (several segments,
+// batches from one line to thousands, keyed and unkeyed lines with a
+// separator) in pieces from a byte to several megabytes, from many
+// starting positions: pieces that hold whole batches are rendered in
+// place, the others through the view's cache, and every byte must be the
+// text's.
+func TestTextReadPieces(t *testing.T) {
+	s := openStore(t, t.TempDir(), nil)
+	defer s.Close()
+	tp, err := s.CreateTopic("pieces", 1, map[string]string{"key.separator": "=", "segment.bytes": "3000000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := tp.Partition(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	var want bytes.Buffer
+	for i := 0; i < 120; i++ {
+		var b bytes.Buffer
+		lines := []int{1, 10, 1300, 5000}[r.IntN(4)]
+		for j := 0; j < lines; j++ {
+			switch r.IntN(4) {
+			case 0:
+				fmt.Fprintf(&b, "k%d=%s\n", j, strings.Repeat("v", r.IntN(200)))
+			case 1:
+				fmt.Fprintf(&b, "=empty key %d\n", j)
+			case 2:
+				b.WriteString("\n")
+			default:
+				fmt.Fprintf(&b, "plain %d %d %s\n", i, j, strings.Repeat("p", r.IntN(120)))
+			}
+		}
+		if _, _, err := p.AppendLines(b.Bytes()); err != nil {
+			t.Fatal(err)
+		}
+		want.Write(b.Bytes())
+	}
+	w := want.Bytes()
+	v, err := p.Text(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	if v.Size() != int64(len(w)) {
+		t.Fatalf("Size %d, text %d", v.Size(), len(w))
+	}
+	for _, piece := range []int{1, 7, 4096, 128 << 10, 1 << 20, 4 << 20} {
+		buf := make([]byte, piece)
+		for round := 0; round < 6; round++ {
+			off := int64(r.IntN(len(w)))
+			if round == 0 {
+				off = 0
+			}
+			for reads := 0; reads < 40 && off < int64(len(w)); reads++ {
+				n, err := v.ReadAt(buf, off)
+				if err != nil && err != io.EOF {
+					t.Fatalf("piece %d at %d: %v", piece, off, err)
+				}
+				if !bytes.Equal(buf[:n], w[off:min(off+int64(piece), int64(len(w)))]) {
+					t.Fatalf("piece %d at %d: %d bytes differ from the text", piece, off, n)
+				}
+				off += int64(n)
+			}
+		}
+	}
+}
