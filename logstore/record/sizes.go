@@ -133,7 +133,7 @@ func zigzag(u uint32) int32 { return int32(u>>1) ^ -int32(u&1) }
 // varintNext is readVarint at b[i:] (i <= len(b)) giving the value and the
 // position after it, or a negative position where readVarint fails.
 func varintNext(b []byte, i int) (int32, int) {
-	v, n := readVarint(b[i:])
+	v, n := varintAt(b, i)
 	if n <= 0 {
 		return 0, -1
 	}

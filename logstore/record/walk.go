@@ -89,24 +89,8 @@ func (d *Decoder) AppendTextSplit(dst []byte, b []byte, sp *TextSplit, keySep []
 		return d.AppendText(dst, b, sp.at, keySep) // not the batch sp is for
 	}
 	it.off, it.i = sp.pos, sp.index
-	orig := len(dst)
-	keyed := len(keySep) > 0
-	var r Record
-	for {
-		ok, err := it.next(&r, nil)
-		if err != nil {
-			return dst[:orig], err
-		}
-		if !ok {
-			return dst, nil
-		}
-		if keyed && r.Key != nil {
-			dst = append(dst, r.Key...)
-			dst = append(dst, keySep...)
-		}
-		dst = append(dst, r.Value...)
-		dst = append(dst, '\n')
-	}
+	// Every record from the split on is rendered, whatever its offset.
+	return appendTextRecords(dst, &it, math.MinInt64, keySep)
 }
 
 // varintAt reads a zigzag varint at q of s (q <= len(s)) as readVarint
@@ -122,15 +106,8 @@ func varintAt(s []byte, q int) (int32, int) {
 // varintLong is varintAt past the one-byte case, with the two-byte varints
 // of lengths and deltas under 8 KiB decoded without readVarint's loop.
 func varintLong(s []byte, q int) (int32, int) {
-	if q+1 < len(s) {
-		u := uint32(s[q])
-		if u < 0x80 {
-			return int32(u>>1) ^ -int32(u&1), 1
-		}
-		if c := uint32(s[q+1]); c < 0x80 {
-			u = u&0x7f | c<<7
-			return int32(u>>1) ^ -int32(u&1), 2
-		}
+	if v, k := varint2(s, q); k > 0 {
+		return v, k
 	}
 	return readVarint(s[q:])
 }
