@@ -72,9 +72,11 @@ type faultCleaned struct {
 // batching line writer and a bash echo loop; durable as faultMixedLoad.
 func faultCleanerLoad(r *faultRig, suffix string, durable bool) {
 	del, cmp := "del"+suffix, "cmp"+suffix
-	r.topic(del, "segment.bytes=8192", "retention.ms=1500", "file.delete.delay.ms=0")
-	r.topic(cmp, "cleanup.policy=compact", "key.separator==", "segment.bytes=8192", "min.cleanable.dirty.ratio=0.01",
-		"min.compaction.lag.ms=0", "delete.retention.ms=1000", "file.delete.delay.ms=0")
+	// Indexes of 4 KiB (a few entries for an 8 KiB segment) rather than
+	// 10 MiB: verify reads the active ones whole after every fault.
+	r.topic(del, "segment.bytes=8192", "segment.index.bytes=4096", "retention.ms=1500", "file.delete.delay.ms=0")
+	r.topic(cmp, "cleanup.policy=compact", "key.separator==", "segment.bytes=8192", "segment.index.bytes=4096",
+		"min.cleanable.dirty.ratio=0.01", "min.compaction.lag.ms=0", "delete.retention.ms=1000", "file.delete.delay.ms=0")
 	r.cleaned[del] = &faultCleaned{}
 	r.cleaned[cmp] = &faultCleaned{compact: true}
 	r.addWriter("d1"+suffix, "lines", del, durable, 4).pause = "1ms"
