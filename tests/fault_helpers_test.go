@@ -747,7 +747,7 @@ func (r *faultRig) dumpLog(topic string, p *faultPartition) {
 // verify runs `segfs verify DATA` and fails on errors. verify runs beside
 // the mount, whose cleaners may delete or replace a segment file between
 // verify's listing and its open: a run whose every error is such a
-// vanished file is repeated (a few times), any other error fails at once.
+// vanished file is repeated (up to 10 times), any other error fails at once.
 func (r *faultRig) verify() {
 	t := r.t
 	t.Helper()
@@ -756,7 +756,7 @@ func (r *faultRig) verify() {
 		if err == nil {
 			return
 		}
-		vanished := len(r.cleaned) > 0 && attempt < 5
+		vanished := len(r.cleaned) > 0 && attempt < 10
 		for _, l := range strings.Split(out, "\n") {
 			if strings.HasPrefix(l, "error: ") && !strings.HasSuffix(l, ": no such file or directory") {
 				vanished = false
