@@ -8,8 +8,12 @@
 # shutdown of the backing filesystem, then kill -9 and a remount), both
 # under the mixed load: bash `echo >>` loops, a batching line writer, a
 # writer of 1 to 300,000-byte lines, a Kafka producer with acks=-1, tail -f,
-# grep -c and a Kafka consumer. After every fault the oracle checks every
-# acknowledged line. Needs root, /dev/fuse, loop devices, mkfs.ext4
+# grep -c and a Kafka consumer, plus a topic under time retention and a
+# compacted topic (keys, tombstones) with their own writers and tail -f,
+# the daemon running both cleaners every 100 ms. After every fault the
+# oracle checks every acknowledged line (on the cleaned topics: every one
+# still retained, or accounted for by the log start or by a later write of
+# its key). Needs root, /dev/fuse, loop devices, mkfs.ext4
 # (e2fsprogs), mkfs.xfs and xfs_io (xfsprogs). Exit status 0 only if no
 # acknowledged line was lost and no restart needed a manual step.
 #
@@ -18,7 +22,9 @@
 # every later fault of its epoch); lines lost; recovery truncations (each
 # is one segment whose torn or corrupt tail, a batch or a part of one, was
 # cut at startup) and the bytes they dropped; restarts that needed a
-# manual step.
+# manual step; records deleted by retention (the log start offsets of the
+# retention topics) and removed by compaction (offsets missing from the
+# compacted topics), as the oracle last saw them, summed over the topics.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
@@ -48,6 +54,8 @@ END {
 	printf "lines lost:                            %d\n", sum["lost"]
 	printf "recovery truncations (bytes dropped):  %d (%d)\n", sum["truncations"], sum["dropped_bytes"]
 	printf "restarts that needed a manual step:    %d\n", sum["manual"]
+	printf "records deleted by retention:          %d\n", sum["retention_deleted"]
+	printf "records removed by compaction:         %d\n", sum["compaction_removed"]
 	printf "test runs reporting figures:           %d of 2, %d s\n", runs, secs
 	if (runs != 2 || sum["lost"] != 0 || sum["manual"] != 0) exit 1
 }' "$log" || status=1

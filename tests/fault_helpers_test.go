@@ -10,9 +10,11 @@ package tests
 // SEGFS_FAULT_<NAME> (e.g. SEGFS_FAULT_F1=1000) raises it, which is how
 // scripts/soak.sh runs the long loops. Each looping test logs one line
 //
-//	FAULT-FIGURES <name> faults=N acked=N lost=N truncations=N dropped_bytes=N manual=N
+//	FAULT-FIGURES <name> faults=N acked=N lost=N truncations=N dropped_bytes=N manual=N retention_deleted=N compaction_removed=N
 //
-// that soak.sh adds up.
+// that soak.sh adds up (the last two: records below the log start of the
+// retention topics, and records missing from the compacted topics' offset
+// ranges, at the last check of each; see fault_cleaners_test.go).
 
 import (
 	"bytes"
@@ -306,14 +308,17 @@ type faultWriter struct {
 	id      string
 	kind    string // "echo" (bash), "lines", "big" (faultwriter lines), "kafka"
 	topic   string // partition 0 of it
+	keys    int    // keyed lines with this many keys (compacted topics; "echo" and "lines")
 	durable bool   // ack after fsync (echo: after `sync data`)
 	batch   int    // lines per write(2), at most
 	count   int64  // lines per run (0 = until the fault)
 	pause   string // faultwriter -pause between writes
 	man     string // manifest path
 	next    int64  // first seq of the next run
+	start   int64  // first seq of the current run
 	proc    *faultProc
 	sums    []uint64 // sums[i] = checksum of line(i+1), generated once
+	keyc    []int32  // keyed writers: keyc[i] = key of write i+1, -key-1 for a tombstone
 }
 
 var faultCRC = crc64.MakeTable(crc64.ECMA)
@@ -333,15 +338,51 @@ func (w *faultWriter) matches(seq int64, l string) bool {
 func (w *faultWriter) maxExtra() int64 { return int64(max(w.batch, 1)) }
 
 func (w *faultWriter) line(seq int64) string {
-	switch w.kind {
-	case "echo":
+	switch {
+	case w.kind == "echo" && w.keys > 0:
+		k, tomb := w.key(seq)
+		if tomb {
+			return fmt.Sprintf("%s.k%d=", w.id, k)
+		}
+		return fmt.Sprintf("%s.k%d=%s %d x%d", w.id, k, w.id, seq, seq)
+	case w.kind == "echo":
 		return fmt.Sprintf("%s %d x%d", w.id, seq, seq)
-	case "big":
+	case w.kind == "big":
 		return string(faultline.Line(w.id, seq, true))
+	case w.keys > 0:
+		return string(faultline.Keyed(w.id, seq, w.keys))
 	default:
 		return string(faultline.Line(w.id, seq, false))
 	}
 }
+
+// key is the key of keyed write seq and whether it is a tombstone. The
+// echo loop computes it in bash arithmetic (faultEchoKeyed), the line
+// writer with faultline.Key; each is computed once per seq.
+func (w *faultWriter) key(seq int64) (int, bool) {
+	for int64(len(w.keyc)) < seq {
+		s := int64(len(w.keyc)) + 1
+		var k int
+		var tomb bool
+		if w.kind == "echo" {
+			k, tomb = int((s*2654435761>>8)%int64(w.keys)), (s*40503>>4)%8 == 0
+		} else {
+			k, tomb = faultline.Key(w.id, s, w.keys)
+		}
+		if tomb {
+			k = -k - 1
+		}
+		w.keyc = append(w.keyc, int32(k))
+	}
+	if k := int(w.keyc[seq-1]); k < 0 {
+		return -k - 1, true
+	}
+	return int(w.keyc[seq-1]), false
+}
+
+// faultEchoKeyed is the body of the keyed echo loop: write i to key
+// (i*2654435761>>8)%K, a tombstone when (i*40503>>4)%8 is 0 (as key()).
+const faultEchoKeyed = `k=$(( (i*2654435761>>8) %% %d )); if (( (i*40503>>4) %% 8 == 0 )); then l="%s.k$k="; else l="%s.k$k=%s $i x$i"; fi; echo "$l" >> "$F"`
 
 // acked reads the manifest: the seqs must be next-1 consecutive ones;
 // it returns the last.
@@ -391,6 +432,8 @@ type faultRig struct {
 	rng       *rand.Rand
 	readTopic string   // of tail -f and grep -c
 	mountArgs []string // options of segfs mount
+	seed      uint64
+	cleaned   map[string]*faultCleaned // topics with retention or compaction (fault_cleaners_test.go)
 
 	// figures
 	faults, ackedChecked, lost, truncations, droppedBytes, manual int64
@@ -402,7 +445,9 @@ type faultRig struct {
 func faultNewRig(t testing.TB, data string, extra ...string) *faultRig {
 	t.Helper()
 	faultwriterBin(t)
-	r := &faultRig{t: t, data: data, workDir: t.TempDir(), rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))}
+	r := &faultRig{t: t, data: data, workDir: t.TempDir(), seed: uint64(time.Now().UnixNano()), cleaned: map[string]*faultCleaned{}}
+	r.rng = rand.New(rand.NewPCG(r.seed, 1))
+	t.Logf("fault rig seed %d (the fault timing and the offset/N probes)", r.seed)
 	r.addr = kafkaFreeAddr(t)
 	r.mountArgs = append([]string{"--kafka-listen", r.addr}, extra...)
 	r.m = mntAt(t, data, r.mountArgs...)
@@ -434,20 +479,28 @@ func (r *faultRig) startWriters() {
 	bin := faultwriterBin(t)
 	for _, w := range r.writers {
 		data := r.m.path(w.topic, "0", "data")
+		w.start = w.next
 		switch w.kind {
 		case "echo":
 			sync := ""
 			if w.durable {
 				sync = ` && sync "$F"`
 			}
-			loop := fmt.Sprintf(`i=%d; while :; do echo "%s $i x$i" >> "$F"%s || exit 3; echo $i >> "$MAN" || exit 4; i=$((i+1)); done`,
-				w.next, w.id, sync)
+			write := fmt.Sprintf(`echo "%s $i x$i" >> "$F"`, w.id)
+			if w.keys > 0 {
+				write = "{ " + fmt.Sprintf(faultEchoKeyed, w.keys, w.id, w.id, w.id) + "; }"
+			}
+			loop := fmt.Sprintf(`i=%d; while :; do %s%s || exit 3; echo $i >> "$MAN" || exit 4; i=$((i+1)); done`,
+				w.next, write, sync)
 			w.proc = faultStart(t, w.id, 600, []string{"F=" + data, "MAN=" + w.man}, "bash", "-c", loop)
 		case "lines", "big":
 			args := []string{"lines", "-id", w.id, "-file", data, "-manifest", w.man,
 				"-start", strconv.FormatInt(w.next, 10), "-batch", strconv.Itoa(max(w.batch, 1))}
 			if w.kind == "big" {
 				args = append(args, "-big")
+			}
+			if w.keys > 0 {
+				args = append(args, "-keys", strconv.Itoa(w.keys))
 			}
 			if w.durable {
 				args = append(args, "-fsync")
@@ -485,6 +538,7 @@ func (r *faultRig) startReaders(topic, kafkaTopic string) {
 		r.readers = append(r.readers, faultStart(t, "consume", 600, nil, faultwriterBin(t), "consume",
 			"-addr", r.addr, "-topic", kafkaTopic, "-out", r.readerOut("consume")))
 	}
+	r.startCleanedReaders()
 }
 
 // waitProgress waits until every writer has acknowledged at least n more
@@ -580,15 +634,18 @@ func (r *faultRig) scanLog() {
 
 // figures logs the FAULT-FIGURES line.
 func (r *faultRig) figures(name string) {
-	r.t.Logf("FAULT-FIGURES %s faults=%d acked=%d lost=%d truncations=%d dropped_bytes=%d manual=%d",
-		name, r.faults, r.ackedChecked, r.lost, r.truncations, r.droppedBytes, r.manual)
+	deleted, removed := r.cleanedFigures()
+	r.t.Logf("FAULT-FIGURES %s faults=%d acked=%d lost=%d truncations=%d dropped_bytes=%d manual=%d retention_deleted=%d compaction_removed=%d",
+		name, r.faults, r.ackedChecked, r.lost, r.truncations, r.droppedBytes, r.manual, deleted, removed)
 }
 
 // faultPartition is a partition as read back for the oracle.
 type faultPartition struct {
-	text  []byte   // cat data
-	lines []string // its lines
-	start int64    // log start offset
+	text    []byte   // cat data
+	lines   []string // its lines
+	start   int64    // log start offset
+	end     int64    // log end offset (cleaned topics)
+	offsets []int64  // offset of each line (cleaned topics; compaction leaves gaps)
 }
 
 // readPartition reads data through the mount (cat, stat) and checks what
@@ -687,13 +744,29 @@ func (r *faultRig) dumpLog(topic string, p *faultPartition) {
 	}
 }
 
-// verify runs `segfs verify DATA` and fails on errors.
+// verify runs `segfs verify DATA` and fails on errors. verify runs beside
+// the mount, whose cleaners may delete or replace a segment file between
+// verify's listing and its open: a run whose every error is such a
+// vanished file is repeated (up to 10 times), any other error fails at once.
 func (r *faultRig) verify() {
 	t := r.t
 	t.Helper()
-	out, err := faultRun(t, 120, segfsBin, "verify", r.data)
-	if err != nil {
-		t.Fatalf("segfs verify %s: %v\n%.3000s", r.data, err, out)
+	for attempt := 0; ; attempt++ {
+		out, err := faultRun(t, 120, segfsBin, "verify", r.data)
+		if err == nil {
+			return
+		}
+		vanished := len(r.cleaned) > 0 && attempt < 10
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, "error: ") && !strings.HasSuffix(l, ": no such file or directory") {
+				vanished = false
+			}
+		}
+		if !vanished {
+			t.Fatalf("segfs verify %s: %v\n%.3000s", r.data, err, out)
+		}
+		t.Logf("segfs verify %s: a file went away under it (the cleaners), again:\n%.1000s", r.data, out)
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 
@@ -714,6 +787,10 @@ func (r *faultRig) oracle(seenKept bool) {
 		byTopic[w.topic] = append(byTopic[w.topic], w)
 	}
 	for topic, ws := range byTopic {
+		if c := r.cleaned[topic]; c != nil {
+			parts[topic] = r.oracleCleaned(topic, c, ws)
+			continue
+		}
 		p := r.readPartition(topic)
 		parts[topic] = p
 		r.dumpLog(topic, p)
@@ -768,6 +845,7 @@ func (r *faultRig) oracle(seenKept bool) {
 	if seenKept {
 		r.checkReaders(parts)
 	}
+	r.checkCleanedReaders(parts, seenKept)
 	r.verify()
 	r.scanLog()
 }

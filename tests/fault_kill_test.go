@@ -45,7 +45,8 @@ func faultMixedLoad(r *faultRig, suffix string, durable bool) {
 const faultEpoch = 20
 
 // TestFaultKill9 is F1 with F14: SIGKILL of the daemon at a random moment
-// under the mixed load, while `tail -f`, a `grep -c` loop and a Kafka
+// under the mixed load, with retention and compaction running on two more
+// topics (faultCleanerLoad), while `tail -f`, a `grep -c` loop and a Kafka
 // consumer read; then `segfs mount` straight onto the dead mount (no
 // `umount -l` first: the restart must need no manual step, and no mount
 // may be stacked). The oracle runs after every restart: every write()
@@ -55,10 +56,11 @@ const faultEpoch = 20
 func TestFaultKill9(t *testing.T) {
 	rounds := faultRounds(t, "F1", 5)
 	disk := faultLoopDisk(t, "ext4", 256+rounds*4)
-	r := faultNewRig(t, filepath.Join(disk.dir, "data"))
+	r := faultNewRig(t, filepath.Join(disk.dir, "data"), faultCleanerFlags...)
 	for i := 0; i < rounds; i++ {
 		if i%faultEpoch == 0 {
 			faultMixedLoad(r, fmt.Sprintf("-%d", i/faultEpoch), false)
+			faultCleanerLoad(r, fmt.Sprintf("-%d", i/faultEpoch), false)
 		}
 		r.rounds = i
 		mix, kaf := r.writers[0].topic, r.writers[4].topic
@@ -76,6 +78,7 @@ func TestFaultKill9(t *testing.T) {
 	if r.ackedChecked == 0 {
 		t.Fatal("nothing was acknowledged: the test proves nothing")
 	}
+	r.requireCleaners()
 	r.m.unmount()
 	r.m.sanityCheck()
 }

@@ -12,7 +12,8 @@ import (
 )
 
 // TestFaultPowerCut is F2: the power cut. The data dir is on a loop xfs;
-// under the mixed load in durable mode (every writer acknowledges a line
+// under the mixed load (with the retention and compaction topics of
+// faultCleanerLoad) in durable mode (every writer acknowledges a line
 // only after fsync returned; the Kafka topic flushes before every acks=-1
 // response) `xfs_io -x -c shutdown` stops the filesystem without flushing
 // its log, the daemon is SIGKILLed, the filesystem is unmounted and
@@ -23,10 +24,11 @@ import (
 func TestFaultPowerCut(t *testing.T) {
 	rounds := faultRounds(t, "F2", 5)
 	disk := faultLoopDisk(t, "xfs", 512+rounds*4)
-	r := faultNewRig(t, filepath.Join(disk.dir, "data"))
+	r := faultNewRig(t, filepath.Join(disk.dir, "data"), faultCleanerFlags...)
 	for i := 0; i < rounds; i++ {
 		if i%faultEpoch == 0 {
 			faultMixedLoad(r, fmt.Sprintf("-%d", i/faultEpoch), true)
+			faultCleanerLoad(r, fmt.Sprintf("-%d", i/faultEpoch), true)
 			// acks=-1 with flush.messages=1: the produce response comes
 			// after the fsync.
 			r.writers[4].durable = true
@@ -48,6 +50,7 @@ func TestFaultPowerCut(t *testing.T) {
 	if r.ackedChecked == 0 {
 		t.Fatal("nothing was acknowledged: the test proves nothing")
 	}
+	r.requireCleaners()
 }
 
 // TestFaultBackingShutdown is F9 with a live daemon: the backing xfs is

@@ -4,7 +4,7 @@
 // the test binary, and it keeps a manifest of what was acknowledged on a
 // filesystem other than the one under test.
 //
-//	faultwriter lines  -id ID -file DATA -manifest M [-start N] [-count C] [-big] [-batch K] [-fsync] [-pause D]
+//	faultwriter lines  -id ID -file DATA -manifest M [-start N] [-count C] [-big] [-keys K] [-batch K] [-fsync] [-pause D]
 //	faultwriter kafka  -id ID -addr A -topic T -manifest M [-start N] [-count C]
 //	faultwriter consume -addr A -topic T -out F
 //
@@ -12,7 +12,9 @@
 // DATA (opened O_WRONLY|O_APPEND), up to K lines per write(2) with -batch,
 // and after each write (and its fsync with -fsync) returns, appends the
 // seqs it carried to M, one per line. It stops at the first error, which
-// it prints with its errno name on stderr (exit status 3).
+// it prints with its errno name on stderr (exit status 3). With -keys K the
+// lines are faultline.Keyed(ID, seq, K), for a compacted topic with
+// key.separator "=": K keys, some writes tombstones.
 //
 // kafka produces the same lines (without the newline) as records to
 // partition 0 of T with acks=-1, one at a time, and appends a seq to M
@@ -54,6 +56,7 @@ func main() {
 	start := fl.Int64("start", 1, "first seq")
 	count := fl.Int64("count", 0, "number of lines (0 = until an error)")
 	big := fl.Bool("big", false, "lines of 1 to 300,000 bytes instead of short ones")
+	keys := fl.Int("keys", 0, "keyed lines \"id.kK=...\" with this many keys, some tombstones (0 = unkeyed)")
 	batch := fl.Int("batch", 1, "up to this many lines per write(2)")
 	fsync := fl.Bool("fsync", false, "fsync after every write; acknowledge only after it")
 	pause := fl.Duration("pause", 0, "sleep between writes")
@@ -65,7 +68,7 @@ func main() {
 	var err error
 	switch os.Args[1] {
 	case "lines":
-		err = writeLines(*id, *file, *manifest, *start, *count, *big, *batch, *fsync, *pause)
+		err = writeLines(*id, *file, *manifest, *start, *count, *big, *keys, *batch, *fsync, *pause)
 	case "kafka":
 		err = produce(*id, *addr, *topic, *manifest, *start, *count)
 	case "consume":
@@ -102,7 +105,7 @@ func openManifest(path string) (*os.File, error) {
 	return os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 }
 
-func writeLines(id, file, manifest string, start, count int64, big bool, batch int, fsync bool, pause time.Duration) error {
+func writeLines(id, file, manifest string, start, count int64, big bool, keys, batch int, fsync bool, pause time.Duration) error {
 	man, err := openManifest(manifest)
 	if err != nil {
 		return err
@@ -125,7 +128,11 @@ func writeLines(id, file, manifest string, start, count int64, big bool, batch i
 		}
 		buf, ack = buf[:0], ack[:0]
 		for i := range int64(k) {
-			buf = append(append(buf, faultline.Line(id, seq+i, big)...), '\n')
+			if keys > 0 {
+				buf = append(append(buf, faultline.Keyed(id, seq+i, keys)...), '\n')
+			} else {
+				buf = append(append(buf, faultline.Line(id, seq+i, big)...), '\n')
+			}
 			ack = strconv.AppendInt(ack, seq+i, 10)
 			ack = append(ack, '\n')
 		}

@@ -49,3 +49,24 @@ func Line(id string, seq int64, big bool) []byte {
 	}
 	return append(head, payload...)
 }
+
+// Key returns the key (0 to keys-1) of keyed line seq of writer id, for
+// compacted topics, and whether that write is a tombstone (about one in
+// eight).
+func Key(id string, seq int64, keys int) (int, bool) {
+	r := rand.New(rand.NewPCG(uint64(seq), uint64(crc32.ChecksumIEEE([]byte(id)))^0x6b657973))
+	return r.IntN(keys), r.IntN(8) == 0
+}
+
+// Keyed returns keyed line seq of writer id, without its newline, for a
+// topic whose key.separator is "=": "id.kK=" followed by Line(id, seq,
+// false), or nothing after the separator for a tombstone. The key names
+// its writer, so writers sharing a topic never overwrite each other's keys.
+func Keyed(id string, seq int64, keys int) []byte {
+	k, tomb := Key(id, seq, keys)
+	l := fmt.Appendf(nil, "%s.k%d=", id, k)
+	if tomb {
+		return l
+	}
+	return append(l, Line(id, seq, false)...)
+}
