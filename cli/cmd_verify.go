@@ -184,6 +184,9 @@ func (v *verifier) partition(p *partitionDir) partitionResult {
 			v.errorf(s.Log, "segment base offset %d <= last offset %d of the previous segment", s.Base, prevLast)
 		}
 		sum, batches := v.segment(s, last)
+		if sum == nil {
+			continue // deleted by a running daemon's cleaner since the listing
+		}
 		r.batches += batches
 		r.bytes += sum.Size
 		r.next = sum.NextOffset
@@ -204,6 +207,13 @@ func (v *verifier) partition(p *partitionDir) partitionResult {
 func (v *verifier) segment(s *segmentFiles, active bool) (*logSummary, int) {
 	sum := &logSummary{NextOffset: s.Base}
 	f, err := os.Open(s.Log)
+	if errors.Is(err, os.ErrNotExist) {
+		// Listed a moment ago: retention or compaction of the daemon
+		// serving this directory renamed it (verify may run beside a
+		// mount). What is gone is no longer part of the log.
+		v.warnf(s.Log, "deleted while being checked (retention or compaction of a running daemon): skipped")
+		return nil, 0
+	}
 	if err != nil {
 		v.errorf(s.Log, "%v", err)
 		return sum, 0
@@ -285,6 +295,10 @@ func (v *verifier) indexes(s *segmentFiles, sum *logSummary, active bool) {
 			if len(sum.Batches) > 0 {
 				v.warnf(siblingPath(s.Log, ix.kind), "missing: the next mount rebuilds it from the .log")
 			}
+			continue
+		}
+		if _, err := os.Stat(ix.path); errors.Is(err, os.ErrNotExist) {
+			v.warnf(ix.path, "deleted while being checked (retention or compaction of a running daemon): skipped")
 			continue
 		}
 		c := ix.check(ix.path, s.Base, sum)
