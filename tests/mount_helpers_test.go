@@ -182,8 +182,22 @@ func (m *mnt) teardown(pid int) {
 func (m *mnt) unmount() {
 	t := m.t
 	t.Helper()
-	if out, err := exec.Command("timeout", "20", "umount", m.dir).CombinedOutput(); err != nil {
-		t.Fatalf("umount %s: %v\n%s", m.dir, err, out)
+	// A process SIGKILLed while one of its FUSE requests is with the
+	// daemon exits only once the daemon answers it (the kernel waits out
+	// a request already read by the daemon), and holds the mount until
+	// then: under load that can be a moment after the kill returned. So
+	// "target is busy" is retried for a while; a holder that never goes
+	// away still fails the test, named.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, err := exec.Command("timeout", "20", "umount", m.dir).CombinedOutput()
+		if err == nil {
+			break
+		}
+		if !strings.Contains(string(out), "busy") || time.Now().After(deadline) {
+			t.Fatalf("umount %s: %v\n%s\nprocesses using it: %s", m.dir, err, out, mntHolders(m.dir))
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	if !waitExit(m.pid, 20*time.Second) {
 		t.Fatalf("daemon %d still running 20s after umount\n%s", m.pid, m.daemonLog())
@@ -295,4 +309,35 @@ func mntLines(s string) []string {
 		return nil
 	}
 	return strings.Split(s, "\n")
+}
+
+// mntHolders names the processes with a cwd, root or open file under dir,
+// for the message of a failed unmount.
+func mntHolders(dir string) string {
+	var out []string
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, p := range procs {
+		links := []string{filepath.Join(p, "cwd"), filepath.Join(p, "root")}
+		fds, _ := filepath.Glob(filepath.Join(p, "fd", "*"))
+		for _, l := range append(links, fds...) {
+			if dest, err := os.Readlink(l); err == nil && (dest == dir || strings.HasPrefix(dest, dir+"/")) {
+				comm, _ := os.ReadFile(filepath.Join(p, "comm"))
+				stat, _ := os.ReadFile(filepath.Join(p, "stat"))
+				out = append(out, fmt.Sprintf("%s %s (%s): %s", filepath.Base(p), strings.TrimSpace(string(comm)), procState(string(stat)), dest))
+				break
+			}
+		}
+	}
+	if len(out) == 0 {
+		return "none found"
+	}
+	return strings.Join(out, "; ")
+}
+
+// procState is the state letter of a /proc/PID/stat line.
+func procState(stat string) string {
+	if i := strings.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) {
+		return stat[i+2 : i+3]
+	}
+	return "?"
 }
