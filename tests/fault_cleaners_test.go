@@ -291,6 +291,14 @@ func (r *faultRig) tryReadCleaned(topic string, c *faultCleaned) (*faultPartitio
 	if res.code != 0 || st2 != st1 {
 		return nil, errTransient{fmt.Errorf("status changed while reading:\n%s\nthen\n%s%s", st1, st2, res.err)}
 	}
+	// A cleaner pass that changes nothing status shows still swaps the
+	// segment (Kafka's order: the old .log goes to .deleted before the
+	// .swap becomes the .log), and a listing taken in between lacks that
+	// segment: dump-log then reads fewer records without an error. The
+	// listing must be the same afterwards.
+	if logs2, _ := filepath.Glob(filepath.Join(r.data, topic+"-0", "*.log")); !slices.Equal(logs, logs2) {
+		return nil, errTransient{fmt.Errorf("the segment files changed while reading: %d then %d", len(logs), len(logs2))}
+	}
 	got, ok := make([]string, len(ns)), mntLines(codes)
 	for i, n := range ns {
 		b, _ := os.ReadFile(fmt.Sprintf("%s.%d", tmp, n))
