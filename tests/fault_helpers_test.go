@@ -566,7 +566,7 @@ func (r *faultRig) waitProgress(n int64) {
 	})
 	for _, w := range r.writers {
 		if w.proc.exited() && w.proc.err != nil {
-			t.Fatalf("writer %s stopped before the fault: %v\n%s\n--- daemon log:\n%s", w.id, w.proc.err, w.proc.errb, r.m.daemonLog())
+			t.Fatalf("writer %s stopped before the fault: %v\n%s\n%s--- daemon log:\n%s", w.id, w.proc.err, w.proc.errb, r.m.walkDiag(w.proc.errb.String()), r.m.daemonLog())
 		}
 	}
 	if !ok {

@@ -240,7 +240,7 @@ func (m *mnt) ok(script string, timeoutSec ...int) string {
 	m.t.Helper()
 	r := m.sh(script, timeoutSec...)
 	if r.code != 0 {
-		m.t.Fatalf("script failed (exit %d): %s\nstdout: %.2000s\nstderr: %.2000s", r.code, script, r.out, r.err)
+		m.t.Fatalf("script failed (exit %d): %s\nstdout: %.2000s\nstderr: %.2000s\n%s", r.code, script, r.out, r.err, m.walkDiag(r.err))
 	}
 	return r.out
 }
@@ -295,4 +295,63 @@ func mntLines(s string) []string {
 		return nil
 	}
 	return strings.Split(s, "\n")
+}
+
+// walkDiag explains a "No such file or directory" for paths below the
+// mountpoint in msg: for each such path, which component fails a fresh
+// stat now and with what error, whether the mount is in mountinfo, and
+// whether the daemon lives. It tells a missing name apart from a mount
+// that is gone or stacked (the fault suite saw an existing data answer
+// ENOENT twice). Empty when msg names no such path.
+func (m *mnt) walkDiag(msg string) string {
+	if !strings.Contains(msg, "No such file or directory") {
+		return ""
+	}
+	var b strings.Builder
+	seen := map[string]bool{}
+	for rest := msg; ; {
+		i := strings.Index(rest, m.dir)
+		if i < 0 {
+			break
+		}
+		rest = rest[i:]
+		j := strings.IndexAny(rest, ": \n'\"")
+		if j < 0 {
+			j = len(rest)
+		}
+		p := rest[:j]
+		rest = rest[j:]
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		fmt.Fprintf(&b, "walk of %s now:", p)
+		comps := strings.Split(strings.Trim(strings.TrimPrefix(p, m.dir), "/"), "/")
+		cur := m.dir
+		for _, c := range append([]string{""}, comps...) {
+			cur = filepath.Join(cur, c)
+			done := make(chan string, 1)
+			go func(path string) {
+				st, err := os.Stat(path)
+				if err != nil {
+					done <- fmt.Sprintf(" FAILS at %s: %v", path, err)
+					return
+				}
+				done <- fmt.Sprintf(" %s(ino %d)", filepath.Base(path), st.Sys().(*syscall.Stat_t).Ino)
+			}(cur)
+			select {
+			case r := <-done:
+				b.WriteString(r)
+			case <-time.After(5 * time.Second):
+				fmt.Fprintf(&b, " HANGS at %s", cur)
+			}
+			if s := b.String(); strings.Contains(s[strings.LastIndex(s, "walk of"):], "S at ") {
+				break
+			}
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "mountinfo at %s:\n%s", m.dir, mountinfoLines(m.dir))
+	fmt.Fprintf(&b, "daemon %d alive: %v\n", m.pid, pidAlive(m.pid))
+	return b.String()
 }
