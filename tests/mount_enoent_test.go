@@ -21,7 +21,7 @@ func TestMountDataNeverENOENT(t *testing.T) {
 		secs = s
 	}
 	kill := os.Getenv("SEGFS_ENOENT_KILL") != ""
-	var extra []string
+	extra := append([]string(nil), faultCleanerFlags...)
 	if os.Getenv("SEGFS_ENOENT_DEBUG") != "" {
 		extra = append(extra, "--debug")
 	}
@@ -29,7 +29,12 @@ func TestMountDataNeverENOENT(t *testing.T) {
 	r.topic("en", "segment.bytes=16384")
 	r.addWriter("k1", "kafka", "en", false, 1)
 	r.addWriter("e1", "echo", "en", false, 1)
+	// Retention every 100 ms on a second topic: new generations, ESTALE
+	// and entry invalidations beside the walks (F1 runs both cleaners).
+	r.topic("del", "segment.bytes=16384", "retention.ms=1000", "file.delete.delay.ms=0")
+	r.addWriter("d1", "echo", "del", false, 1)
 	data := r.m.path("en", "0", "data")
+	del := r.m.path("del", "0", "data")
 	out := t.TempDir()
 	var errFiles []string
 	enoent := 0
@@ -37,8 +42,8 @@ func TestMountDataNeverENOENT(t *testing.T) {
 	deadline := time.Now().Add(time.Duration(secs) * time.Second)
 	for round := 0; time.Now().Before(deadline); round++ {
 		var procs []*faultProc
-		for range 3 {
-			procs = append(procs, faultStart(t, "tail", 600, nil, "bash", "-c", `exec tail -s 0.05 -n +1 -f "$0" > /dev/null 2>&1`, data))
+		for _, f := range []string{data, data, del} {
+			procs = append(procs, faultStart(t, "tail", 600, nil, "bash", "-c", `exec tail -s 0.05 -n +1 -f "$0" > /dev/null 2>&1`, f))
 		}
 		r.startWriters()
 		// Probes: many short-lived opens of data, each a fresh path walk.
@@ -47,11 +52,12 @@ func TestMountDataNeverENOENT(t *testing.T) {
 			`while :; do echo "p $RANDOM" >> "$0"; done`,
 			`while :; do stat -c %s "$0" > /dev/null; head -c 1 "$0" > /dev/null; done`,
 			`while :; do n=$(grep -c '' "$0"); sleep 0.05; done`,
+			`while :; do cat "$2" > /dev/null; head -c 1 "${0%/data}/offset/0" > /dev/null 2>&1; done`,
 		}
 		for i, s := range scripts {
 			ef := filepath.Join(out, "probe"+strconv.Itoa(round)+"-"+strconv.Itoa(i))
 			errFiles = append(errFiles, ef)
-			procs = append(procs, faultStart(t, "probe", 600, nil, "bash", "-c", s+` 2>> "$1"`, data, ef))
+			procs = append(procs, faultStart(t, "probe", 600, nil, "bash", "-c", s+` 2>> "$1"`, data, ef, del))
 		}
 		if !kill {
 			// F15: writers SIGKILLed every 1.5 s, mid-request.
