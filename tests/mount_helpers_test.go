@@ -139,16 +139,26 @@ func pidAlive(pid int) bool {
 	if pid <= 0 {
 		return false
 	}
-	// A zombie is dead for our purpose.
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
+	// A zombie is dead for our purpose, but only once every thread is:
+	// after SIGKILL the thread-group leader turns Z while the other
+	// threads still run their exit, holding the process's files (the
+	// data directory's flock, /dev/fuse), and a restart then found the
+	// data directory locked.
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+	if len(tasks) == 0 {
+		tasks = []string{fmt.Sprintf("/proc/%d/stat", pid)}
 	}
-	s := string(b)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2] != 'Z'
+	for _, f := range tasks {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		if i := strings.LastIndexByte(s, ')'); i < 0 || i+2 >= len(s) || (s[i+2] != 'Z' && s[i+2] != 'X') {
+			return true
+		}
 	}
-	return true
+	return false
 }
 
 // waitExit waits up to d for pid to exit.
