@@ -1,7 +1,9 @@
 package fs
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"strings"
@@ -12,6 +14,8 @@ import (
 	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
+
+	"github.com/segfs/segfs/logstore"
 )
 
 // TestWalkDuringEviction: the walk to an existing partition's data never
@@ -105,4 +109,33 @@ func (c *forgetCounter) Write(p []byte) (int, error) {
 		c.n.Add(1)
 	}
 	return len(p), nil
+}
+
+// TestWarnDataFailed: a failed lookup or open of data is logged with its
+// cause, at most once a second (a `tail -F` retries every second).
+func TestWarnDataFailed(t *testing.T) {
+	store, err := logstore.Open(t.TempDir(), logstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	tp, err := store.CreateTopic("w", 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	f := newFsys(store, slog.New(slog.NewTextHandler(&buf, nil)))
+	cause := fmt.Errorf("fenced: %w", syscall.ENOSPC)
+	for range 3 {
+		f.warnDataFailed("open", tp.Partitions()[0], toErrno(cause), cause)
+	}
+	out := buf.String()
+	if n := strings.Count(out, "\n"); n != 1 {
+		t.Fatalf("%d lines logged, want 1:\n%s", n, out)
+	}
+	for _, want := range []string{"level=WARN", `msg="open of data failed"`, "topic=w", "partition=0", `errno="no space left on device"`, "fenced"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log line lacks %s: %s", want, out)
+		}
+	}
 }
