@@ -639,6 +639,33 @@ func (r *faultRig) figures(name string) {
 		name, r.faults, r.ackedChecked, r.lost, r.truncations, r.droppedBytes, r.manual, deleted, removed)
 }
 
+// quiesce waits (up to 10 s) until topic's log end offset has not moved
+// for 300 ms. Killing a writer does not stop its last request: a Kafka
+// produce the daemon already received, or a WRITE in flight, is appended
+// after the kill, and an oracle reading meanwhile saw data one record
+// short of what status and a `tail -f` saw (F15, about 1 run in 30).
+func (r *faultRig) quiesce(topic string) {
+	status := r.m.path(topic, "0", "status")
+	end := func() string {
+		b, _ := os.ReadFile(status)
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "log.end.offset="); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	last, since := end(), time.Now()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		if e := end(); e != last {
+			last, since = e, time.Now()
+		} else if time.Since(since) >= 300*time.Millisecond {
+			return
+		}
+	}
+}
+
 // faultPartition is a partition as read back for the oracle.
 type faultPartition struct {
 	text    []byte   // cat data

@@ -107,5 +107,6 @@ func TestMountDataNeverENOENT(t *testing.T) {
 		t.Errorf("probes of data failed (%d ENOENT); first errors:\n%s\n--- daemon log:\n%s",
 			enoent, strings.Join(sample, "\n"), r.m.daemonLog())
 	}
+	r.quiesce("en")
 	r.readPartition("en")
 }
