@@ -8,6 +8,7 @@ package tests
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -340,24 +341,30 @@ func (m *mnt) walkDiag(msg string) string {
 		cur := m.dir
 		for _, c := range append([]string{""}, comps...) {
 			cur = filepath.Join(cur, c)
-			done := make(chan string, 1)
+			type res struct {
+				ino uint64
+				err error
+			}
+			done := make(chan res, 1)
 			go func(path string) {
 				st, err := os.Stat(path)
 				if err != nil {
-					done <- fmt.Sprintf(" FAILS at %s: %v", path, err)
+					done <- res{err: err}
 					return
 				}
-				done <- fmt.Sprintf(" %s(ino %d)", filepath.Base(path), st.Sys().(*syscall.Stat_t).Ino)
+				done <- res{ino: st.Sys().(*syscall.Stat_t).Ino}
 			}(cur)
+			var r res
 			select {
-			case r := <-done:
-				b.WriteString(r)
+			case r = <-done:
 			case <-time.After(5 * time.Second):
-				fmt.Fprintf(&b, " HANGS at %s", cur)
+				r.err = errors.New("stat hangs")
 			}
-			if s := b.String(); strings.Contains(s[strings.LastIndex(s, "walk of"):], "S at ") {
+			if r.err != nil {
+				fmt.Fprintf(&b, " FAILS at %s: %v", cur, r.err)
 				break
 			}
+			fmt.Fprintf(&b, " %s(ino %d)", filepath.Base(cur), r.ino)
 		}
 		b.WriteString("\n")
 	}
