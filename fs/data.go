@@ -108,7 +108,14 @@ func lookupText(ctx context.Context, f *fsys, parent *gofs.Inode, p *logstore.Pa
 		}
 	}
 	if err != nil {
-		return nil, toErrno(err)
+		errno := toErrno(err)
+		if isData {
+			// data of an existing partition always exists: say why a
+			// walk to it failed (offset/N below the log start is ENOENT
+			// by design and not worth a line).
+			f.warnDataFailed("lookup", p, errno, err)
+		}
+		return nil, errno
 	}
 	// offset/N keeps the view for the open that usually follows (see
 	// lookupViews); data opens its own, which it keeps for its life.
@@ -190,7 +197,11 @@ func (n *textNode) acquire() (*logstore.TextView, syscall.Errno) {
 	}
 	v, err := n.openView()
 	if err != nil {
-		return nil, toErrno(err)
+		errno := toErrno(err)
+		if n.isData {
+			n.fs.warnDataFailed("open", n.part, errno, err)
+		}
+		return nil, errno
 	}
 	n.view, n.refs = v, 1
 	if n.isData {

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -48,6 +49,22 @@ type fsys struct {
 	estale sync.Map
 
 	lookupViews lookupViews // views offset/N lookups opened, for the open that follows
+
+	dataWarned atomic.Int64 // when warnDataFailed last logged (UnixNano)
+}
+
+// warnDataFailed logs why a lookup or open of an existing partition's data
+// failed, at most once a second: data always exists, so this is a fenced
+// partition, a damaged segment, or a bug, and a `tail -F` retrying every
+// second must not flood the log.
+func (f *fsys) warnDataFailed(op string, p *logstore.Partition, errno syscall.Errno, err error) {
+	now := time.Now().UnixNano()
+	last := f.dataWarned.Load()
+	if now-last < int64(time.Second) || !f.dataWarned.CompareAndSwap(last, now) {
+		return
+	}
+	f.log.Warn(op+" of data failed", "topic", p.Topic().Name(), "partition", p.Num(),
+		"errno", errno.Error(), "err", err)
 }
 
 func newFsys(store *logstore.Store, log *slog.Logger) *fsys {

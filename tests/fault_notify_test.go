@@ -79,6 +79,7 @@ func TestFaultNotifyTail(t *testing.T) {
 			w.proc.kill()
 		}
 		r.faults++
+		r.quiesce("nt")
 		p := r.readPartition("nt")
 		for k, o := range outs {
 			want := string(p.text)

@@ -8,6 +8,7 @@ package tests
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -139,16 +140,26 @@ func pidAlive(pid int) bool {
 	if pid <= 0 {
 		return false
 	}
-	// A zombie is dead for our purpose.
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
+	// A zombie is dead for our purpose, but only once every thread is:
+	// after SIGKILL the thread-group leader turns Z while the other
+	// threads still run their exit, holding the process's files (the
+	// data directory's flock, /dev/fuse), and a restart then found the
+	// data directory locked.
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+	if len(tasks) == 0 {
+		tasks = []string{fmt.Sprintf("/proc/%d/stat", pid)}
 	}
-	s := string(b)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2] != 'Z'
+	for _, f := range tasks {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		if i := strings.LastIndexByte(s, ')'); i < 0 || i+2 >= len(s) || (s[i+2] != 'Z' && s[i+2] != 'X') {
+			return true
+		}
 	}
-	return true
+	return false
 }
 
 // waitExit waits up to d for pid to exit.
@@ -254,7 +265,7 @@ func (m *mnt) ok(script string, timeoutSec ...int) string {
 	m.t.Helper()
 	r := m.sh(script, timeoutSec...)
 	if r.code != 0 {
-		m.t.Fatalf("script failed (exit %d): %s\nstdout: %.2000s\nstderr: %.2000s", r.code, script, r.out, r.err)
+		m.t.Fatalf("script failed (exit %d): %s\nstdout: %.2000s\nstderr: %.2000s\n%s", r.code, script, r.out, r.err, m.walkDiag(r.err))
 	}
 	return r.out
 }
@@ -340,4 +351,69 @@ func procState(stat string) string {
 		return stat[i+2 : i+3]
 	}
 	return "?"
+}
+
+// walkDiag explains a "No such file or directory" for paths below the
+// mountpoint in msg: for each such path, which component fails a fresh
+// stat now and with what error, whether the mount is in mountinfo, and
+// whether the daemon lives. It tells a missing name apart from a mount
+// that is gone or stacked (the fault suite saw an existing data answer
+// ENOENT twice). Empty when msg names no such path.
+func (m *mnt) walkDiag(msg string) string {
+	if !strings.Contains(msg, "No such file or directory") {
+		return ""
+	}
+	var b strings.Builder
+	seen := map[string]bool{}
+	for rest := msg; ; {
+		i := strings.Index(rest, m.dir)
+		if i < 0 {
+			break
+		}
+		rest = rest[i:]
+		j := strings.IndexAny(rest, ": \n'\"")
+		if j < 0 {
+			j = len(rest)
+		}
+		p := rest[:j]
+		rest = rest[j:]
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		fmt.Fprintf(&b, "walk of %s now:", p)
+		comps := strings.Split(strings.Trim(strings.TrimPrefix(p, m.dir), "/"), "/")
+		cur := m.dir
+		for _, c := range append([]string{""}, comps...) {
+			cur = filepath.Join(cur, c)
+			type res struct {
+				ino uint64
+				err error
+			}
+			done := make(chan res, 1)
+			go func(path string) {
+				st, err := os.Stat(path)
+				if err != nil {
+					done <- res{err: err}
+					return
+				}
+				done <- res{ino: st.Sys().(*syscall.Stat_t).Ino}
+			}(cur)
+			var r res
+			select {
+			case r = <-done:
+			case <-time.After(5 * time.Second):
+				r.err = errors.New("stat hangs")
+			}
+			if r.err != nil {
+				fmt.Fprintf(&b, " FAILS at %s: %v", cur, r.err)
+				break
+			}
+			fmt.Fprintf(&b, " %s(ino %d)", filepath.Base(cur), r.ino)
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "mountinfo at %s:\n%s", m.dir, mountinfoLines(m.dir))
+	fmt.Fprintf(&b, "daemon %d alive: %v\n", m.pid, pidAlive(m.pid))
+	return b.String()
 }
