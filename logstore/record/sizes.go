@@ -113,14 +113,7 @@ func walkStats(s []byte, n int32, base, from int64) (st TextStats, ok bool) {
 			return TextStats{}, false
 		}
 		if base+int64(delta) >= from {
-			st.Lines++
-			if vl > 0 {
-				st.ValueBytes += int64(vl)
-			}
-			if kl >= 0 {
-				st.Keyed++
-				st.KeyBytes += int64(kl)
-			}
+			st.count(kl, vl)
 		}
 		off = end
 	}

@@ -195,6 +195,19 @@ func (s TextStats) Size(sepLen int) int64 {
 	return n
 }
 
+// count adds one rendered record to s, given the lengths of its key and
+// value (-1: null), as the walks of the record lengths see them.
+func (s *TextStats) count(keyLen, valueLen int32) {
+	s.Lines++
+	if valueLen > 0 {
+		s.ValueBytes += int64(valueLen)
+	}
+	if keyLen >= 0 {
+		s.Keyed++
+		s.KeyBytes += int64(keyLen)
+	}
+}
+
 // Add adds o to s.
 func (s *TextStats) Add(o TextStats) {
 	s.Lines += o.Lines

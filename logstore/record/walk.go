@@ -244,14 +244,7 @@ func walkSplit(sp *TextSplit, s []byte, n int, base, at int64) bool {
 		} else if rest.Lines == 0 {
 			sp.pos, sp.index = start, int32(i)
 		}
-		st.Lines++
-		if vlen > 0 {
-			st.ValueBytes += int64(vlen)
-		}
-		if klen >= 0 {
-			st.Keyed++
-			st.KeyBytes += int64(klen)
-		}
+		st.count(klen, vlen)
 	}
 	sp.Below, sp.Rest = below, rest
 	return off == len(s)
