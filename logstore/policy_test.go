@@ -8,6 +8,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/segfs/segfs/logstore/record"
 )
 
 func TestFlushMessagesMovesRecoveryPoint(t *testing.T) {
@@ -85,6 +88,41 @@ func TestFsyncFailureFences(t *testing.T) {
 	}
 	if _, err := os.Stat(s.dir + "/" + cleanShutdownFile); !os.IsNotExist(err) {
 		t.Fatal("clean-shutdown marker written despite a fenced partition")
+	}
+}
+
+// TestFsyncFailureFencesRetry: an idempotent producer's batch is appended
+// but its flush (flush.messages=1) fails; the client retries the same
+// batch. The retry must fail like the first attempt, not be answered as a
+// duplicate of records that may never reach the disk (the fault suite's F9
+// lost an acks=-1 record this way when the backing filesystem went
+// read-only).
+func TestFsyncFailureFencesRetry(t *testing.T) {
+	s := openStore(t, t.TempDir(), nil)
+	tp, _ := s.CreateTopic("fence", 1, map[string]string{"flush.messages": "1"})
+	p, _ := tp.Partition(0)
+	var bl record.Builder
+	spec := record.DefaultSpec()
+	spec.ProducerID, spec.ProducerEpoch, spec.BaseSequence = 9, 0, 0
+	bl.Reset(spec)
+	bl.Add(time.Now().UnixMilli(), nil, []byte("acked only if durable"), nil)
+	b, err := bl.Build(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig := syncFile
+	syncFile = func(*os.File) error { return syscall.EIO }
+	_, err = p.AppendBatch(append([]byte(nil), b...))
+	syncFile = orig
+	if !errors.Is(err, ErrFenced) {
+		t.Fatalf("append whose flush failed: %v", err)
+	}
+	res, err := p.AppendBatch(append([]byte(nil), b...))
+	if err == nil || res.Duplicate {
+		t.Fatalf("the retry was acknowledged (%+v, %v): its records were never flushed", res, err)
+	}
+	if !errors.Is(err, ErrFenced) {
+		t.Fatalf("retry: %v, want the fence", err)
 	}
 }
 

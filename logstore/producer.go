@@ -271,6 +271,13 @@ func (p *Partition) AppendBatch(batch []byte) (AppendResult, error) {
 			return res, err
 		}
 		if dup != nil {
+			// A retry of a batch that reached the log but whose flush
+			// failed (which fenced the partition) must fail like the
+			// first attempt: answering it as a duplicate would
+			// acknowledge records that may never reach the disk.
+			if p.fenceErr != nil {
+				return res, &fencedError{cause: p.fenceErr}
+			}
 			res.BaseOffset, res.LastOffset, res.Duplicate = dup.firstOff, dup.lastOff, true
 			res.LogStartOffset = p.logStart.Load()
 			return res, nil
