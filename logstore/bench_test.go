@@ -53,6 +53,17 @@ var (
 	bigRecs int64
 )
 
+// TestMain removes the shared benchmark partition (about 1 GB) once every
+// benchmark that used it has run: it is built once per process, so no
+// single benchmark's cleanup can own it.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if bigDir != "" {
+		os.RemoveAll(bigDir)
+	}
+	os.Exit(code)
+}
+
 // bigPartition builds (once per process) a 10-million-record partition of
 // 100-byte records with one-millisecond-apart batches of 100 records, in
 // one segment of about 1 GiB, and closes it cleanly.
