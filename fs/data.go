@@ -3,6 +3,7 @@ package fs
 import (
 	"context"
 	"errors"
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -36,6 +37,19 @@ type textNode struct {
 
 	staleNotified atomic.Bool  // the notifier invalidated our dentry
 	retried       atomic.Int64 // when a lookup that retried an ESTALE handed the node out (UnixNano)
+
+	// The page cache of data (see doc.go, "Caching"). pubMu serializes
+	// raising pub with the invalidation that must come first; it is taken
+	// before mu, and nothing that serves a READ takes it.
+	pubMu sync.Mutex
+	pub   int64 // the largest size this node reported to the kernel
+	// Under mu:
+	cachedEver   bool   // a read handle using the page cache was given out
+	cachedOpen   int    // such handles open now
+	writers      int    // writable handles open now
+	retired      bool   // a writer found cached readers: lookups hand out a new node
+	noCacheUntil int64  // UnixNano: a node born for a writer's ESTALE retry gives no cached handle before
+	inc          uint64 // incarnation of this generation's node, part of StableAttr.Gen
 }
 
 var (
@@ -76,6 +90,20 @@ type staleKey struct {
 func (n *textNode) answeredStale() syscall.Errno {
 	n.fs.estale.Store(staleKey{n.parent, n.name}, time.Now().UnixNano())
 	return syscall.ESTALE
+}
+
+// writerWaits reports whether a writer of the data file with st_ino ino
+// answered ESTALE within retryWindow (startWriter).
+func (f *fsys) writerWaits(ino uint64) bool {
+	at, ok := f.wantWriter.Load(ino)
+	if !ok {
+		return false
+	}
+	if time.Since(time.Unix(0, at.(int64))) < retryWindow {
+		return true
+	}
+	f.wantWriter.CompareAndDelete(ino, at)
+	return false
 }
 
 // handedOut is called for the node a lookup returns.
@@ -131,9 +159,13 @@ func lookupText(ctx context.Context, f *fsys, parent *gofs.Inode, p *logstore.Pa
 		n.from = off
 	}
 	n.lastSize = v.Size()
+	n.pub = v.Size()
 	n.mtime = time.Now()
+	// A writer that met cached readers retries its walk (startWriter);
+	// every node handed out meanwhile is one it can open.
+	wanted := isData && f.writerWaits(ino)
 	if old := parent.GetChild(name); old != nil {
-		if o, ok := old.Operations().(*textNode); ok && o.gen == n.gen {
+		if o, ok := old.Operations().(*textNode); ok && o.gen == n.gen && o.admit(wanted) {
 			// Reuse the known node of this generation rather than
 			// build one that go-fuse would drop again. Its size is
 			// that of the view it serves, if it holds one.
@@ -143,23 +175,41 @@ func lookupText(ctx context.Context, f *fsys, parent *gofs.Inode, p *logstore.Pa
 				size = o.view.Size()
 			}
 			o.mu.Unlock()
-			o.attr(&out.Attr, size)
+			o.attr(&out.Attr, o.report(size))
 			out.SetAttrTimeout(textAttrTimeout)
 			o.handedOut()
 			keep(o)
 			return old, 0
 		}
 	}
-	n.handedOut()
-	n.attr(&out.Attr, v.Size())
-	out.SetAttrTimeout(textAttrTimeout)
-	mode := uint32(syscall.S_IFREG)
-	ch := parent.NewInode(ctx, n, gofs.StableAttr{Mode: mode, Ino: ino, Gen: n.gen + 1})
-	if o, ok := ch.Operations().(*textNode); ok {
-		keep(o) // the known node of this identity if there is one
-	} else {
-		v.Close()
+	n.admit(wanted)
+	if isData {
+		n.inc = f.incarnation(ino)
 	}
+	// One kernel inode per generation and incarnation, all with the same
+	// st_ino. go-fuse hands out the node it knows of the same identity,
+	// if any, instead of n (a retired node never has the current
+	// incarnation).
+	ch := parent.NewInode(ctx, n, gofs.StableAttr{Mode: uint32(syscall.S_IFREG), Ino: ino, Gen: n.gen + 1 + n.inc<<40})
+	o, ok := ch.Operations().(*textNode)
+	if !ok {
+		v.Close()
+		return nil, syscall.EIO
+	}
+	// o is n, or the known node of this identity (go-fuse keeps one per
+	// StableAttr), whose size is that of the view it serves.
+	size := v.Size()
+	if o != n {
+		o.mu.Lock()
+		if o.view != nil {
+			size = o.view.Size()
+		}
+		o.mu.Unlock()
+	}
+	o.handedOut()
+	o.attr(&out.Attr, o.report(size))
+	out.SetAttrTimeout(textAttrTimeout)
+	keep(o)
 	return ch, 0
 }
 
@@ -338,7 +388,7 @@ func (n *textNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.Att
 		size = s
 	}
 	n.register()
-	n.attr(&out.Attr, size)
+	n.attr(&out.Attr, n.report(size))
 	out.SetTimeout(textAttrTimeout)
 	return 0
 }
@@ -355,6 +405,7 @@ func (n *textNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetA
 	if errno != 0 {
 		return errno
 	}
+	size = n.report(size)
 	if sizeChange && int64(in.Size) != size {
 		return syscall.EPERM
 	}
@@ -393,14 +444,21 @@ func (n *textNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uin
 			return nil, 0, errno
 		}
 		n.register()
-		// Reads bypass the page cache. The kernel zero-fills the rest of
-		// a page read at the end of a growing file and keeps it; when the
-		// size then grows by a path it cannot see (another writer's
-		// direct I/O, the fetch server), a reader racing the attribute
-		// refresh was served those zeros as data (tests/
-		// fault_notify_test.go found NULs in `tail -f` this way). Direct
-		// reads cost the page-cache re-read speed, never correctness.
-		return newReadHandle(n, v), fuse.FOPEN_DIRECT_IO, 0
+		h := newReadHandle(n, v)
+		// data is read through the page cache while no writer has it
+		// open (doc.go, "Caching"); offset/N, read a line at a time by
+		// lookups, bypasses it, as does data while a writer appends.
+		n.mu.Lock()
+		h.cached = n.isData && n.writers == 0 && time.Now().UnixNano() >= n.noCacheUntil
+		if h.cached {
+			n.cachedOpen++
+			n.cachedEver = true
+		}
+		n.mu.Unlock()
+		if h.cached {
+			return h, fuse.FOPEN_KEEP_CACHE, 0
+		}
+		return h, fuse.FOPEN_DIRECT_IO, 0
 	}
 	// Writers append whatever the generation: a writable open never
 	// answers ESTALE.
@@ -412,10 +470,14 @@ func (n *textNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uin
 	if flags&syscall.O_APPEND == 0 || flags&syscall.O_TRUNC != 0 {
 		return nil, 0, syscall.EPERM
 	}
+	if errno := n.startWriter(); errno != 0 {
+		return nil, 0, errno
+	}
 	h := &dataHandle{node: n}
 	if acc == syscall.O_RDWR {
 		v, errno := n.acquire()
 		if errno != 0 {
+			n.endWriter()
 			return nil, 0, errno
 		}
 		h.view = v
@@ -516,8 +578,113 @@ func (h *dataHandle) Release(ctx context.Context) syscall.Errno {
 	f.mu.Lock()
 	delete(f.writers, h)
 	f.mu.Unlock()
+	h.node.endWriter()
 	if h.view != nil {
 		h.node.release()
 	}
 	return 0
+}
+
+// startWriter admits a writable open of data. The kernel grows its i_size
+// by every byte a WRITE accepted, which can run ahead of the text (an
+// unfinished line, a key cut by key.separator), and a cached reader racing
+// that bump would be served the zero-filled rest of the last page as data.
+// So no cached reader may share the inode with a writer: if one is open,
+// the node retires and the open answers ESTALE; the VFS looks the name up
+// again and Lookup hands out a new node (same st_ino) for the writer, while
+// the cached readers keep the old one. Otherwise the pages from the last
+// reported size on are dropped before the first WRITE, and reads opened
+// while a writer is open bypass the page cache.
+func (n *textNode) startWriter() syscall.Errno {
+	n.pubMu.Lock()
+	defer n.pubMu.Unlock()
+	n.mu.Lock()
+	if n.cachedOpen > 0 {
+		n.retire()
+		n.mu.Unlock()
+		n.fs.wantWriter.Store(n.StableAttr().Ino, time.Now().UnixNano())
+		return n.answeredStale()
+	}
+	n.writers++
+	inval := n.cachedEver
+	n.mu.Unlock()
+	if inval {
+		// From OPEN, which holds no page lock (FUSE-NOTES §2.3).
+		n.NotifyContent(n.pub&^(pageSize-1), 0)
+	}
+	return 0
+}
+
+// admit reports whether a lookup may hand n out. A retired node is not
+// handed out again. While a writer waits (wanted), a node with cached
+// readers retires, and one without gives out no cached handle for
+// retryWindow, so the writer's open, when it comes, meets none.
+func (n *textNode) admit(wanted bool) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if wanted && !n.retired {
+		if n.cachedOpen > 0 {
+			n.retire()
+		} else {
+			n.noCacheUntil = max(n.noCacheUntil, time.Now().Add(retryWindow).UnixNano())
+		}
+	}
+	return !n.retired
+}
+
+// retire keeps lookups from handing n out again: the nodes they build
+// from now on have a new incarnation, so go-fuse cannot match them to n.
+// The caller holds n.mu.
+func (n *textNode) retire() {
+	n.retired = true
+	n.fs.incs.Store(n.StableAttr().Ino, n.fs.incarnations.Add(1))
+}
+
+// incarnation is the incarnation of the next data node of st_ino ino
+// (keyed by ino, not by parent and name: the partition's directory node
+// can be forgotten and rebuilt while a retired data node lives on).
+func (f *fsys) incarnation(ino uint64) uint64 {
+	if v, ok := f.incs.Load(ino); ok {
+		return v.(uint64)
+	}
+	return 0
+}
+
+func (n *textNode) endWriter() {
+	n.mu.Lock()
+	n.writers--
+	n.mu.Unlock()
+}
+
+// pageSize is the kernel's page size for the invalidations of report.
+var pageSize = int64(os.Getpagesize())
+
+// report returns the size to tell the kernel for a text whose view now
+// holds size bytes, and raises pub to it. The kernel keeps a page read at
+// the end of the text with its rest zero-filled; before it may learn of a
+// larger size, the pages from the last size it was told on are dropped
+// (NotifyContent with an offset: the kernel's own invalidation on a size
+// change comes just after it sets i_size, and a racing reader saw NULs).
+// A page read after that holds at least size bytes. Only data is cached,
+// and a node with a writer has no cached pages (startWriter dropped them,
+// and its reads bypass the cache). report is called from LOOKUP, GETATTR
+// and SETATTR, none of which the kernel sends holding a page lock, so the
+// invalidation cannot wait on its own request.
+func (n *textNode) report(size int64) int64 {
+	if !n.isData {
+		return size
+	}
+	n.pubMu.Lock()
+	defer n.pubMu.Unlock()
+	if size <= n.pub {
+		return n.pub
+	}
+	n.mu.Lock()
+	inval := n.cachedEver && n.writers == 0
+	n.mu.Unlock()
+	if inval {
+		n.NotifyContent(n.pub&^(pageSize-1), 0)
+	}
+	n.pub = size
+	return size
 }

@@ -53,22 +53,43 @@
 //
 // # Caching
 //
-// Read-only opens of data and offset/N use FOPEN_DIRECT_IO: every read
-// is served by the daemon from its view. The page cache was tried
-// (FOPEN_KEEP_CACHE, bytes at a position never change within a view) and
-// served NUL bytes to `tail -f`: the kernel zero-fills the rest of a page
-// read at the end of the file, and when the file then grows by a path the
-// kernel does not see (the fetch server, another writer's direct I/O), a
-// read racing the attribute refresh returned those zeros. Sizes are always
-// the true TextView size, so tail, wc -c and stat stay truthful. Appends from any path (the fetch server,
-// other writers) are announced by the notifier: one goroutine per watched
-// partition waits on Partition.Changed and sends attribute-only
-// NotifyContent(-1, 0), coalesced to at most one round per 50 ms, holding
-// no lock and never from inside a callback (FUSE-NOTES §2.3). Entry and
+// Read-only opens of data use the page cache (FOPEN_KEEP_CACHE: within a
+// node's view the bytes at a position never change), so a re-read is
+// served by the kernel. The hazard is the page read at the end of the
+// text: the kernel zero-fills its rest and keeps it, and a reader that
+// sees a larger i_size before that page is dropped reads the zeros as
+// data (the fault suite's F15 caught `tail -f` printing NULs when reads
+// were first cached). Two rules close it. (1) Before a data node reports
+// a larger size (LOOKUP, GETATTR, SETATTR: report), it drops the pages
+// from the size it last reported on (NotifyContent(off, 0), from those
+// handlers, which the kernel never sends holding a page lock), so every
+// page the kernel may read below the new size was filled after the text
+// reached it; the kernel's own invalidation on a size change comes just
+// after it sets i_size, too late for a racing reader. (2) The kernel also
+// grows i_size by every byte a WRITE accepted, and a WRITE's bytes can run
+// ahead of the text (an unfinished line, a key cut by key.separator), so
+// no cached reader shares an inode with a writer: reads opened while a
+// writer is open bypass the cache (FOPEN_DIRECT_IO), and a writable open
+// of a node with cached readers answers ESTALE; the VFS looks the name up
+// again, and Lookup hands out a new node of a new incarnation (same
+// st_ino, StableAttr.Gen differs) that gives no cached handle until the
+// writer's open has come (startWriter, admit). A cached READ that meets a
+// damaged batch fails whole (a short READ would read as the end of the
+// file): the kernel retries page by page, and the reader gets EIO at the
+// start of the page holding the damage. offset/N opens bypass the cache:
+// they are read a line at a time by lookups. Sizes are always the true
+// TextView size, so tail, wc -c and stat stay truthful. Appends from any
+// path (the fetch server, other writers) are announced by the notifier:
+// one goroutine per watched partition waits on Partition.Changed and
+// sends attribute-only NotifyContent(-1, 0), coalesced to at most one
+// round per 50 ms, holding no lock and never from inside a callback
+// (FUSE-NOTES §2.3); the GETATTR that follows does rule (1). Entry and
 // attribute timeouts are 1 s, except data and offset/N, whose attributes
-// are not cached (1 ns): direct reads are not limited by the kernel's
-// size, so a cached size could lag what a read returned, and growth by
-// other paths reaches the kernel only by notification. Negative entries are not cached, because
+// are not cached (1 ns, which the kernel keeps for the rest of its clock
+// tick): direct reads are not limited by the kernel's size, so a cached
+// size could lag what a read returned, a cached read refreshes the size
+// first and so reads what an append just acknowledged, and growth by other
+// paths reaches the kernel only by notification. Negative entries are not cached, because
 // offset/N and time/T become valid later. time/T symlinks are cached by the
 // kernel: a link node's target never changes (its Gen is the target), and a
 // link to the log end (no record at or after T yet) has a 1 ns entry

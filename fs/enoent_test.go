@@ -52,6 +52,9 @@ func TestWalkDuringEviction(t *testing.T) {
 		}
 		ops.Add(1)
 		if err != nil {
+			if failed.Load() < 5 {
+				t.Logf("write=%v: %v", write, err)
+			}
 			failed.Add(1)
 			first.CompareAndSwap(nil, err)
 		}

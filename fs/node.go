@@ -51,6 +51,10 @@ type fsys struct {
 	lookupViews lookupViews // views offset/N lookups opened, for the open that follows
 
 	dataWarned atomic.Int64 // when warnDataFailed last logged (UnixNano)
+
+	incarnations atomic.Uint64 // data nodes handed out for writers (textNode.inc)
+	wantWriter   sync.Map      // data st_ino → when a writer answered ESTALE (UnixNano)
+	incs         sync.Map      // data st_ino → incarnation of new data nodes (textNode.retire)
 }
 
 // warnDataFailed logs why a lookup or open of an existing partition's data

@@ -13,10 +13,12 @@ import (
 	"github.com/segfs/segfs/logstore"
 )
 
-// Reads of data and offset/N bypass the page cache (FOPEN_DIRECT_IO, see
-// Open), so every read(2) is one READ that the daemon renders while the
-// reader waits, and the kernel sends the next READ of a synchronous reader
-// only after the reply. Rendering (pread, CRC, decoding) and writing the
+// Reads of offset/N, and of data while a writer has it open, bypass the
+// page cache (FOPEN_DIRECT_IO, see Open and doc.go), so every read(2) is
+// one READ that the daemon renders while the reader waits, and the kernel
+// sends the next READ of a synchronous reader only after the reply (cached
+// reads of data come as the kernel's read-ahead READs, which this serves
+// alike). Rendering (pread, CRC, decoding) and writing the
 // reply (the copy into the reader's buffer) then take turns on one core,
 // and a READ that reaches a new batch waits for all of it to be rendered
 // (a 128 KiB write(2) appends a batch of ~140 KB; cat reads 128 KiB, grep
@@ -33,7 +35,7 @@ import (
 // the bytes from an error on) is read by the READ that reaches it, as
 // without read-ahead: an error, such as a damaged batch's EIO, is reported
 // by the read that reaches it, with the good bytes before it as a short
-// read.
+// read (a cached handle fails the whole READ instead, see Read).
 
 // windowSize is the size of a read-ahead window: eight of cat's reads, so
 // that the renderer and the READs meet once per eight replies, and big
@@ -107,15 +109,17 @@ func readView(v *logstore.TextView, dest []byte, off int64) (fuse.ReadResult, sy
 		return nil, toErrno(err)
 	}
 	// Bytes read before a damaged batch are good: return them as a short
-	// read (reads bypass the page cache, so the kernel keeps no zero-filled
-	// rest), and the next read, starting at the damage, reports it.
+	// read (only handles that bypass the page cache come here, so the
+	// kernel keeps no zero-filled rest), and the next read, starting at
+	// the damage, reports it.
 	return bytesResult(dest[:n]), 0
 }
 
 // readHandle reads a text file through its node's shared view.
 type readHandle struct {
-	node *textNode
-	view *logstore.TextView
+	node   *textNode
+	view   *logstore.TextView
+	cached bool // opened with the page cache (data without a writer)
 
 	// mu serializes the handle's READs (the view serializes them anyway)
 	// and guards the fields below.
@@ -191,22 +195,32 @@ func (h *readHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Rea
 				}
 			}
 			if n < len(dest) {
-				m, _ := h.view.ReadAt(dest[n:], off+int64(n))
+				m, err := h.view.ReadAt(dest[n:], off+int64(n))
 				// Bytes before an error are a short read; the next
 				// read, starting at the error, reports it.
 				n += m
+				if err != nil && !errors.Is(err, io.EOF) && h.cached {
+					h.next = -1
+					return nil, toErrno(err)
+				}
 			}
 			res = bytesResult(dest[:n])
 		}
 	}
 	if res == nil {
-		r, errno := readView(h.view, dest, off)
-		if errno != 0 {
+		m, err := h.view.ReadAt(dest, off)
+		if err != nil && !errors.Is(err, io.EOF) && (m == 0 || h.cached) {
+			// A cached handle cannot return the good bytes before
+			// damage as a short read: the kernel would take that for
+			// the end of the file (it shrinks i_size) and the reader
+			// would see a clean EOF. The READ fails whole, and the
+			// kernel's page-sized retries end with EIO at the page
+			// holding the damage.
 			h.next = -1
-			return nil, errno
+			return nil, toErrno(err)
 		}
-		res = r.(*sliceResult)
-		n = res.Size()
+		res = bytesResult(dest[:m])
+		n = m
 	}
 	h.next = off + int64(n)
 	// Read ahead only for a reader that has read sequentially at least
@@ -257,6 +271,11 @@ func (h *readHandle) Release(ctx context.Context) syscall.Errno {
 	h.mu.Lock()
 	h.dropAll()
 	h.mu.Unlock()
+	if h.cached {
+		h.node.mu.Lock()
+		h.node.cachedOpen--
+		h.node.mu.Unlock()
+	}
 	h.node.release()
 	return 0
 }

@@ -160,7 +160,11 @@ func TestReadAheadJumps(t *testing.T) {
 // TestReadAheadDamage: a batch that fails its CRC ends every sequential
 // reader at the same byte, whatever its chunk size (so whether or not a
 // read-ahead met the damage first), with EIO from the read that reaches
-// it, and the good bytes before it.
+// it, and nothing but good text before it. offset/0 bypasses the page
+// cache and returns every good byte before the damaged batch. data is
+// read through the page cache, where a short READ would read as the end
+// of the file: its READs fail whole, and the reader gets EIO at the start
+// of the page holding the damage.
 func TestReadAheadDamage(t *testing.T) {
 	m := mountForTest(t, Options{})
 	if err := os.Mkdir(m.path("d"), 0o755); err != nil {
@@ -193,27 +197,36 @@ func TestReadAheadDamage(t *testing.T) {
 	}
 	seg.Close()
 
-	prefix := -1
-	for _, size := range []int{128 << 10, 96 << 10, 4096, 1 << 20, 333} {
-		f, err := os.Open(m.path("d", "0", "data"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := readChunks(f, size, want.Len())
-		f.Close()
-		if !errors.Is(err, syscall.EIO) {
-			t.Fatalf("chunk %d: read %d bytes, err %v; want EIO", size, len(got), err)
-		}
-		if !bytes.HasPrefix(want.Bytes(), got) || (len(got) > 0 && got[len(got)-1] != '\n') {
-			t.Fatalf("chunk %d: %d bytes before the damage are not the text's", size, len(got))
-		}
-		if prefix < 0 {
-			prefix = len(got)
-			if prefix == 0 || prefix >= want.Len()*9/10 {
-				t.Fatalf("damage at %d of %d text bytes: not in the middle", prefix, want.Len())
+	exact := -1
+	for _, file := range []string{"offset/0", "data"} {
+		prefix := -1
+		for _, size := range []int{128 << 10, 96 << 10, 4096, 1 << 20, 333} {
+			f, err := os.Open(m.path("d", "0", file))
+			if err != nil {
+				t.Fatal(err)
 			}
-		} else if len(got) != prefix {
-			t.Fatalf("chunk %d: EIO after %d bytes, other sizes after %d", size, len(got), prefix)
+			got, err := readChunks(f, size, want.Len())
+			f.Close()
+			if !errors.Is(err, syscall.EIO) {
+				t.Fatalf("%s, chunk %d: read %d bytes, err %v; want EIO", file, size, len(got), err)
+			}
+			if !bytes.HasPrefix(want.Bytes(), got) {
+				t.Fatalf("%s, chunk %d: %d bytes before the damage are not the text's", file, size, len(got))
+			}
+			if prefix < 0 {
+				prefix = len(got)
+			} else if len(got) != prefix {
+				t.Fatalf("%s, chunk %d: EIO after %d bytes, other sizes after %d", file, size, len(got), prefix)
+			}
+		}
+		if exact < 0 {
+			// offset/0: every line before the damaged batch.
+			exact = prefix
+			if prefix == 0 || prefix >= want.Len()*9/10 || want.Bytes()[prefix-1] != '\n' {
+				t.Fatalf("offset/0: damage at %d of %d text bytes: not in the middle, or not after a line", prefix, want.Len())
+			}
+		} else if prefix > exact || exact-prefix >= 4096 || prefix%4096 != 0 {
+			t.Fatalf("data: EIO after %d bytes; want the start of the page holding byte %d", prefix, exact)
 		}
 	}
 	waitFor(t, func() bool { return readAheadBytes.Load() == 0 })

@@ -1,0 +1,289 @@
+package fs
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// readCounter counts the READ requests in go-fuse's debug output.
+type readCounter struct{ n atomic.Int64 }
+
+func (c *readCounter) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte(" READ ")) {
+		c.n.Add(1)
+	}
+	return len(p), nil
+}
+
+// run runs a shell command and returns its standard output.
+func run(t *testing.T, script string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("bash", append([]string{"-c", script, "bash"}, args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s: %v: %s", script, err, errb.String())
+	}
+	return out.String()
+}
+
+// TestDataPageCache: a re-read of data is served by the page cache (no
+// READ reaches the daemon), offset/N is not cached, growth from another
+// path is read at once, and a writer that opens data while a cached
+// reader holds it (the ESTALE retry of Open) appends without an error,
+// while the reader goes on reading the whole text.
+func TestDataPageCache(t *testing.T) {
+	rc := &readCounter{}
+	m := mountForTest(t, Options{Debug: true,
+		Logger: slog.New(slog.NewTextHandler(rc, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if err := os.Mkdir(m.path("c"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p, err := m.store.Partition("c", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want bytes.Buffer
+	appendBatches(t, p, 0, 400, &want)
+	data := m.path("c", "0", "data")
+	if got := run(t, `cat "$1"`, data); got != want.String() {
+		t.Fatalf("first cat: %d bytes, want %d", len(got), want.Len())
+	}
+	before := rc.n.Load()
+	if before == 0 {
+		t.Fatal("the first cat sent no READ")
+	}
+	for range 3 {
+		if got := run(t, `cat "$1"`, data); got != want.String() {
+			t.Fatalf("re-read: %d bytes, want %d", len(got), want.Len())
+		}
+	}
+	if n := rc.n.Load() - before; n != 0 {
+		t.Fatalf("re-reads of data sent %d READs; want all from the page cache", n)
+	}
+	off0 := m.path("c", "0", "offset", "0")
+	run(t, `cat "$1" > /dev/null`, off0)
+	before = rc.n.Load()
+	if got := run(t, `cat "$1"`, off0); got != want.String() {
+		t.Fatalf("offset/0: %d bytes, want %d", len(got), want.Len())
+	}
+	if rc.n.Load() == before {
+		t.Fatal("a re-read of offset/0 sent no READ: it should bypass the page cache")
+	}
+
+	// Growth by another path: the next open reads it.
+	appendBatches(t, p, 400, 3, &want)
+	if got := run(t, `cat "$1"`, data); got != want.String() {
+		t.Fatalf("after an append: %d bytes, want %d", len(got), want.Len())
+	}
+
+	// A cached reader holds data open; writers open it (the second's
+	// line comes in two writes).
+	f, err := os.Open(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var fst syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &fst); err != nil {
+		t.Fatal(err)
+	}
+	head := make([]byte, 4096)
+	if _, err := f.ReadAt(head, 0); err != nil {
+		t.Fatal(err)
+	}
+	incs := m.srv.fs.incarnations.Load()
+	run(t, `echo "written while cached" >> "$1" && exec 3>>"$1" && printf 'in two ' >&3 && printf 'writes\n' >&3`, data)
+	want.WriteString("written while cached\nin two writes\n")
+	if m.srv.fs.incarnations.Load() == incs {
+		t.Fatal("the writer met the cached reader on its node")
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(data, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Ino != fst.Ino {
+		t.Fatalf("st_ino %d after the writer, %d before", st.Ino, fst.Ino)
+	}
+	var last []byte
+	var lastErr error
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		last, lastErr = readAll(f)
+		if lastErr == nil && bytes.Equal(last, want.Bytes()) {
+			break
+		}
+		if time.Now().After(deadline) {
+			d := firstDiff(string(last), want.String())
+			t.Fatalf("the reader opened before the writer read %d bytes (err %v), want %d; first difference at %d: %q",
+				len(last), lastErr, want.Len(), d, last[max(0, d-40):min(len(last), d+40)])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := run(t, `cat "$1"`, data); got != want.String() {
+		t.Fatalf("cat after the writer: %d bytes, want %d", len(got), want.Len())
+	}
+
+	// While a writer holds data open, reads bypass the cache.
+	w, err := os.OpenFile(data, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	run(t, `cat "$1" > /dev/null`, data)
+	before = rc.n.Load()
+	if got := run(t, `cat "$1"`, data); got != want.String() {
+		t.Fatalf("cat beside a writer: %d bytes, want %d", len(got), want.Len())
+	}
+	if rc.n.Load() == before {
+		t.Fatal("a re-read beside an open writer sent no READ: it should bypass the page cache")
+	}
+}
+
+// readAll reads f from 0 to the end.
+func readAll(f *os.File) ([]byte, error) {
+	var out []byte
+	buf := make([]byte, 128<<10)
+	for off := int64(0); ; {
+		n, err := f.ReadAt(buf, off)
+		out = append(out, buf[:n]...)
+		off += int64(n)
+		if err != nil {
+			if err.Error() == "EOF" {
+				return out, nil
+			}
+			return out, err
+		}
+	}
+}
+
+// TestDataPageCacheNoZeros is the stress for the page cache's hazard: the
+// zero-filled rest of the last page read must never be read as text. For
+// three seconds, cached readers (`tail -f` started before any writer, and
+// `cat` loops) follow a partition of a topic with key.separator while it
+// grows three ways at once: writers through the mount whose lines come in
+// two writes each (the kernel counts the first half before it is text),
+// writers of keyed lines (the key is not text), each opening data for
+// every line, and appends from another path (the kernel learns of them
+// only by notification). Every `cat` must
+// read a prefix of the final text, and every `tail -f` all of it, without
+// a NUL.
+func TestDataPageCacheNoZeros(t *testing.T) {
+	m := mountForTest(t, Options{})
+	if err := os.Mkdir(m.path("z"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run(t, `echo key.separator=: > "$1"`, m.path("z", "config"))
+	p, err := m.store.Partition("z", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seed bytes.Buffer
+	appendBatches(t, p, 0, 20, &seed)
+	data := m.path("z", "0", "data")
+	dir := t.TempDir()
+	var tails []*exec.Cmd
+	for i := range 2 {
+		cmd := exec.Command("bash", "-c", `exec tail -s 0.05 -n +1 -f "$0" > "$1"`, data, filepath.Join(dir, fmt.Sprint("tail", i)))
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		tails = append(tails, cmd)
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	}
+	time.Sleep(300 * time.Millisecond) // the tails hold cached handles
+	stop := time.Now().Add(3 * time.Second)
+	var wg sync.WaitGroup
+	var catErr atomic.Value
+	var cats []string
+	var catMu sync.Mutex
+	wg.Add(5)
+	go func() {
+		defer wg.Done()
+		run(t, `end=$(( $(date +%s%N) + 3000000000 )); i=0
+			while [ "$(date +%s%N)" -lt $end ]; do { printf 'half %d ' $i; printf 'whole %d\n' $i; } >> "$1"; i=$((i+1)); done`, data)
+	}()
+	go func() {
+		defer wg.Done()
+		run(t, `end=$(( $(date +%s%N) + 3000000000 )); i=0
+			while [ "$(date +%s%N)" -lt $end ]; do echo "key$i:value $i" >> "$1"; i=$((i+1)); done`, data)
+	}()
+	go func() {
+		defer wg.Done()
+		for i := 20; time.Now().Before(stop); i++ {
+			if _, _, err := p.AppendLines(fmt.Appendf(nil, "other path %d\nother path %d b\n", i, i)); err != nil {
+				catErr.Store(err)
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	for range 2 {
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(stop) {
+				out, err := exec.Command("cat", data).Output()
+				if err != nil {
+					catErr.Store(err)
+					return
+				}
+				catMu.Lock()
+				cats = append(cats, string(out))
+				catMu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if err := catErr.Load(); err != nil {
+		t.Fatal(err)
+	}
+	final := run(t, `cat "$1"`, m.path("z", "0", "offset", "0"))
+	if strings.IndexByte(final, 0) >= 0 {
+		t.Fatal("the text holds a NUL")
+	}
+	for i, c := range cats {
+		if !strings.HasPrefix(final, c) {
+			d := firstDiff(c, final)
+			t.Fatalf("cat %d of %d read %d bytes that are not a prefix of the %d-byte text (NUL: %v), at %d: %q",
+				i, len(cats), len(c), len(final), strings.IndexByte(c, 0) >= 0, d, c[max(0, d-40):min(len(c), d+40)])
+		}
+	}
+	for i := range tails {
+		o := filepath.Join(dir, fmt.Sprint("tail", i))
+		waitFor(t, func() bool {
+			b, _ := os.ReadFile(o)
+			return len(b) >= len(final)
+		})
+		if b, _ := os.ReadFile(o); string(b) != final {
+			d := firstDiff(string(b), final)
+			t.Fatalf("tail %d printed %d bytes, not the %d-byte text (NUL: %v), at %d: %q",
+				i, len(b), len(final), bytes.IndexByte(b, 0) >= 0, d, b[max(0, d-40):min(len(b), d+40)])
+		}
+	}
+	// Cats opened between two writers' opens read through the cache,
+	// and the next writer's open found them (a new incarnation).
+	incs := m.srv.fs.incarnations.Load()
+	t.Logf("%d cats, text %d bytes, %d writer opens met cached readers", len(cats), len(final), incs)
+	if incs == 0 {
+		t.Fatal("no writer met a cached reader: the test raced nothing")
+	}
+}
+
+func firstDiff(a, b string) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
