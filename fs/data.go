@@ -677,7 +677,12 @@ func (n *textNode) report(size int64) int64 {
 	n.pubMu.Lock()
 	defer n.pubMu.Unlock()
 	if size <= n.pub {
-		return n.pub
+		// Smaller only for a node whose view opened after its lookup
+		// reported an older generation's size (see usable); such a
+		// node gave out no cached handle (that would have kept its
+		// view), and the kernel drops what lies past a smaller size.
+		n.pub = size
+		return size
 	}
 	n.mu.Lock()
 	inval := n.cachedEver && n.writers == 0
