@@ -2,7 +2,9 @@ package fs
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -286,4 +288,130 @@ func firstDiff(a, b string) int {
 		}
 	}
 	return min(len(a), len(b))
+}
+
+// TestMain makes the test binary an EOF reader when
+// TestDataPageCacheEOFRace runs it again with SEGFS_EOF_READER set.
+func TestMain(m *testing.M) {
+	if spec := os.Getenv("SEGFS_EOF_READER"); spec != "" {
+		os.Exit(eofReader(spec))
+	}
+	os.Exit(m.Run())
+}
+
+// eofReader is the reader process of TestDataPageCacheEOFRace (the daemon
+// must not read its own mount): spec is PATH,OUT. It opens PATH (through
+// the page cache: no writer has it open yet), preads at its end as fast as
+// it can for two seconds, failing on a NUL, and writes what it read to
+// OUT. It returns the exit status.
+func eofReader(spec string) int {
+	path, out, _ := strings.Cut(spec, ",")
+	f, err := os.Open(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	defer f.Close()
+	os.WriteFile(out+".ready", nil, 0o644)
+	var all []byte
+	buf := make([]byte, 64<<10)
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); {
+		n, err := f.ReadAt(buf, int64(len(all)))
+		if i := bytes.IndexByte(buf[:n], 0); i >= 0 {
+			fmt.Fprintf(os.Stderr, "NUL at byte %d of the text (a read of %d bytes at %d)\n", len(all)+i, n, len(all))
+			return 1
+		}
+		all = append(all, buf[:n]...)
+		if err != nil && !errors.Is(err, io.EOF) {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+	}
+	if err := os.WriteFile(out, all, 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	return 0
+}
+
+// TestDataPageCacheEOFRace: readers in other processes pread at the end of
+// data in a tight loop, through the page cache, while a writer appends
+// lines in two writes each (the kernel grows i_size by the first half,
+// which is not text yet) and another path appends too. A reader that saw
+// i_size grow before the zero-filled rest of its last cached page was
+// dropped would read NULs. Every reader must read only text.
+func TestDataPageCacheEOFRace(t *testing.T) {
+	m := mountForTest(t, Options{})
+	if err := os.Mkdir(m.path("e"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p, err := m.store.Partition("e", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seed bytes.Buffer
+	appendBatches(t, p, 0, 5, &seed)
+	data := m.path("e", "0", "data")
+	dir := t.TempDir()
+	var readers []*exec.Cmd
+	var outs []string
+	for i := range 2 {
+		o := filepath.Join(dir, fmt.Sprint("reader", i))
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), "SEGFS_EOF_READER="+data+","+o)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill() })
+		readers = append(readers, cmd)
+		outs = append(outs, o)
+		defer func() {
+			if t.Failed() {
+				t.Logf("reader %d: %s", i, out.String())
+			}
+		}()
+	}
+	waitFor(t, func() bool {
+		for _, o := range outs {
+			if _, err := os.Stat(o + ".ready"); err != nil {
+				return false
+			}
+		}
+		return true
+	})
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		run(t, `end=$(( $(date +%s%N) + 1800000000 )); i=0
+			exec 3>>"$1"; while [ "$(date +%s%N)" -lt $end ]; do printf 'half %d ' $i >&3; printf 'whole %d\n' $i >&3; i=$((i+1)); done`, data)
+	}()
+	go func() {
+		defer wg.Done()
+		for i, end := 5, time.Now().Add(1800*time.Millisecond); time.Now().Before(end); i++ {
+			if _, _, err := p.AppendLines(fmt.Appendf(nil, "other path %d\n", i)); err != nil {
+				t.Error(err)
+				return
+			}
+			time.Sleep(200 * time.Microsecond)
+		}
+	}()
+	wg.Wait()
+	for i, cmd := range readers {
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("reader %d: %v", i, err)
+		}
+	}
+	final := run(t, `cat "$1"`, m.path("e", "0", "offset", "0"))
+	for i, o := range outs {
+		b, err := os.ReadFile(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(final, string(b)) || len(b) <= seed.Len() {
+			t.Fatalf("reader %d read %d bytes, not a growing prefix of the %d-byte text", i, len(b), len(final))
+		}
+	}
 }
