@@ -57,6 +57,7 @@ func TestFaultKill9(t *testing.T) {
 	rounds := faultRounds(t, "F1", 5)
 	disk := faultLoopDisk(t, "ext4", 256+rounds*4)
 	r := faultNewRig(t, filepath.Join(disk.dir, "data"), faultCleanerFlags...)
+	r.lastRound = rounds - 1
 	for i := 0; i < rounds; i++ {
 		if i%faultEpoch == 0 {
 			faultMixedLoad(r, fmt.Sprintf("-%d", i/faultEpoch), false)

@@ -25,6 +25,7 @@ func TestFaultPowerCut(t *testing.T) {
 	rounds := faultRounds(t, "F2", 5)
 	disk := faultLoopDisk(t, "xfs", 512+rounds*4)
 	r := faultNewRig(t, filepath.Join(disk.dir, "data"), faultCleanerFlags...)
+	r.lastRound = rounds - 1
 	for i := 0; i < rounds; i++ {
 		if i%faultEpoch == 0 {
 			faultMixedLoad(r, fmt.Sprintf("-%d", i/faultEpoch), true)
