@@ -48,13 +48,7 @@ func TestDataPageCache(t *testing.T) {
 	rc := &readCounter{}
 	m := mountForTest(t, Options{Debug: true,
 		Logger: slog.New(slog.NewTextHandler(rc, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-	if err := os.Mkdir(m.path("c"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	p, err := m.store.Partition("c", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := m.topic(t, "c")
 	var want bytes.Buffer
 	appendBatches(t, p, 0, 400, &want)
 	data := m.path("c", "0", "data")
@@ -182,14 +176,8 @@ func readAll(f *os.File) ([]byte, error) {
 // a NUL.
 func TestDataPageCacheNoZeros(t *testing.T) {
 	m := mountForTest(t, Options{})
-	if err := os.Mkdir(m.path("z"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	p := m.topic(t, "z")
 	run(t, `echo key.separator=: > "$1"`, m.path("z", "config"))
-	p, err := m.store.Partition("z", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var seed bytes.Buffer
 	appendBatches(t, p, 0, 20, &seed)
 	data := m.path("z", "0", "data")
@@ -342,13 +330,7 @@ func eofReader(spec string) int {
 // dropped would read NULs. Every reader must read only text.
 func TestDataPageCacheEOFRace(t *testing.T) {
 	m := mountForTest(t, Options{})
-	if err := os.Mkdir(m.path("e"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	p, err := m.store.Partition("e", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := m.topic(t, "e")
 	var seed bytes.Buffer
 	appendBatches(t, p, 0, 5, &seed)
 	data := m.path("e", "0", "data")

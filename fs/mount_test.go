@@ -167,13 +167,7 @@ func TestInProcessReadWrite(t *testing.T) {
 // bytes from a stale cached page).
 func TestNotifyExternalAppend(t *testing.T) {
 	m := mountForTest(t, Options{attrTimeout: time.Hour})
-	if err := os.Mkdir(m.path("n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	p, err := m.store.Partition("n", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := m.topic(t, "n")
 	if _, _, err := p.AppendLines([]byte("first\n")); err != nil {
 		t.Fatal(err)
 	}
@@ -251,6 +245,20 @@ func TestUnmountBusy(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("server still serving after the last open file closed")
 	}
+}
+
+// topic makes the topic name through the mount (mkdir) and returns its
+// partition 0.
+func (m *testMount) topic(t *testing.T, name string) *logstore.Partition {
+	t.Helper()
+	if err := os.Mkdir(m.path(name), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p, err := m.store.Partition(name, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 func waitFor(t *testing.T, cond func() bool) {

@@ -59,13 +59,7 @@ func appendBatches(t *testing.T, p *logstore.Partition, from, n int, want *bytes
 // text at the time, and every byte must still be the text's.
 func TestReadAheadSequential(t *testing.T) {
 	m := mountForTest(t, Options{})
-	if err := os.Mkdir(m.path("s"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	p, err := m.store.Partition("s", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := m.topic(t, "s")
 	var want bytes.Buffer
 	appendBatches(t, p, 0, 600, &want)
 	var more bytes.Buffer
@@ -118,13 +112,7 @@ func TestReadAheadSequential(t *testing.T) {
 // closes handles right after a read started one.
 func TestReadAheadJumps(t *testing.T) {
 	m := mountForTest(t, Options{})
-	if err := os.Mkdir(m.path("j"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	p, err := m.store.Partition("j", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := m.topic(t, "j")
 	var want bytes.Buffer
 	appendBatches(t, p, 0, 1200, &want)
 	w := want.Bytes()
@@ -167,13 +155,7 @@ func TestReadAheadJumps(t *testing.T) {
 // of the page holding the damage.
 func TestReadAheadDamage(t *testing.T) {
 	m := mountForTest(t, Options{})
-	if err := os.Mkdir(m.path("d"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	p, err := m.store.Partition("d", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := m.topic(t, "d")
 	var want bytes.Buffer
 	appendBatches(t, p, 0, 1200, &want)
 	if err := p.Flush(); err != nil {
@@ -237,13 +219,7 @@ func TestReadAheadDamage(t *testing.T) {
 // the new text (and read ahead again).
 func TestReadAheadGrowth(t *testing.T) {
 	m := mountForTest(t, Options{})
-	if err := os.Mkdir(m.path("g"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	p, err := m.store.Partition("g", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := m.topic(t, "g")
 	var want bytes.Buffer
 	appendBatches(t, p, 0, 200, &want)
 	f, err := os.Open(m.path("g", "0", "data"))
