@@ -122,6 +122,14 @@ func openMapped(m *mappedFile, path string, entrySize, maxBytes int, writable bo
 		f.Close()
 		return err
 	}
+	if !writable {
+		// A mapping outlives its descriptor, and a read-only index never
+		// needs the file again: closing it here keeps a partition's closed
+		// segments to one descriptor each (their .log), so that thousands
+		// of segments do not exhaust RLIMIT_NOFILE.
+		m.f = nil
+		f.Close()
+	}
 	if writable && m.trailing > 0 {
 		// The partial entry left at the end of the file would otherwise
 		// become the first free slot's garbage; clear it so the
@@ -311,6 +319,40 @@ func (m *mappedFile) flush() error {
 	return nil
 }
 
+// seal makes a writable file final: trimmed to its entries, synced, and
+// its descriptor closed (the mapping stays), after which it is read-only.
+// Sealing a read-only or already sealed file does nothing.
+func (m *mappedFile) seal() error {
+	m.wmu.Lock()
+	defer m.wmu.Unlock()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	if !m.writable {
+		return nil
+	}
+	if err := m.remapLocked(int64(m.countLocked()) * int64(m.entrySize)); err != nil {
+		return err
+	}
+	if m.data != nil {
+		if err := unix.Msync(m.data, unix.MS_SYNC); err != nil {
+			return fmt.Errorf("index: msync %s: %w", m.path, err)
+		}
+	}
+	if err := m.f.Sync(); err != nil {
+		return fmt.Errorf("index: fsync %s: %w", m.path, err)
+	}
+	err := m.f.Close()
+	m.f = nil
+	m.writable = false
+	if err != nil {
+		return fmt.Errorf("index: close %s: %w", m.path, err)
+	}
+	return nil
+}
+
 // close trims a writable file to its entries, unmaps it and closes it.
 // Closing twice is harmless.
 func (m *mappedFile) close() error {
@@ -328,8 +370,11 @@ func (m *mappedFile) close() error {
 			errs = append(errs, fmt.Errorf("index: trim %s: %w", m.path, err))
 		}
 	}
-	if err := m.f.Close(); err != nil {
-		errs = append(errs, fmt.Errorf("index: close %s: %w", m.path, err))
+	if m.f != nil {
+		if err := m.f.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("index: close %s: %w", m.path, err))
+		}
+		m.f = nil
 	}
 	m.closed = true
 	m.entries.Store(0)

@@ -263,6 +263,11 @@ func (x *OffsetIndex) Trim() error { return x.m.trim() }
 // The file never shrinks below Entries()*8.
 func (x *OffsetIndex) Resize(maxBytes int) error { return x.m.resize(maxBytes) }
 
+// Seal trims the file to Entries()*8, makes it durable and closes its
+// descriptor (when a segment rolls): the index stays readable through its
+// mapping and is read-only from then on. Sealing twice is harmless.
+func (x *OffsetIndex) Seal() error { return x.m.seal() }
+
 // Flush msyncs the mapping (makes entries durable).
 func (x *OffsetIndex) Flush() error { return x.m.flush() }
 

@@ -250,6 +250,11 @@ func (x *TimeIndex) Trim() error { return x.m.trim() }
 // keeping the entries: the file never shrinks below Entries()*12.
 func (x *TimeIndex) Resize(maxBytes int) error { return x.m.resize(maxBytes) }
 
+// Seal trims the file to Entries()*12, makes it durable and closes its
+// descriptor (when a segment rolls): the index stays readable through its
+// mapping and is read-only from then on. Sealing twice is harmless.
+func (x *TimeIndex) Seal() error { return x.m.seal() }
+
 // Flush msyncs the mapping (makes entries durable).
 func (x *TimeIndex) Flush() error { return x.m.flush() }
 

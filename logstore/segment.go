@@ -458,19 +458,25 @@ func (s *segment) flush() error {
 }
 
 // seal is Kafka's onBecomeInactiveSegment: the final time-index entry,
-// indexes trimmed to their entries, the text map saved, all fsynced.
+// indexes trimmed to their entries, the text map saved, all fsynced. A
+// roll whose next segment cannot be created leaves the sealed segment
+// active; the roll is retried by the next append and sealing again is
+// harmless.
 func (s *segment) seal() error {
 	s.releaseReserve()
 	if ts := s.maxTs.Load(); ts >= 0 {
 		s.tidx.MaybeAppend(ts, s.maxTsOffset.Load(), true)
 	}
-	if err := s.oidx.Trim(); err != nil {
+	// Data first, then the indexes, which Seal trims, syncs and turns
+	// read-only, closing their descriptors: a closed segment keeps only
+	// its .log open.
+	if err := syncFile(s.log); err != nil {
 		return err
 	}
-	if err := s.tidx.Trim(); err != nil {
+	if err := s.oidx.Seal(); err != nil {
 		return err
 	}
-	if err := s.flush(); err != nil {
+	if err := s.tidx.Seal(); err != nil {
 		return err
 	}
 	// The text map is derived data, rebuilt at the next load when its file
