@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/segfs/segfs/logstore/record"
@@ -20,6 +22,12 @@ import (
 // back by the loader (completeSwaps).
 
 var errMapFull = errors.New("offset map full")
+
+// cleanerCrash is set only by tests: it is called at the steps of a swap
+// (after each segment of a group is renamed .deleted, and when the group
+// is swapped in), and an error from it stops the cleaner there, as a crash
+// would.
+var cleanerCrash func(step string) error
 
 // Compact runs one cleaning pass if the partition is eligible (the store
 // runs it every Options.CleanerInterval).
@@ -117,12 +125,12 @@ func (p *Partition) Compact() (CleanupStats, error) {
 	}
 	p.pinViews()
 	var kept int64 // the latest delete horizon of tombstones kept
-	for _, s := range closed[:rewrite] {
-		removed, err := p.cleanSegment(s, m, &dec, cfg, now, &kept)
+	for _, group := range groupSegments(closed[:rewrite], cfg) {
+		removed, err := p.cleanSegments(group, m, &dec, cfg, now, &kept)
 		if err != nil {
-			return st, fmt.Errorf("cleaning %s: %w", s.path(logSuffix), err)
+			return st, fmt.Errorf("cleaning %s: %w", group[0].path(logSuffix), err)
 		}
-		st.SegmentsCleaned++
+		st.SegmentsCleaned += len(group)
 		st.RecordsRemoved += removed
 	}
 	// Every segment below end holding tombstones was rewritten above.
@@ -158,10 +166,40 @@ func scanSegment(s *segment, dec *record.Decoder, fn func(pos int64, b []byte, h
 	}
 }
 
-// cleanSegment rewrites one segment keeping what the offset map says is
-// latest, then swaps it in. It returns the number of records removed, and
-// raises *horizon to the delete horizon of any tombstone it keeps.
-func (p *Partition) cleanSegment(old *segment, m *offsetMap, dec *record.Decoder, cfg *Config, now int64, horizon *int64) (int64, error) {
+// groupSegments splits consecutive segments into the groups that are each
+// cleaned into one segment, as Kafka's cleaner does (groupSegmentsBySize):
+// a group's logs and indexes together fit one segment's limits and its
+// offsets fit the relative offsets of one base. Without this, the small
+// segments that compaction leaves behind would never merge, and each keeps
+// a descriptor open for as long as the partition lives.
+func groupSegments(segs []*segment, cfg *Config) [][]*segment {
+	var groups [][]*segment
+	for len(segs) > 0 {
+		first := segs[0]
+		size, oidx, tidx := first.size.Load(), first.oidx.Entries()*8, first.tidx.Entries()*12
+		n := 1
+		for ; n < len(segs); n++ {
+			s := segs[n]
+			size += s.size.Load()
+			oidx += s.oidx.Entries() * 8
+			tidx += s.tidx.Entries() * 12
+			if size > int64(cfg.SegmentBytes) || oidx > int(cfg.SegmentIndexBytes) || tidx > int(cfg.SegmentIndexBytes) ||
+				s.next.Load()-1-first.base > math.MaxInt32 {
+				break
+			}
+		}
+		groups = append(groups, segs[:n])
+		segs = segs[n:]
+	}
+	return groups
+}
+
+// cleanSegments rewrites a group of consecutive segments into one, keeping
+// what the offset map says is latest, and swaps it in at the first one's
+// base. It returns the number of records removed, and raises *horizon to
+// the delete horizon of any tombstone it keeps.
+func (p *Partition) cleanSegments(group []*segment, m *offsetMap, dec *record.Decoder, cfg *Config, now int64, horizon *int64) (int64, error) {
+	old, last := group[0], group[len(group)-1]
 	cleanedPath := old.path(logSuffix) + cleanedSuffix
 	f, err := os.OpenFile(cleanedPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
@@ -179,7 +217,7 @@ func (p *Partition) cleanSegment(old *segment, m *offsetMap, dec *record.Decoder
 		hdrs  []record.RecordHeader
 	}
 	var keep []kept
-	err = scanSegment(old, dec, func(pos int64, b []byte, h *record.Header) error {
+	clean := func(pos int64, b []byte, h *record.Header) error {
 		if h.Control() {
 			_, err := w.Write(b)
 			return err
@@ -249,7 +287,12 @@ func (p *Partition) cleanSegment(old *segment, m *offsetMap, dec *record.Decoder
 		}
 		_, err = w.Write(out)
 		return err
-	})
+	}
+	for _, s := range group {
+		if err = scanSegment(s, dec, clean); err != nil {
+			break
+		}
+	}
 	if err == nil {
 		err = w.Flush()
 	}
@@ -261,7 +304,7 @@ func (p *Partition) cleanSegment(old *segment, m *offsetMap, dec *record.Decoder
 		os.Remove(cleanedPath)
 		return 0, err
 	}
-	if fi, err := old.log.Stat(); err == nil {
+	if fi, err := last.log.Stat(); err == nil {
 		os.Chtimes(cleanedPath, fi.ModTime(), fi.ModTime())
 	}
 	// The swap: from here on a crash is completed by the loader.
@@ -273,7 +316,16 @@ func (p *Partition) cleanSegment(old *segment, m *offsetMap, dec *record.Decoder
 	if err := syncDir(p.dir); err != nil {
 		return 0, err
 	}
-	old.markDeleted()
+	// Oldest first: a crash part way leaves the swap and the segments it
+	// replaces, which the loader deletes by offset range (completeSwaps).
+	for _, s := range group {
+		s.markDeleted()
+		if cleanerCrash != nil {
+			if err := cleanerCrash("deleting"); err != nil {
+				return 0, err
+			}
+		}
+	}
 	if err := os.Rename(swapPath, old.path(logSuffix)); err != nil {
 		return 0, err
 	}
@@ -290,14 +342,25 @@ func (p *Partition) cleanSegment(old *segment, m *offsetMap, dec *record.Decoder
 		ns.closeFiles()
 		return 0, err
 	}
-	ns.next.Store(max(ns.next.Load(), old.next.Load()))
+	ns.next.Store(max(ns.next.Load(), last.next.Load()))
 	p.mu.Lock()
 	for i, s := range p.segs {
 		if s == old {
-			p.segs[i] = ns
+			// Only the cleaner removes closed segments other than
+			// retention, and both hold cleanMu: the group is still here,
+			// in order.
+			p.segs = slices.Replace(p.segs, i, i+len(group), ns)
+			break
 		}
 	}
 	p.mu.Unlock()
-	p.store.scheduleRelease(old, time.Duration(cfg.FileDeleteDelayMs)*time.Millisecond)
+	for _, s := range group {
+		p.store.scheduleRelease(s, time.Duration(cfg.FileDeleteDelayMs)*time.Millisecond)
+	}
+	if cleanerCrash != nil {
+		if err := cleanerCrash("swapped"); err != nil {
+			return removed, err
+		}
+	}
 	return removed, nil
 }

@@ -280,6 +280,9 @@ func completeSwaps(dir string, log interface{ Info(string, ...any) }) error {
 		if err != nil {
 			return err
 		}
+		// A swap replaces at least the segment at its own base, even when
+		// compaction left it empty.
+		next = max(next, sw.base+1)
 		if lo < 0 || sw.base < lo {
 			lo = sw.base
 		}

@@ -1,0 +1,281 @@
+package logstore
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/segfs/segfs/logstore/record"
+)
+
+// latestText is what a fully compacted keyed log renders: the latest value
+// of every key, in the order of those latest offsets.
+func latestText(lines []string) string {
+	last := map[string]int{}
+	for i, l := range lines {
+		last[strings.SplitN(l, "=", 2)[0]] = i
+	}
+	var b strings.Builder
+	for i, l := range lines {
+		if last[strings.SplitN(l, "=", 2)[0]] == i {
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
+}
+
+// TestCompactionMergesSmallSegments: compaction cleans groups of
+// consecutive segments into one (Kafka's groupSegmentsBySize), so a
+// compacted topic with small segments does not pile up segments, and
+// with them open descriptors, as it is rewritten pass after pass. The soak
+// found a daemon out of descriptors from exactly that.
+func TestCompactionMergesSmallSegments(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, newClock())
+	tp, _ := s.CreateTopic("m", 1, map[string]string{
+		"cleanup.policy": "compact", "key.separator": "=", "segment.bytes": "2048",
+		"min.cleanable.dirty.ratio": "0", "file.delete.delay.ms": "0",
+	})
+	p, _ := tp.Partition(0)
+	var lines []string
+	maxClosed := 0
+	for round := 0; round < 40; round++ {
+		for i := 0; i < 100; i++ {
+			l := fmt.Sprintf("k%02d=round %d line %d", i%20, round, i)
+			lines = append(lines, l)
+			if _, _, err := p.AppendLines([]byte(l + "\n")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := p.Compact(); err != nil {
+			t.Fatal(err)
+		}
+		segs := p.acquireSegments(0)
+		closed := len(segs) - 1
+		var closedBytes int64
+		for _, sg := range segs[:closed] {
+			closedBytes += sg.size.Load()
+		}
+		releaseAll(segs)
+		maxClosed = max(maxClosed, closed)
+		// A round rolls about five 2 KiB segments, which this pass cleaned
+		// one by one (groups are sized before cleaning, as in Kafka); the
+		// next pass merges them with what earlier passes left.
+		if round > 0 && closed > 10 {
+			t.Fatalf("round %d: %d closed segments hold %d bytes: small segments are not merged", round, closed, closedBytes)
+		}
+	}
+	// Without merging, 4000 lines would have left ~200 segments.
+	if maxClosed > 10 {
+		t.Fatalf("up to %d closed segments; merging should keep a handful", maxClosed)
+	}
+	// Offsets survive the merge, and the text is the latest value of every
+	// key up to the active segment.
+	var dec record.Decoder
+	segs := p.acquireSegments(0)
+	prev := int64(-1)
+	for _, sg := range segs {
+		err := scanSegment(sg, &dec, func(pos int64, b []byte, h *record.Header) error {
+			return dec.Records(b, func(r *record.Record) error {
+				if r.Offset <= prev {
+					return fmt.Errorf("offset %d after %d", r.Offset, prev)
+				}
+				prev = r.Offset
+				if want := lines[r.Offset]; !strings.HasPrefix(want, string(r.Key)+"="+string(r.Value)) || len(want) != len(r.Key)+1+len(r.Value) {
+					return fmt.Errorf("offset %d holds %s=%s, was written as %q", r.Offset, r.Key, r.Value, want)
+				}
+				return nil
+			})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	activeBase := segs[len(segs)-1].base
+	releaseAll(segs)
+	got := textOf(t, p, 0)
+	if want := latestText(lines[:activeBase]); !strings.HasPrefix(got, want) {
+		t.Fatalf("compacted text:\n%s\nwant it to start with the latest of each key:\n%s", got, want)
+	}
+	// The merged log reads the same after a crash (no sealing, no
+	// checkpoints) and after a clean restart.
+	s.abandon()
+	s = openStore(t, dir, newClock())
+	p, _ = s.Partition("m", 0)
+	if again := textOf(t, p, 0); again != got {
+		t.Fatal("merged log reads differently after a crash")
+	}
+	s.Close()
+	s = openStore(t, dir, newClock())
+	defer s.Close()
+	p, _ = s.Partition("m", 0)
+	if again := textOf(t, p, 0); again != got {
+		t.Fatal("merged log reads differently after a clean restart")
+	}
+}
+
+// TestInterruptedGroupSwap crashes the cleaner while it swaps a merged
+// group in, after each of the group's segments is renamed .deleted: the
+// loader deletes every segment inside the swap's offsets and puts the
+// swap in their place. The log then holds no offset twice, nothing that
+// was not written, and every record the completed swap keeps.
+func TestInterruptedGroupSwap(t *testing.T) {
+	cfg := map[string]string{
+		"cleanup.policy": "compact", "key.separator": "=", "segment.bytes": "4096",
+		"min.cleanable.dirty.ratio": "0", "file.delete.delay.ms": "0",
+	}
+	var lines []string
+	// scenario writes, compacts, writes more and compacts again, stopping
+	// the second pass where stop says; it returns the records then found
+	// after a crash and a reload.
+	scenario := func(stop func(step string) error) (map[int64]string, []int64) {
+		dir := t.TempDir()
+		s := openStore(t, dir, newClock())
+		tp, _ := s.CreateTopic("g", 1, cfg)
+		p, _ := tp.Partition(0)
+		lines = lines[:0]
+		write := func(batches int) {
+			for b := 0; b < batches; b++ {
+				var sb strings.Builder
+				for k := 0; k < 20; k++ {
+					// Every fourth key is written once, so every cleaned
+					// segment keeps records; the others are overwritten.
+					key := fmt.Sprintf("k%d", (len(lines)*7)%13)
+					if len(lines)%4 == 0 {
+						key = fmt.Sprintf("u%d", len(lines))
+					}
+					l := fmt.Sprintf("%s=value %d", key, len(lines))
+					lines = append(lines, l)
+					sb.WriteString(l + "\n")
+				}
+				if _, _, err := p.AppendLines([]byte(sb.String())); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		write(40)
+		if _, err := p.Compact(); err != nil {
+			t.Fatal(err)
+		}
+		write(20)
+		cleanerCrash = stop
+		_, err := p.Compact()
+		cleanerCrash = nil
+		if err == nil {
+			t.Fatal("the second pass did not reach the crash")
+		}
+		s.abandon()
+		s = openStore(t, dir, newClock())
+		defer s.Close()
+		p, _ = s.Partition("g", 0)
+		for _, pat := range []string{"*.swap", "*.cleaned", "*.deleted"} {
+			if m, _ := filepath.Glob(filepath.Join(dir, "g-0", pat)); len(m) != 0 {
+				t.Fatalf("leftover %v", m)
+			}
+		}
+		got := map[int64]string{}
+		var order []int64
+		var dec record.Decoder
+		segs := p.acquireSegments(0)
+		defer releaseAll(segs)
+		for _, sg := range segs {
+			err := scanSegment(sg, &dec, func(pos int64, b []byte, h *record.Header) error {
+				return dec.Records(b, func(r *record.Record) error {
+					l := string(r.Key) + "=" + string(r.Value)
+					if r.Offset >= int64(len(lines)) || lines[r.Offset] != l {
+						return fmt.Errorf("offset %d holds %q, never written there", r.Offset, l)
+					}
+					if len(order) > 0 && r.Offset <= order[len(order)-1] {
+						return fmt.Errorf("offset %d after %d: a replaced segment survived", r.Offset, order[len(order)-1])
+					}
+					got[r.Offset] = l
+					order = append(order, r.Offset)
+					return nil
+				})
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		return got, order
+	}
+	errStop := fmt.Errorf("stopped by the test")
+	deletes := 0
+	done, _ := scenario(func(step string) error {
+		if step == "deleting" {
+			deletes++
+			return nil
+		}
+		return errStop // after the first group is swapped in
+	})
+	if deletes < 2 {
+		t.Fatalf("the first group merged %d segments; the test needs several", deletes)
+	}
+	for crashAt := 1; crashAt <= deletes; crashAt++ {
+		n := 0
+		got, _ := scenario(func(step string) error {
+			if step == "deleting" {
+				if n++; n == crashAt {
+					return errStop
+				}
+			}
+			return nil
+		})
+		for off, l := range done {
+			if got[off] != l {
+				t.Fatalf("crash after %d of %d renames: offset %d (%q) lost", crashAt, deletes, off, l)
+			}
+		}
+	}
+}
+
+// TestClosedSegmentDescriptors: a closed segment keeps one descriptor
+// open, its .log; the indexes are read through their mappings alone, so
+// RLIMIT_NOFILE bounds three times as many segments as before. Lookups
+// through the closed segments' indexes still work.
+func TestClosedSegmentDescriptors(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, newClock())
+	tp, _ := s.CreateTopic("fd", 1, map[string]string{"segment.bytes": "4096", "index.interval.bytes": "100"})
+	p, _ := tp.Partition(0)
+	for i := 0; i < 2000; i++ {
+		if _, _, err := p.AppendLines([]byte(fmt.Sprintf("line %04d %s\n", i, strings.Repeat("x", 40)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(when string) {
+		t.Helper()
+		pd := filepath.Join(dir, "fd-0")
+		ents, _ := os.ReadDir("/proc/self/fd")
+		counts := map[string]int{}
+		for _, e := range ents {
+			target, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name()))
+			if err == nil && filepath.Dir(target) == pd {
+				counts[filepath.Ext(target)]++
+			}
+		}
+		segs := p.acquireSegments(0)
+		n := len(segs)
+		releaseAll(segs)
+		if n < 20 {
+			t.Fatalf("%s: only %d segments", when, n)
+		}
+		// The active segment keeps its two indexes open for appends.
+		if counts[".log"] != n || counts[".index"] != 1 || counts[".timeindex"] != 1 {
+			t.Fatalf("%s: %d segments hold descriptors %v; want one .log each and the active segment's indexes", when, n, counts)
+		}
+		for _, off := range []int64{0, 37, 999, 1500, 1999} {
+			if got := textOf(t, p, off); !strings.HasPrefix(got, fmt.Sprintf("line %04d ", off)) {
+				t.Fatalf("%s: offset %d reads %.20q", when, off, got)
+			}
+		}
+	}
+	check("after rolls")
+	s.Close()
+	s = openStore(t, dir, newClock())
+	defer s.Close()
+	p, _ = s.Partition("fd", 0)
+	check("after a restart")
+}
