@@ -34,6 +34,9 @@ type mnt struct {
 	data string // data directory
 	dir  string // mountpoint
 	pid  int    // daemon
+	// nofile, when set, is the daemon's RLIMIT_NOFILE, soft and hard (so
+	// the daemon cannot raise it).
+	nofile int
 }
 
 // mntNew makes a data dir and a mountpoint and mounts. Extra args go to
@@ -69,6 +72,9 @@ func (m *mnt) mount(extra ...string) string {
 	args := append([]string{"mount"}, extra...)
 	args = append(args, m.data, m.dir)
 	cmd := exec.Command("timeout", append([]string{"-k", "5", "60", segfsBin}, args...)...)
+	if m.nofile > 0 {
+		cmd = exec.Command("sh", append([]string{"-c", fmt.Sprintf(`ulimit -n %d && exec "$@"`, m.nofile), "sh"}, cmd.Args...)...)
+	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("segfs %s: %v\n%s\n--- daemon log:\n%s", strings.Join(args, " "), err, out, m.daemonLog())
