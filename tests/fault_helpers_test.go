@@ -432,11 +432,14 @@ type faultRig struct {
 	// lastRound, if set, is the last round of a loop whose data grows
 	// round after round (F1, F2): see oracle.
 	lastRound int
-	rng       *rand.Rand
-	readTopic string   // of tail -f and grep -c
-	mountArgs []string // options of segfs mount
-	seed      uint64
-	cleaned   map[string]*faultCleaned // topics with retention or compaction (fault_cleaners_test.go)
+	// restartTime is how long the last restart took, for the soak's
+	// progress lines.
+	restartTime time.Duration
+	rng         *rand.Rand
+	readTopic   string   // of tail -f and grep -c
+	mountArgs   []string // options of segfs mount
+	seed        uint64
+	cleaned     map[string]*faultCleaned // topics with retention or compaction (fault_cleaners_test.go)
 
 	// figures
 	faults, ackedChecked, lost, truncations, droppedBytes, manual int64
@@ -601,6 +604,8 @@ func (r *faultRig) restart() {
 	t := r.t
 	t.Helper()
 	args := append(append([]string{"mount"}, r.mountArgs...), r.m.data, r.m.dir)
+	began := time.Now()
+	defer func() { r.restartTime = time.Since(began) }()
 	out, err := faultRun(t, 60, segfsBin, args...)
 	if err != nil {
 		r.manual++
@@ -938,4 +943,14 @@ func (r *faultRig) checkReaders(parts map[string]*faultPartition) {
 // killDaemon is F1: SIGKILL of the daemon, exactly its pid.
 func (r *faultRig) killDaemon() {
 	r.m.kill9()
+}
+
+// epochStart logs the soak's progress at the start of every epoch after
+// the first: a long run shows how far it got, and how its rounds and
+// restarts slow as its data grows.
+func (r *faultRig) epochStart(round int, began time.Time) {
+	if round > 0 {
+		r.t.Logf("soak progress: round %d, %s since the start, the last restart took %s",
+			round, time.Since(began).Round(time.Second), r.restartTime.Round(time.Millisecond))
+	}
 }

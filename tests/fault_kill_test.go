@@ -58,8 +58,10 @@ func TestFaultKill9(t *testing.T) {
 	disk := faultLoopDisk(t, "ext4", 256+rounds*4)
 	r := faultNewRig(t, filepath.Join(disk.dir, "data"), faultCleanerFlags...)
 	r.lastRound = rounds - 1
+	began := time.Now()
 	for i := 0; i < rounds; i++ {
 		if i%faultEpoch == 0 {
+			r.epochStart(i, began)
 			faultMixedLoad(r, fmt.Sprintf("-%d", i/faultEpoch), false)
 			faultCleanerLoad(r, fmt.Sprintf("-%d", i/faultEpoch), false)
 		}

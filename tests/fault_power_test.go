@@ -26,8 +26,10 @@ func TestFaultPowerCut(t *testing.T) {
 	disk := faultLoopDisk(t, "xfs", 512+rounds*4)
 	r := faultNewRig(t, filepath.Join(disk.dir, "data"), faultCleanerFlags...)
 	r.lastRound = rounds - 1
+	began := time.Now()
 	for i := 0; i < rounds; i++ {
 		if i%faultEpoch == 0 {
+			r.epochStart(i, began)
 			faultMixedLoad(r, fmt.Sprintf("-%d", i/faultEpoch), true)
 			faultCleanerLoad(r, fmt.Sprintf("-%d", i/faultEpoch), true)
 			// acks=-1 with flush.messages=1: the produce response comes
