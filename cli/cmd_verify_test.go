@@ -73,3 +73,58 @@ func TestVerifyVanishedSegment(t *testing.T) {
 		t.Fatalf("a flipped bit beside a vanished segment went unreported:\n%s", out.String())
 	}
 }
+
+// TestVerifyMergedWhileChecking: the daemon's cleaner merges a group of
+// segments into the first one's base and deletes the rest, between
+// verify's listing and its reading them. Verify reads the merged segment
+// (which now covers the next one's offsets) and then finds the next one
+// gone: a warning, not an error about overlapping segments. The soak
+// caught the old order of these checks.
+func TestVerifyMergedWhileChecking(t *testing.T) {
+	dir := t.TempDir()
+	s, err := logstore.Open(dir, logstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateTopic("m", 1, map[string]string{"segment.bytes": "2048"}); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := s.Partition("m", 0)
+	for i := range 100 {
+		if _, _, err := p.AppendLines(fmt.Appendf(nil, "line %d %s\n", i, strings.Repeat("x", 40))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	parts, err := listPartitions(dir)
+	if err != nil || len(parts) != 1 || len(parts[0].Segments) < 3 {
+		t.Fatalf("listPartitions: %v, %+v", err, parts)
+	}
+	segs := parts[0].Segments
+	// The merge: segment 0 becomes segments 0 and 1 back to back (their
+	// batches are in order, as the cleaner writes them), and 1 goes.
+	a, err := os.ReadFile(segs[0].Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(segs[1].Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(segs[0].Log, append(a, b...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{segs[0].Index, segs[0].TimeIndex, segs[1].Log, segs[1].Index, segs[1].TimeIndex} {
+		os.Remove(f)
+	}
+	segs[0].Index, segs[0].TimeIndex = "", ""
+	var out bytes.Buffer
+	v := &verifier{out: &out}
+	r := v.partition(parts[0])
+	if v.errors != 0 || !strings.Contains(out.String(), "warning: "+segs[1].Log+": deleted while being checked") {
+		t.Fatalf("merged while checking: %d errors\n%s", v.errors, out.String())
+	}
+	if r.next != p.LogEndOffset() {
+		t.Fatalf("verify ended at %d, the log at %d", r.next, p.LogEndOffset())
+	}
+}
