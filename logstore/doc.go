@@ -31,6 +31,26 @@
 // clean-shutdown marker; without the marker, Open validates every batch
 // from the recovery point on and truncates at the first torn or corrupt one.
 //
+// # Cleaners
+//
+// Retention deletes whole closed segments (renamed .deleted, removed after
+// file.delete.delay.ms or when the last reader lets go). Compaction
+// (cleaner.go) rewrites closed segments keeping the latest record of each
+// key, and cleans groups of consecutive segments into one, as Kafka's
+// cleaner does: a group's logs and indexes fit one segment's limits, so the
+// small segments a pass leaves behind merge on the next. A swap goes
+// .cleaned → .swap → .log, and the loader finishes it by deleting every
+// segment inside the swap's offsets.
+//
+// # Descriptors
+//
+// The active segment keeps its .log and both indexes open. A closed
+// segment keeps only its .log: its indexes are read through their
+// mappings, whose files are closed once sealed or opened read-only. So a
+// daemon needs about one descriptor per segment plus two per partition,
+// and RLIMIT_NOFILE (raised to its hard limit at start) bounds the number
+// of segments, as in Kafka.
+//
 // # Concurrency
 //
 // One appender at a time per partition (amu). Readers snapshot the segment
