@@ -32,6 +32,16 @@ seq 1 400000 | dd of=`+d+` oflag=append conv=notrunc bs=4M iflag=fullblock statu
 echo after-seek | dd of=`+d+` oflag=append conv=notrunc bs=64 seek=1 status=none
 { printf 'a\nb\nc\n'; seq 1 400000; echo piece-wise; echo after-seek; } > `+want, 120)
 	m.ok(`cmp ` + d + ` ` + want)
+	// fsync(data) (sync(1) calls fsync) makes everything appended durable:
+	// the recovery point, below the log end until then, reaches it.
+	rp := `sed -n 's/^recovery.point=//p; s/^log.end.offset=//p' "$M/wb/0/status" | paste -sd' '`
+	if f := strings.Fields(m.ok(rp)); len(f) != 2 || f[0] == f[1] {
+		t.Fatalf("log end and recovery point before fsync: %q, want the recovery point behind", f)
+	}
+	m.ok(`sync ` + d)
+	if f := strings.Fields(m.ok(rp)); len(f) != 2 || f[0] != f[1] {
+		t.Fatalf("log end and recovery point after fsync(data): %q, want equal", f)
+	}
 	m.unmount()
 	segs, _ := filepath.Glob(filepath.Join(m.data, "wb-0", "*.log"))
 	if len(segs) != 1 {
