@@ -181,8 +181,10 @@ func TestNotifyExternalAppend(t *testing.T) {
 	if string(buf[:n]) != "first\n" {
 		t.Fatalf("read %q", buf[:n])
 	}
+	var slowest time.Duration
 	for i := range 5 {
 		line := fmt.Sprintf("external %d\n", i)
+		start := time.Now()
 		if _, _, err := p.AppendLines([]byte(line)); err != nil {
 			t.Fatal(err)
 		}
@@ -192,10 +194,14 @@ func TestNotifyExternalAppend(t *testing.T) {
 			text = string(b)
 			return err == nil && strings.HasSuffix(text, line)
 		})
+		slowest = max(slowest, time.Since(start))
 		if strings.Contains(text, "\x00") {
 			t.Fatalf("NUL bytes in %q", text)
 		}
 	}
+	// DESIGN.md asks for one second; timings are not asserted (the
+	// machine is shared), only reported.
+	t.Logf("slowest append-to-visible: %v", slowest)
 }
 
 func TestPanicInCallbackKeepsMount(t *testing.T) {

@@ -57,3 +57,42 @@ func TestLookupNodesBounded(t *testing.T) {
 		t.Errorf("%d offset/N nodes live after %d lookups, want <= %d", live, n, maxLiveChildren)
 	}
 }
+
+// Repeated lookups of one offset/N, each after the kernel's entry timeout
+// has run out (so each is a real LOOKUP), and across appends, reuse one
+// node: the same go-fuse inode and the same textNode.
+func TestOffsetLookupReusesNode(t *testing.T) {
+	m := mountForTest(t, Options{})
+	p := m.topic(t, "r")
+	if _, _, err := p.AppendLines([]byte("a\nb\nc\n")); err != nil {
+		t.Fatal(err)
+	}
+	name := m.path("r", "0", "offset", "1")
+	var first *textNode
+	for i := range 4 {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "b\nc\n" + strings.Repeat("more\n", i); string(b) != want {
+			t.Fatalf("lookup %d: offset/1 reads %q, want %q", i, b, want)
+		}
+		ch := m.srv.root.GetChild("r").GetChild("0").GetChild("offset").GetChild("1")
+		if ch == nil {
+			t.Fatalf("lookup %d: no node for offset/1", i)
+		}
+		n, ok := ch.Operations().(*textNode)
+		if !ok {
+			t.Fatalf("lookup %d: offset/1 is a %T", i, ch.Operations())
+		}
+		if first == nil {
+			first = n
+		} else if n != first {
+			t.Fatalf("lookup %d of offset/1 made a new node", i)
+		}
+		if _, _, err := p.AppendLines([]byte("more\n")); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(cacheTimeout + 200*time.Millisecond)
+	}
+}

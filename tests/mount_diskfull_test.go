@@ -52,9 +52,13 @@ func TestMountDiskFull(t *testing.T) {
 	n := check()
 	t.Logf("%s lines stored before the disk filled", n)
 
-	// Still full: another append fails and leaves nothing behind.
-	m.sh(`yes ` + line + ` | head -n 20000 >> ` + d)
-	check()
+	// Still full: another append of many lines fails with ENOSPC and
+	// leaves nothing behind. (A single short line may still fit in the
+	// slack of the segment's last page.)
+	m.fails(`yes `+line+` | head -n 20000 | dd of=`+d+` oflag=append conv=notrunc bs=64k iflag=fullblock status=none`, "No space left on device")
+	if again := check(); again != n {
+		t.Fatalf("failed appends on a full disk changed the log from %s to %s lines", n, again)
+	}
 
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)

@@ -89,4 +89,65 @@ func TestMountOffsetAndTime(t *testing.T) {
 	for _, name := range []string{"yesterday", "2026-11-29", "01", "-5", "2026-13-01T00:00:00Z"} {
 		m.fails(fmt.Sprintf(`readlink -e %s/time/'%s'`, p, name), "")
 	}
+
+	// offset/N has a true size (the bytes a read returns), and it grows
+	// with the log, for a handle open across the append too.
+	sizeOf := func(n int) string {
+		return m.ok(fmt.Sprintf(`stat -c %%s %s/offset/%d; cat %s/offset/%d | wc -c`, p, n, p, n))
+	}
+	if got := mntLines(sizeOf(1500)); len(got) != 2 || got[0] != got[1] || got[0] == "0" {
+		t.Errorf("offset/1500: st_size and bytes read = %q", got)
+	}
+	grow := m.ok(fmt.Sprintf(`exec 3< %s/offset/2990; a=$(stat -L -c %%s /dev/fd/3); echo extra-line >> %s/data
+sleep 1.2; b=$(stat -L -c %%s /dev/fd/3); c=$(cat <&3 | wc -c); echo $a $b $c`, p, p))
+	if f := strings.Fields(grow); len(f) != 3 || f[1] != f[2] {
+		t.Errorf("offset/2990 open across an append: size before, size after, bytes read = %q", grow)
+	} else if a, _ := strconv.Atoi(f[0]); strconv.Itoa(a+len("extra-line\n")) != f[1] {
+		t.Errorf("offset/2990 grew from %s to %s bytes, want %d more", f[0], f[1], len("extra-line\n"))
+	}
+	if got := m.ok(`tail -n1 ` + p + `/data`); got != "extra-line\n" {
+		t.Fatalf("last line %q", got)
+	}
+
+	// status: every key of DESIGN.md, with values that agree with the
+	// segment files and the times of the appends.
+	status := map[string]int64{}
+	for _, l := range mntLines(m.ok(`cat ` + p + `/status`)) {
+		k, v, ok := strings.Cut(l, "=")
+		n, err := strconv.ParseInt(v, 10, 64)
+		if !ok || err != nil {
+			t.Fatalf("status line %q is not key=number", l)
+		}
+		status[k] = n
+	}
+	segs := mntLines(m.ok(`cd ` + p + `/segments && ls | grep '\.log$'`))
+	var logBytes int64
+	for _, s := range mntLines(m.ok(`cd ` + p + `/segments && stat -c %s *.log`)) {
+		n, _ := strconv.ParseInt(s, 10, 64)
+		logBytes += n
+	}
+	lastBase, _ := strconv.ParseInt(strings.TrimSuffix(segs[len(segs)-1], ".log"), 10, 64)
+	for k, want := range map[string]int64{
+		"log.start.offset":           0,
+		"log.end.offset":             end + 2, // and line-3000 and extra-line
+		"segments":                   int64(len(segs)),
+		"size.bytes":                 logBytes,
+		"active.segment.base.offset": lastBase,
+	} {
+		if got, ok := status[k]; !ok || got != want {
+			t.Errorf("status %s = %d (present %v), want %d", k, got, ok, want)
+		}
+	}
+	if len(segs) < 3 {
+		t.Errorf("%d segments with segment.bytes=16384, want several", len(segs))
+	}
+	if ft := status["first.timestamp"]; ft < before[0] || ft > after[0] {
+		t.Errorf("status first.timestamp = %d, want within the first group's [%d, %d]", ft, before[0], after[0])
+	}
+	if lt := status["last.timestamp"]; lt < after[2] || lt > time.Now().UnixMilli() {
+		t.Errorf("status last.timestamp = %d, want the last append's time, after %d", lt, after[2])
+	}
+	if rp, ok := status["recovery.point"]; !ok || rp < 0 || rp > end+2 {
+		t.Errorf("status recovery.point = %d (present %v)", rp, ok)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -52,6 +53,9 @@ for j in $(jobs -p); do wait $j || fail=1; done
 exit $fail`, writers, lines), 300)
 	segs := m.ok(`ls "$M/follow/0/segments" | grep -c '\.log$'`)
 	t.Logf("segments after the run: %s", strings.TrimSpace(segs))
+	if n, _ := strconv.Atoi(strings.TrimSpace(segs)); n < 10 {
+		t.Fatalf("%s segments: the tails must follow across many segment rolls", strings.TrimSpace(segs))
+	}
 
 	for _, mode := range []string{"-f", "-F"} {
 		path := filepath.Join(outDir, "tail"+mode)

@@ -27,6 +27,7 @@ func TestRetentionTailFollow(t *testing.T) {
 	kafkaWaitListening(t, addr)
 	m.ok(`mkdir "$M/ret" && printf 'segment.bytes=2048\nretention.ms=1\nfile.delete.delay.ms=0\n' > "$M/ret/config"`)
 	data := m.path("ret", "0", "data")
+	ino := m.ok(`stat -c %i "$M/ret/0/data"`)
 	partDir := filepath.Join(m.data, "ret-0")
 	outDir := t.TempDir()
 
@@ -108,6 +109,10 @@ exit $fail`, writers, lines), 150)
 	start, end := st["log.start.offset"], st["log.end.offset"]
 	if start == 0 || end != writers*lines+100 {
 		t.Fatalf("log start %d, end %d after retention", start, end)
+	}
+	// Every generation of data reports the same st_ino.
+	if got := m.ok(`stat -c %i "$M/ret/0/data"`); got != ino {
+		t.Errorf("st_ino of data went from %s to %s across retention", strings.TrimSpace(ino), strings.TrimSpace(got))
 	}
 	all := mntLines(tailed[0])
 	want := all[start:]
