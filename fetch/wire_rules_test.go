@@ -12,6 +12,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/segfs/segfs/logstore/record"
 )
 
 // min_bytes holds the answer back while less is available (the long poll
@@ -148,5 +150,84 @@ func TestProduceValidationCodes(t *testing.T) {
 	// The same partitions accept valid batches.
 	if sp := c.produce(9, "small", 0, produceBatch(t, "fits")); sp.ErrorCode != 0 || sp.BaseOffset != 0 {
 		t.Fatalf("valid batch refused: %+v", sp)
+	}
+}
+
+// acks 1 and -1 answer after the append; with the topic's flush.messages=1
+// the batch is also flushed (the recovery point covers it) by the time the
+// answer arrives.
+func TestProduceAcksAndFlush(t *testing.T) {
+	ts := startServer(t, Config{})
+	if _, err := ts.store.CreateTopic("synced", 1, map[string]string{"flush.messages": "1"}); err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, ts.addr)
+	p, _ := ts.store.Partition("synced", 0)
+	for i, acks := range []int16{1, -1} {
+		req := kmsg.NewPtrProduceRequest()
+		req.Version, req.Acks, req.TimeoutMillis = 9, acks, 5000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = "synced"
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Records = produceBatch(t, "r")
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		sp := c.roundTrip(req).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+		if sp.ErrorCode != 0 || sp.BaseOffset != int64(i) {
+			t.Fatalf("acks=%d: %+v", acks, sp)
+		}
+		if rp := p.Status().RecoveryPoint; rp != int64(i+1) {
+			t.Fatalf("acks=%d on a flush.messages=1 topic: recovery point %d at the answer, want %d", acks, rp, i+1)
+		}
+	}
+}
+
+// An idempotent producer on the wire: a retried batch is answered with its
+// original offsets and written once; a sequence gap is refused with
+// OUT_OF_ORDER_SEQUENCE_NUMBER; an older epoch with INVALID_PRODUCER_EPOCH.
+func TestProduceIdempotentOnTheWire(t *testing.T) {
+	ts := startServer(t, Config{})
+	createTopic(t, ts, "idem", 1)
+	c := dial(t, ts.addr)
+	ipr := c.roundTrip(kmsg.NewPtrInitProducerIDRequest()).(*kmsg.InitProducerIDResponse)
+	if ipr.ErrorCode != 0 {
+		t.Fatal(ipr.ErrorCode)
+	}
+	batch := func(epoch int16, seq int32, vals ...string) []byte {
+		var bl record.Builder
+		spec := record.DefaultSpec()
+		spec.ProducerID, spec.ProducerEpoch, spec.BaseSequence = ipr.ProducerID, epoch, seq
+		bl.Reset(spec)
+		for _, v := range vals {
+			bl.Add(time.Now().UnixMilli(), nil, []byte(v), nil)
+		}
+		b, err := bl.Build(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	first := batch(0, 0, "a", "b")
+	if sp := c.produce(9, "idem", 0, slices.Clone(first)); sp.ErrorCode != 0 || sp.BaseOffset != 0 {
+		t.Fatalf("first: %+v", sp)
+	}
+	if sp := c.produce(9, "idem", 0, batch(0, 2, "c")); sp.ErrorCode != 0 || sp.BaseOffset != 2 {
+		t.Fatalf("second: %+v", sp)
+	}
+	if sp := c.produce(9, "idem", 0, slices.Clone(first)); sp.ErrorCode != 0 || sp.BaseOffset != 0 {
+		t.Fatalf("retry of the first batch: %+v, want success at its original offset 0", sp)
+	}
+	if sp := c.produce(9, "idem", 0, batch(0, 9, "gap")); sp.ErrorCode != kerr.OutOfOrderSequenceNumber.Code {
+		t.Fatalf("sequence gap: error %d, want 45", sp.ErrorCode)
+	}
+	if sp := c.produce(9, "idem", 0, batch(1, 0, "new epoch")); sp.ErrorCode != 0 || sp.BaseOffset != 3 {
+		t.Fatalf("new epoch: %+v", sp)
+	}
+	if sp := c.produce(9, "idem", 0, batch(0, 3, "fenced")); sp.ErrorCode != kerr.InvalidProducerEpoch.Code {
+		t.Fatalf("old epoch: error %d, want 47", sp.ErrorCode)
+	}
+	resp := c.roundTrip(fetchReq(12, "idem", 0, 0, 0, 0, 1<<20, 1<<20)).(*kmsg.FetchResponse)
+	if got := values(t, resp.Topics[0].Partitions[0].RecordBatches, 0); !slices.Equal(got, []string{"a", "b", "c", "new epoch"}) {
+		t.Fatalf("log holds %q", got)
 	}
 }
