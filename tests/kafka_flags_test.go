@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -93,5 +94,45 @@ func kafkaRefusesUnknownTopic(t *testing.T, addr, data string) {
 	}
 	if _, err := os.Stat(filepath.Join(data, "nobody-0")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the topic was created anyway: %v", err)
+	}
+}
+
+// Acknowledged commits and records survive kill -9 of segfs serve: the
+// committed offset is written durably before OffsetCommit is answered, and
+// an acks=all record is in the log before Produce is.
+func TestKafkaCommitSurvivesKill9(t *testing.T) {
+	srv := kafkaServe(t, "")
+	cl := kafkaClient(t, srv.addr, kgo.AllowAutoTopicCreation())
+	kafkaProduce(t, cl, "k9", 0, "r0", "r1", "r2", "r3", "r4")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.Group, commit.Generation = "g9", -1
+	ct := kmsg.NewOffsetCommitRequestTopic()
+	ct.Topic = "k9"
+	cp := kmsg.NewOffsetCommitRequestTopicPartition()
+	cp.Partition, cp.Offset = 0, 3
+	ct.Partitions = append(ct.Partitions, cp)
+	commit.Topics = append(commit.Topics, ct)
+	if cr, err := commit.RequestWith(ctx, cl); err != nil || cr.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("OffsetCommit: %v %+v", err, cr)
+	}
+	cl.Close()
+	srv.cmd.Process.Kill()
+	<-srv.done // the process has exited: stop() in Cleanup does nothing
+
+	srv = kafkaServe(t, srv.data)
+	cl = kafkaClient(t, srv.addr)
+	fetch := kmsg.NewPtrOffsetFetchRequest()
+	fetch.Group = "g9"
+	ft := kmsg.NewOffsetFetchRequestTopic()
+	ft.Topic, ft.Partitions = "k9", []int32{0}
+	fetch.Topics = append(fetch.Topics, ft)
+	fr, err := fetch.RequestWith(ctx, cl)
+	if err != nil || fr.Topics[0].Partitions[0].Offset != 3 {
+		t.Fatalf("committed offset after kill -9: %v %+v, want 3", err, fr)
+	}
+	if vals := recordValues(kafkaConsume(t, srv.addr, "k9", 0, 3, 2)); !slices.Equal(vals, []string{"r3", "r4"}) {
+		t.Fatalf("resumed after kill -9 at %q", vals)
 	}
 }
