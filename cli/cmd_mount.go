@@ -56,6 +56,7 @@ Example:
 			&ucli.IntFlag{Name: "partitions", Value: 1, Usage: "`N` partitions for topics created with mkdir"},
 			&ucli.StringFlag{Name: "kafka-listen", Usage: "also serve the Kafka protocol on `ADDR` (host:port)"},
 			&ucli.StringFlag{Name: "advertise", Usage: "`ADDR` Kafka clients are told to connect to"},
+			&ucli.BoolFlag{Name: "auto-create-topics", Value: true, Usage: "with --kafka-listen: create unknown topics on produce and metadata requests, as Kafka's auto.create.topics.enable"},
 			&ucli.BoolFlag{Name: "allow-other", Usage: "let other users use the mount (modes are enforced)"},
 			&ucli.DurationFlag{Name: "unmount-grace", Value: 5 * time.Second, Usage: "how long a signalled daemon keeps serving files still open before it exits"},
 			&ucli.BoolFlag{Name: "debug", Usage: "log every FUSE request"},
@@ -180,6 +181,9 @@ func startDaemon(c *ucli.Context, dataDir, mp string) error {
 			args = append(args, "--"+name)
 		}
 	}
+	if !c.Bool("auto-create-topics") {
+		args = append(args, "--auto-create-topics=false")
+	}
 	args = append(args, dataDir, mp)
 	cmd := exec.Command(exe, args...)
 	cmd.Dir = "/"
@@ -299,7 +303,7 @@ func startFetch(c *ucli.Context, store *logstore.Store, logger *slog.Logger) (st
 	}
 	srv := fetch.New(store, fetch.Config{
 		Advertise:        c.String("advertise"),
-		AutoCreateTopics: true,
+		AutoCreateTopics: c.Bool("auto-create-topics"),
 		Logger:           logger,
 	})
 	served := make(chan error, 1)

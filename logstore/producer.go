@@ -97,8 +97,13 @@ func (ps *producerState) update(h *record.Header) {
 }
 
 // Producer snapshots use Kafka's .snapshot format (KAFKA-FORMAT.md §9.7):
-// version 1, CRC-32C, count, then 46-byte entries holding each producer's
-// last batch. Named after the end offset they capture.
+// version 1, CRC-32C, count, then 46-byte entries. Kafka writes one entry
+// per producer, its last batch; here each producer has one entry per batch
+// of its window (up to 5), oldest first, so that a restart keeps
+// recognising retries of every batch a client may still have in flight,
+// not only of the last one. Kafka's loader keeps the last entry it reads
+// for a producer id, which is the same last batch it would have written.
+// Named after the end offset they capture.
 const snapshotEntrySize = 46
 
 func (ps *producerState) encode() []byte {
@@ -112,18 +117,16 @@ func (ps *producerState) encode() []byte {
 	binary.BigEndian.PutUint32(b[6:], uint32(len(ids)))
 	for _, id := range ids {
 		e := ps.m[id]
-		if len(e.batches) == 0 {
-			continue
+		for _, l := range e.batches {
+			b = binary.BigEndian.AppendUint64(b, uint64(id))
+			b = binary.BigEndian.AppendUint16(b, uint16(e.epoch))
+			b = binary.BigEndian.AppendUint32(b, uint32(l.lastSeq))
+			b = binary.BigEndian.AppendUint64(b, uint64(l.lastOff))
+			b = binary.BigEndian.AppendUint32(b, uint32(l.lastOff-l.firstOff))
+			b = binary.BigEndian.AppendUint64(b, uint64(l.ts))
+			b = binary.BigEndian.AppendUint32(b, 0xffffffff) // coordinator epoch -1
+			b = binary.BigEndian.AppendUint64(b, ^uint64(0)) // no open transaction
 		}
-		l := e.batches[len(e.batches)-1]
-		b = binary.BigEndian.AppendUint64(b, uint64(id))
-		b = binary.BigEndian.AppendUint16(b, uint16(e.epoch))
-		b = binary.BigEndian.AppendUint32(b, uint32(l.lastSeq))
-		b = binary.BigEndian.AppendUint64(b, uint64(l.lastOff))
-		b = binary.BigEndian.AppendUint32(b, uint32(l.lastOff-l.firstOff))
-		b = binary.BigEndian.AppendUint64(b, uint64(l.ts))
-		b = binary.BigEndian.AppendUint32(b, 0xffffffff) // coordinator epoch -1
-		b = binary.BigEndian.AppendUint64(b, ^uint64(0)) // no open transaction
 	}
 	binary.BigEndian.PutUint32(b[6:], uint32((len(b)-10)/snapshotEntrySize))
 	binary.BigEndian.PutUint32(b[2:], crc32.Checksum(b[6:], castagnoli))
@@ -149,10 +152,21 @@ func decodeSnapshot(b []byte) (map[int64]*producerEntry, error) {
 		lastOff := int64(binary.BigEndian.Uint64(p[14:]))
 		delta := int32(binary.BigEndian.Uint32(p[22:]))
 		ts := int64(binary.BigEndian.Uint64(p[26:]))
-		m[id] = &producerEntry{epoch: epoch, batches: []producerBatch{{
+		pb := producerBatch{
 			firstSeq: seqAdd(lastSeq, -delta+0), lastSeq: lastSeq,
 			firstOff: lastOff - int64(delta), lastOff: lastOff, ts: ts,
-		}}}
+		}
+		// Several entries of one producer are its window, oldest first
+		// (encode); a snapshot written by Kafka has one.
+		e := m[id]
+		if e == nil || epoch != e.epoch {
+			e = &producerEntry{epoch: epoch}
+			m[id] = e
+		}
+		if len(e.batches) == producerWindow {
+			e.batches = append(e.batches[:0], e.batches[1:]...)
+		}
+		e.batches = append(e.batches, pb)
 	}
 	return m, nil
 }

@@ -1,0 +1,138 @@
+package tests
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// The Kafka door's flags, on the binaries: --advertise is the address
+// Metadata hands out (kcat -L prints it); --auto-create-topics=false makes
+// a produce to an unknown topic fail with UNKNOWN_TOPIC_OR_PARTITION and
+// creates nothing, on `serve` and on `mount --kafka-listen`;
+// --max-request-bytes closes a connection whose frame claims more, and the
+// server goes on serving.
+func TestKafkaServeFlags(t *testing.T) {
+	t.Run("advertise", func(t *testing.T) {
+		kafkaNeedKcat(t)
+		srv := kafkaServe(t, "", "--advertise", "kafka.example:1234")
+		out := kcat(t, srv.addr, "", "-L", "-m", "5")
+		if !strings.Contains(out, "broker 0 at kafka.example:1234") {
+			t.Fatalf("kcat -L with --advertise:\n%s", out)
+		}
+	})
+
+	t.Run("auto-create-topics=false/serve", func(t *testing.T) {
+		srv := kafkaServe(t, "", "--auto-create-topics=false")
+		kafkaRefusesUnknownTopic(t, srv.addr, srv.data)
+	})
+	t.Run("auto-create-topics=false/mount", func(t *testing.T) {
+		addr := kafkaFreeAddr(t)
+		m := mntNew(t, "--kafka-listen", addr, "--auto-create-topics=false")
+		kafkaWaitListening(t, addr)
+		kafkaRefusesUnknownTopic(t, addr, m.data)
+		// A topic made with mkdir takes produced records.
+		m.ok(`mkdir "$M/made"`)
+		kafkaProduce(t, kafkaClient(t, addr), "made", 0, "hello")
+		if !mntWaitFor(10*time.Second, func() bool { return m.ok(`cat "$M/made/0/data"`) == "hello\n" }) {
+			t.Fatalf("produced record not in the mount: %q", m.ok(`cat "$M/made/0/data"`))
+		}
+	})
+
+	t.Run("max-request-bytes", func(t *testing.T) {
+		srv := kafkaServe(t, "", "--max-request-bytes", "4096")
+		c, err := net.DialTimeout("tcp", srv.addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		// A frame claiming one byte more than allowed: closed unanswered.
+		if _, err := c.Write(binary.BigEndian.AppendUint32(nil, 4097)); err != nil {
+			t.Fatal(err)
+		}
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		var b [1]byte
+		if n, err := c.Read(b[:]); n != 0 || !(errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || isConnReset(err)) {
+			t.Fatalf("oversize frame: read %d bytes, %v; want the connection closed", n, err)
+		}
+		// Other clients are still served.
+		cl := kafkaClient(t, srv.addr)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl); err != nil {
+			t.Fatalf("after an oversize frame: %v", err)
+		}
+	})
+}
+
+func isConnReset(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "connection reset")
+}
+
+// kafkaRefusesUnknownTopic checks that producing to a topic that does not
+// exist fails with UNKNOWN_TOPIC_OR_PARTITION and leaves no trace in data.
+func kafkaRefusesUnknownTopic(t *testing.T, addr, data string) {
+	t.Helper()
+	cl := kafkaClient(t, addr, kgo.AllowAutoTopicCreation(), kgo.UnknownTopicRetries(2))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := cl.ProduceSync(ctx, &kgo.Record{Topic: "nobody", Value: []byte("x")}).FirstErr()
+	if !errors.Is(err, kerr.UnknownTopicOrPartition) {
+		t.Fatalf("produce to an unknown topic with auto-creation off: %v, want UNKNOWN_TOPIC_OR_PARTITION", err)
+	}
+	if _, err := os.Stat(filepath.Join(data, "nobody-0")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the topic was created anyway: %v", err)
+	}
+}
+
+// Acknowledged commits and records survive kill -9 of segfs serve: the
+// committed offset is written durably before OffsetCommit is answered, and
+// an acks=all record is in the log before Produce is.
+func TestKafkaCommitSurvivesKill9(t *testing.T) {
+	srv := kafkaServe(t, "")
+	cl := kafkaClient(t, srv.addr, kgo.AllowAutoTopicCreation())
+	kafkaProduce(t, cl, "k9", 0, "r0", "r1", "r2", "r3", "r4")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.Group, commit.Generation = "g9", -1
+	ct := kmsg.NewOffsetCommitRequestTopic()
+	ct.Topic = "k9"
+	cp := kmsg.NewOffsetCommitRequestTopicPartition()
+	cp.Partition, cp.Offset = 0, 3
+	ct.Partitions = append(ct.Partitions, cp)
+	commit.Topics = append(commit.Topics, ct)
+	if cr, err := commit.RequestWith(ctx, cl); err != nil || cr.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("OffsetCommit: %v %+v", err, cr)
+	}
+	cl.Close()
+	srv.cmd.Process.Kill()
+	<-srv.done // the process has exited: stop() in Cleanup does nothing
+
+	srv = kafkaServe(t, srv.data)
+	cl = kafkaClient(t, srv.addr)
+	fetch := kmsg.NewPtrOffsetFetchRequest()
+	fetch.Group = "g9"
+	ft := kmsg.NewOffsetFetchRequestTopic()
+	ft.Topic, ft.Partitions = "k9", []int32{0}
+	fetch.Topics = append(fetch.Topics, ft)
+	fr, err := fetch.RequestWith(ctx, cl)
+	if err != nil || fr.Topics[0].Partitions[0].Offset != 3 {
+		t.Fatalf("committed offset after kill -9: %v %+v, want 3", err, fr)
+	}
+	if vals := recordValues(kafkaConsume(t, srv.addr, "k9", 0, 3, 2)); !slices.Equal(vals, []string{"r3", "r4"}) {
+		t.Fatalf("resumed after kill -9 at %q", vals)
+	}
+}

@@ -1,0 +1,88 @@
+package tests
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// pythonClient is a confluent-kafka-python (librdkafka) producer and
+// consumer: "produce ADDR TOPIC VALUES..." sends values to partition 0 with
+// an idempotent producer; "consume ADDR TOPIC N" assigns partition 0 at the
+// group's stored offset (earliest if none), reads N records, commits after
+// the last synchronously, and prints the values and the committed offset
+// read back with committed().
+const pythonClient = `
+import sys
+from confluent_kafka import Producer, Consumer, TopicPartition, OFFSET_STORED
+
+mode, bootstrap, topic = sys.argv[1], sys.argv[2], sys.argv[3]
+if mode == "produce":
+    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all"})
+    errs = []
+    for v in sys.argv[4:]:
+        p.produce(topic, v.encode(), partition=0, on_delivery=lambda e, m: errs.append(e) if e else None)
+    if p.flush(30) != 0 or errs:
+        sys.exit("delivery failed: %s" % errs)
+elif mode == "consume":
+    n = int(sys.argv[4])
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "py-workers",
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    c.assign([TopicPartition(topic, 0, OFFSET_STORED)])
+    got, last = [], None
+    while len(got) < n:
+        m = c.poll(30)
+        if m is None:
+            sys.exit("timed out after %d records" % len(got))
+        if m.error():
+            sys.exit("consume error: %s" % m.error())
+        got.append(m.value().decode())
+        last = m
+    c.commit(message=last, asynchronous=False)
+    committed = c.committed([TopicPartition(topic, 0)], timeout=10)[0].offset
+    c.close()
+    print("\n".join(got))
+    print("committed %d" % committed)
+`
+
+// confluent-kafka-python (Debian's python3-confluent-kafka over librdkafka)
+// against segfs serve: an idempotent producer, a consumer with explicit
+// assignment that commits and, after a restart of the server, resumes at
+// the committed offset.
+func TestKafkaPythonCommitResume(t *testing.T) {
+	const python = "/usr/bin/python3" // Debian's, where the package installs
+	if err := exec.Command(python, "-c", "import confluent_kafka").Run(); err != nil {
+		t.Skip("confluent-kafka-python not installed (apt-get install python3-confluent-kafka); CI installs it")
+	}
+	script := filepath.Join(t.TempDir(), "client.py")
+	if err := os.WriteFile(script, []byte(pythonClient), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(addr string, args ...string) []string {
+		t.Helper()
+		cmd := exec.Command("timeout", append([]string{"-k", "5", "90", python, script, args[0], addr}, args[1:]...)...)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("python %s: %v\nstdout: %s\nstderr: %s", strings.Join(args, " "), err, out.String(), errb.String())
+		}
+		return strings.Fields(out.String())
+	}
+
+	srv := kafkaServe(t, "")
+	run(srv.addr, "produce", "jobs", "j1", "j2", "j3")
+	if got := run(srv.addr, "consume", "jobs", "2"); !slices.Equal(got, []string{"j1", "j2", "committed", "2"}) {
+		t.Fatalf("first run: %q", got)
+	}
+	data := srv.data
+	srv.stop()
+	srv = kafkaServe(t, data)
+	run(srv.addr, "produce", "jobs", "j4")
+	if got := run(srv.addr, "consume", "jobs", "2"); !slices.Equal(got, []string{"j3", "j4", "committed", "4"}) {
+		t.Fatalf("resumed run after a restart: %q, want j3 j4 and committed 4", got)
+	}
+}
