@@ -508,6 +508,59 @@ func TestCheckpointFiles(t *testing.T) {
 	}
 }
 
+// TestLeftoverTempFilesRemoved: the temp files of interrupted atomic
+// writes (checkpoints, topic configs, partition metadata) are removed at
+// open, and the files they were replacing are intact.
+func TestLeftoverTempFilesRemoved(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, newClock())
+	tp, _ := s.CreateTopic("tmp", 1, map[string]string{"segment.bytes": "2000"})
+	p, _ := tp.Partition(0)
+	for i := 0; i < 50; i++ {
+		p.AppendLines([]byte(fmt.Sprintf("value %d\n", i)))
+	}
+	want := textOf(t, p, 0)
+	if _, err := s.AllocateProducerID(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var leftovers []string
+	for _, name := range []string{recoveryCheckpointFile, logStartCheckpointFile, cleanerCheckpointFile,
+		topicsFile, producerIDFile, cleanShutdownFile,
+		"tmp-0/partition.metadata", "tmp-0/leader-epoch-checkpoint", "tmp-0/00000000000000000000.textindex"} {
+		path := filepath.Join(dir, name+".tmp")
+		if err := os.WriteFile(path, []byte("half-written"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		leftovers = append(leftovers, path)
+	}
+	for _, clean := range []bool{true, false} {
+		if !clean {
+			// The same after an unclean stop.
+			s.abandon()
+			for _, path := range leftovers {
+				os.WriteFile(path, []byte("half-written"), 0o644)
+			}
+		}
+		s = openStore(t, dir, newClock())
+		for _, path := range leftovers {
+			if _, err := os.Stat(path); !os.IsNotExist(err) {
+				t.Errorf("clean=%v: leftover %s not removed (%v)", clean, path, err)
+			}
+		}
+		p = mustPartition(t, s, "tmp")
+		if got := textOf(t, p, 0); got != want {
+			t.Fatalf("clean=%v: text changed", clean)
+		}
+		if tp, err := s.Topic("tmp"); err != nil || tp.Config().SegmentBytes != 2000 {
+			t.Fatalf("clean=%v: topic config lost", clean)
+		}
+	}
+	s.Close()
+}
+
 // TestCleanOpenRescansNothing damages a batch in the middle of the active
 // segment after a clean close. The next open trusts the clean-shutdown
 // marker and rescans nothing: the file keeps its length and a read of the
