@@ -661,3 +661,121 @@ func TestCleanOpenRescansNothing(t *testing.T) {
 		})
 	}
 }
+
+// storedCodecs reads the codec of every batch of a partition.
+func storedCodecs(t *testing.T, p *Partition) []record.Codec {
+	t.Helper()
+	var out []record.Codec
+	hdr := make([]byte, record.HeaderSize)
+	for o := p.LogStartOffset(); o < p.LogEndOffset(); {
+		r, err := p.Read(o, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sl := r.Slices[0]
+		if _, err := sl.File.ReadAt(hdr, sl.Pos); err != nil {
+			t.Fatal(err)
+		}
+		r.Release()
+		h, err := record.ParseHeader(hdr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, h.Codec())
+		o = h.NextOffset()
+	}
+	return out
+}
+
+// TestCompressionType: a topic's compression.type names the codec every
+// batch is stored with, as a Kafka broker recompresses: lines appended as
+// text and batches produced in another codec alike; "producer" (the
+// default) keeps what the producer sent and writes text uncompressed.
+func TestCompressionType(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, newClock())
+	produced := func(codec record.Codec, vals ...string) []byte {
+		var bl record.Builder
+		spec := record.DefaultSpec()
+		spec.Codec = codec
+		spec.ProducerID, spec.ProducerEpoch, spec.BaseSequence = 3, 0, 0
+		bl.Reset(spec)
+		for _, v := range vals {
+			bl.Add(1_700_000_000_000, []byte("k"), []byte(v), nil)
+		}
+		b, err := bl.Build(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	long := strings.Repeat("compressible ", 40)
+	cases := []struct {
+		ctype string
+		want  []record.Codec // lines, producer none, producer gzip
+	}{
+		{"producer", []record.Codec{record.CodecNone, record.CodecNone, record.CodecGzip}},
+		{"uncompressed", []record.Codec{record.CodecNone, record.CodecNone, record.CodecNone}},
+		{"gzip", []record.Codec{record.CodecGzip, record.CodecGzip, record.CodecGzip}},
+		{"snappy", []record.Codec{record.CodecSnappy, record.CodecSnappy, record.CodecSnappy}},
+		{"lz4", []record.Codec{record.CodecLZ4, record.CodecLZ4, record.CodecLZ4}},
+		{"zstd", []record.Codec{record.CodecZstd, record.CodecZstd, record.CodecZstd}},
+	}
+	texts := map[string]string{}
+	for _, c := range cases {
+		over := map[string]string{"compression.type": c.ctype, "key.separator": "="}
+		if c.ctype == "zstd" {
+			over["message.timestamp.type"] = "LogAppendTime"
+		}
+		tp, err := s.CreateTopic("z-"+c.ctype, 1, over)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _ := tp.Partition(0)
+		text := "a=1 " + long + "\nplain " + long + "\n"
+		if _, _, err := p.AppendLines([]byte(text)); err != nil {
+			t.Fatal(err)
+		}
+		r1, err := p.AppendBatch(produced(record.CodecNone, "one "+long, "two"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var bl record.Builder
+		spec := record.DefaultSpec()
+		spec.Codec = record.CodecGzip
+		spec.ProducerID, spec.ProducerEpoch, spec.BaseSequence = 3, 0, 2
+		bl.Reset(spec)
+		bl.Add(1_700_000_000_000, []byte("k"), []byte("three "+long), nil)
+		b, _ := bl.Build(nil)
+		if _, err := p.AppendBatch(b); err != nil {
+			t.Fatal(err)
+		}
+		// A retry of the recompressed batch is still recognised.
+		if dup, err := p.AppendBatch(produced(record.CodecNone, "one "+long, "two")); err != nil || !dup.Duplicate || dup.BaseOffset != r1.BaseOffset {
+			t.Fatalf("%s: retry %+v %v", c.ctype, dup, err)
+		}
+		if got := storedCodecs(t, p); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("compression.type=%s: batches stored as %v, want %v", c.ctype, got, c.want)
+		}
+		want := text + "k=one " + long + "\nk=two\nk=three " + long + "\n"
+		if got := textOf(t, p, 0); got != want {
+			t.Errorf("compression.type=%s: text %q", c.ctype, got)
+		}
+		texts[tp.Name()] = want
+		if c.ctype == "zstd" {
+			if st := p.Status(); st.LastTimestamp <= 1_700_000_000_000 {
+				t.Errorf("LogAppendTime lost in recompression: last timestamp %d", st.LastTimestamp)
+			}
+		}
+	}
+	// Recovery validates the recompressed batches like any other.
+	s.abandon()
+	s = openStore(t, dir, newClock())
+	defer s.Close()
+	for name, want := range texts {
+		p := mustPartition(t, s, name)
+		if got := textOf(t, p, 0); got != want {
+			t.Errorf("%s after recovery: %q", name, got)
+		}
+	}
+}
