@@ -779,3 +779,38 @@ func TestCompressionType(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultConfigIsKafkas: a topic without overrides reads as Kafka's
+// topic-level defaults (KAFKA-FORMAT.md §12), every key, plus segfs's
+// key.separator, empty.
+func TestDefaultConfigIsKafkas(t *testing.T) {
+	s := openStore(t, t.TempDir(), nil)
+	defer s.Close()
+	tp, err := s.CreateTopic("defaults", 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `cleanup.policy=delete
+compression.type=producer
+delete.retention.ms=86400000
+file.delete.delay.ms=60000
+flush.messages=9223372036854775807
+flush.ms=9223372036854775807
+index.interval.bytes=4096
+key.separator=
+max.compaction.lag.ms=9223372036854775807
+max.message.bytes=1048588
+message.timestamp.type=CreateTime
+min.cleanable.dirty.ratio=0.5
+min.compaction.lag.ms=0
+retention.bytes=-1
+retention.ms=604800000
+segment.bytes=1073741824
+segment.index.bytes=10485760
+segment.jitter.ms=0
+segment.ms=604800000
+`
+	if got := string(tp.Config().Text()); got != want {
+		t.Errorf("default config:\n%s\nwant:\n%s", got, want)
+	}
+}
