@@ -814,3 +814,50 @@ segment.ms=604800000
 		t.Errorf("default config:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// TestFailedWriteFences: a write to the segment that fails and cannot be
+// taken back (the truncate fails too, so the file's state is unknown)
+// fences the partition: every later append and flush fails with the
+// first error, and reads go on. (A write that fails cleanly, ENOSPC with
+// the file restored, does not fence: tests/ TestMountDiskFull.)
+func TestFailedWriteFences(t *testing.T) {
+	s := openStore(t, t.TempDir(), newClock())
+	defer s.abandon()
+	tp, _ := s.CreateTopic("wf", 1, nil)
+	p, _ := tp.Partition(0)
+	if _, _, err := p.AppendLines([]byte("before\n")); err != nil {
+		t.Fatal(err)
+	}
+	seg := p.active()
+	// A read-only descriptor: pwrite fails with EBADF, and so does the
+	// truncate that would take a partial write back.
+	ro, err := os.Open(seg.path(logSuffix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.amu.Lock()
+	rw := seg.log
+	seg.log = ro
+	p.amu.Unlock()
+	_, _, err = p.AppendLines([]byte("lost\n"))
+	if !errors.Is(err, ErrFenced) {
+		t.Fatalf("append through a failing write: %v, want ErrFenced", err)
+	}
+	// The file is writable again, but the partition stays fenced.
+	p.amu.Lock()
+	seg.log = rw
+	p.amu.Unlock()
+	ro.Close()
+	if _, _, err := p.AppendLines([]byte("after\n")); !errors.Is(err, ErrFenced) {
+		t.Fatalf("append after the fence: %v", err)
+	}
+	if _, err := p.AppendBatch(producedBatch(t, []int64{1}, []string{"produced"})); !errors.Is(err, ErrFenced) {
+		t.Fatalf("produce after the fence: %v", err)
+	}
+	if err := p.Flush(); !errors.Is(err, ErrFenced) {
+		t.Fatalf("flush after the fence: %v", err)
+	}
+	if got := textOf(t, p, 0); got != "before\n" {
+		t.Fatalf("reads after the fence: %q", got)
+	}
+}
