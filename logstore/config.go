@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/segfs/segfs/logstore/record"
 )
 
 // Config is a topic's effective configuration, with Kafka's topic-level
@@ -197,6 +199,18 @@ func (c Config) Compact() bool { return strings.Contains(c.CleanupPolicy, "compa
 
 // Delete reports whether cleanup.policy includes delete.
 func (c Config) Delete() bool { return strings.Contains(c.CleanupPolicy, "delete") }
+
+// Codec is the codec compression.type has appends written with, as a
+// broker recompresses what producers send; false for "producer", which
+// keeps the producer's codec (segfs's own line appends are then
+// uncompressed).
+func (c Config) Codec() (record.Codec, bool) {
+	if c.CompressionType == "producer" {
+		return record.CodecNone, false
+	}
+	codec, err := record.ParseCodec(c.CompressionType)
+	return codec, err == nil
+}
 
 // withOverrides returns DefaultConfig with every override applied, or an
 // error wrapping ErrInvalidConfig naming the first bad key.

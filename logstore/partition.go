@@ -46,6 +46,8 @@ type Partition struct {
 	lastFlush time.Time
 	dec       record.Decoder
 	batchBuf  []byte
+	zbuf      []byte              // batchBuf recompressed for compression.type
+	rc        record.Recompressor // for compression.type
 	producers producerState
 
 	chMu    sync.Mutex
@@ -215,6 +217,15 @@ func (p *Partition) AppendLines(text []byte) (first, last int64, err error) {
 		if cfg.MessageTimestampType == "LogAppendTime" {
 			record.SetLogAppendTime(b, now)
 			h.MaxTimestamp = now
+		}
+		if codec, ok := cfg.Codec(); ok && codec != record.CodecNone {
+			if p.zbuf, err = p.rc.Recompress(p.zbuf[:0], b, codec); err != nil {
+				return first, last, err
+			}
+			b = p.zbuf
+			if h, err = record.ParseHeader(b); err != nil {
+				return first, last, err
+			}
 		}
 		var st record.TextStats
 		if len(sep) == 0 {

@@ -297,6 +297,22 @@ func (p *Partition) AppendBatch(batch []byte) (AppendResult, error) {
 			return res, nil
 		}
 	}
+	if codec, ok := cfg.Codec(); ok && codec != h.Codec() {
+		// A broker recompresses a batch whose codec is not the topic's
+		// compression.type; producer id, epoch and sequence stay.
+		if batch, err = p.rc.Recompress(nil, batch, codec); err != nil {
+			return res, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
+		if h, err = record.ParseHeader(batch); err != nil {
+			return res, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
+		switch size := h.Size(); {
+		case size > cfg.MaxMessageBytes:
+			return res, fmt.Errorf("%w: batch of %d bytes as %v exceeds max.message.bytes=%d", ErrMessageTooLarge, size, codec, cfg.MaxMessageBytes)
+		case size > cfg.SegmentBytes:
+			return res, fmt.Errorf("%w: batch of %d bytes as %v exceeds segment.bytes=%d", ErrBatchTooLarge, size, codec, cfg.SegmentBytes)
+		}
+	}
 	if cfg.MessageTimestampType == "LogAppendTime" {
 		now := p.store.now().UnixMilli()
 		record.SetLogAppendTime(batch, now)

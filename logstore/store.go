@@ -147,8 +147,10 @@ func (s *Store) load() error {
 			return err
 		}
 	}
-	os.Remove(filepath.Join(s.dir, topicsFile+".tmp"))
-	for _, f := range []string{recoveryCheckpointFile, logStartCheckpointFile} {
+	// Temp files of atomic writes a crash interrupted (WriteFileAtomic);
+	// the files they were to replace are intact.
+	for _, f := range []string{topicsFile, recoveryCheckpointFile, logStartCheckpointFile,
+		cleanerCheckpointFile, producerIDFile, cleanShutdownFile} {
 		os.Remove(filepath.Join(s.dir, f+".tmp"))
 	}
 	recovery, err := readOffsetCheckpoint(filepath.Join(s.dir, recoveryCheckpointFile))

@@ -1,0 +1,52 @@
+package record
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+)
+
+// Recompressor re-encodes the records region of whole batches with another
+// codec, as a broker does when a topic's compression.type names a codec
+// (KAFKA-FORMAT.md §2.9). Reusable; not safe for concurrent use.
+type Recompressor struct {
+	d Decoder
+	z compressor
+}
+
+// Recompress appends to dst batch b with its records compressed with c
+// and returns it. Every header field is kept but the codec bits, the batch
+// length and the CRC. b must be a whole batch whose CRC the caller has
+// checked; a control batch, or one already in c, is appended unchanged.
+func (rc *Recompressor) Recompress(dst, b []byte, c Codec) ([]byte, error) {
+	if c < CodecNone || c > CodecZstd {
+		return dst, fmt.Errorf("%w %d", ErrCodec, int8(c))
+	}
+	h, err := parseWhole(b)
+	if err != nil {
+		return dst, err
+	}
+	if h.Codec() == c || h.Control() {
+		return append(dst, b...), nil
+	}
+	recs, err := rc.d.decompress(h.Codec(), b[HeaderSize:])
+	if err != nil {
+		return dst, err
+	}
+	start := len(dst)
+	out := append(dst, b[:HeaderSize]...)
+	out, err = rc.z.compress(out, c, recs)
+	rc.d.release()
+	if err != nil {
+		return dst[:start], fmt.Errorf("record: %v compression: %w", c, err)
+	}
+	nb := out[start:]
+	if len(nb)-LogOverhead > math.MaxInt32 {
+		return dst[:start], fmt.Errorf("record: batch of %d bytes exceeds the int32 batch length", len(nb))
+	}
+	be := binary.BigEndian
+	be.PutUint32(nb[offBatchLength:], uint32(len(nb)-LogOverhead))
+	be.PutUint16(nb[offAttributes:], be.Uint16(nb[offAttributes:])&^attrCodecMask|uint16(c))
+	be.PutUint32(nb[offCRC:], CRC(nb))
+	return out, nil
+}
