@@ -217,8 +217,10 @@ func (p *Partition) cleanSegments(group []*segment, m *offsetMap, dec *record.De
 		hdrs  []record.RecordHeader
 	}
 	var keep []kept
+	outNext := old.base // the next offset after the last batch written
 	clean := func(pos int64, b []byte, h *record.Header) error {
 		if h.Control() {
+			outNext = h.NextOffset()
 			_, err := w.Write(b)
 			return err
 		}
@@ -260,12 +262,14 @@ func (p *Partition) cleanSegments(group []*segment, m *offsetMap, dec *record.De
 			}
 		}
 		if len(keep) == total && !needHorizon {
+			outNext = h.NextOffset()
 			_, err := w.Write(b) // unchanged: byte for byte, CRC and all
 			return err
 		}
 		if len(keep) == 0 {
 			return nil
 		}
+		outNext = h.NextOffset()
 		spec := record.BatchSpec{
 			BaseOffset: h.BaseOffset, LeaderEpoch: h.PartitionLeaderEpoch,
 			ProducerID: h.ProducerID, ProducerEpoch: h.ProducerEpoch, BaseSequence: h.BaseSequence,
@@ -307,6 +311,24 @@ func (p *Partition) cleanSegments(group []*segment, m *offsetMap, dec *record.De
 	if fi, err := last.log.Stat(); err == nil {
 		os.Chtimes(cleanedPath, fi.ModTime(), fi.ModTime())
 	}
+	// Segments at the end of the group that kept nothing go before the
+	// swap exists: the loader replaces only the segments inside the
+	// offsets a swap holds (completeSwaps), so after a crash they would
+	// come back whole, superseded values and expired tombstones with them.
+	// Deleting them first is itself a compacted state of the log (the
+	// records that supersede theirs lie beyond this group).
+	tail := len(group)
+	for tail > 1 && group[tail-1].base >= outNext {
+		tail--
+	}
+	for _, s := range group[tail:] {
+		s.markDeleted()
+		if cleanerCrash != nil {
+			if err := cleanerCrash("deleting"); err != nil {
+				return 0, err
+			}
+		}
+	}
 	// The swap: from here on a crash is completed by the loader.
 	swapPath := old.path(logSuffix) + swapSuffix
 	if err := os.Rename(cleanedPath, swapPath); err != nil {
@@ -318,7 +340,7 @@ func (p *Partition) cleanSegments(group []*segment, m *offsetMap, dec *record.De
 	}
 	// Oldest first: a crash part way leaves the swap and the segments it
 	// replaces, which the loader deletes by offset range (completeSwaps).
-	for _, s := range group {
+	for _, s := range group[:tail] {
 		s.markDeleted()
 		if cleanerCrash != nil {
 			if err := cleanerCrash("deleting"); err != nil {
