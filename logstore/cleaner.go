@@ -112,6 +112,15 @@ func (p *Partition) Compact() (CleanupStats, error) {
 			return nil
 		})
 		if errors.Is(err, errMapFull) {
+			// As Kafka does, the round ends after the last batch whose
+			// keys all went in, inside this segment if need be: the
+			// segment is rewritten too, keeping every record from end on
+			// (none of them is older than what the map holds for its
+			// key). Stopping at the previous segment instead would never
+			// clean a segment holding more keys than the map.
+			if end > s.base {
+				rewrite = i + 1
+			}
 			p.store.log.Warn("cleaner offset map full; cleaning part of the dirty log", "partition", p.name(), "end", end)
 			break
 		}

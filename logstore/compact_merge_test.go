@@ -359,3 +359,55 @@ func TestInterruptedGroupSwapEmptyTail(t *testing.T) {
 		}
 	}
 }
+
+// TestCompactionMapSmallerThanSegment: the offset map is fixed in size
+// (--cleaner-buffer-size), whatever the partition holds. When one segment
+// holds more keys than the map, each pass cleans up to where the map
+// filled, inside that segment, and the next pass goes on from there, as
+// in Kafka; the log converges to the latest value of every key. (Before,
+// a pass gave up on the segment where the map filled, so a segment with
+// more keys than the map was never cleaned.)
+func TestCompactionMapSmallerThanSegment(t *testing.T) {
+	clock := newClock()
+	dir := t.TempDir()
+	const mapBytes = 1024 // 42 slots, 37 keys
+	s, err := Open(dir, Options{Now: clock.now, Logger: openStore(t, t.TempDir(), nil).log, CleanerBufferBytes: mapBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tp, _ := s.CreateTopic("big", 1, map[string]string{
+		"cleanup.policy": "compact", "key.separator": "=", "segment.ms": "3600000",
+		"min.cleanable.dirty.ratio": "0.01", "file.delete.delay.ms": "0",
+	})
+	p, _ := tp.Partition(0)
+	var lines []string
+	for i := 0; i < 1000; i++ { // 200 keys, 5 values each, one batch a line
+		l := fmt.Sprintf("k%03d=value %d", i%200, i)
+		lines = append(lines, l)
+		if _, _, err := p.AppendLines([]byte(l + "\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock.ms.Add(2 * 3600000)
+	p.AppendLines([]byte("z=rolls the segment\n"))
+	if st := p.Status(); st.Segments != 2 {
+		t.Fatalf("want one closed segment of 1000 records and the active one: %+v", st)
+	}
+	passes := 0
+	for ; passes < 200; passes++ {
+		st, err := p.Compact()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.SegmentsCleaned == 0 {
+			break
+		}
+	}
+	want := latestText(lines) + "z=rolls the segment\n"
+	if got := textOf(t, p, 0); got != want {
+		t.Fatalf("after %d passes with a %d-byte map the log reads %d bytes:\n%.200s\nwant the latest of 200 keys (%d bytes):\n%.200s",
+			passes, mapBytes, len(got), got, len(want), want)
+	}
+	t.Logf("converged in %d passes", passes)
+}
