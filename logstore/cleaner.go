@@ -135,12 +135,13 @@ func (p *Partition) Compact() (CleanupStats, error) {
 	p.pinViews()
 	var kept int64 // the latest delete horizon of tombstones kept
 	for _, group := range groupSegments(closed[:rewrite], cfg) {
-		removed, err := p.cleanSegments(group, m, &dec, cfg, now, &kept)
+		removed, freed, err := p.cleanSegments(group, m, &dec, cfg, now, &kept)
 		if err != nil {
 			return st, fmt.Errorf("cleaning %s: %w", group[0].path(logSuffix), err)
 		}
 		st.SegmentsCleaned += len(group)
 		st.RecordsRemoved += removed
+		st.BytesFreed += freed
 	}
 	// Every segment below end holding tombstones was rewritten above.
 	p.deleteHorizon.Store(kept)
@@ -205,17 +206,16 @@ func groupSegments(segs []*segment, cfg *Config) [][]*segment {
 
 // cleanSegments rewrites a group of consecutive segments into one, keeping
 // what the offset map says is latest, and swaps it in at the first one's
-// base. It returns the number of records removed, and raises *horizon to
-// the delete horizon of any tombstone it keeps.
-func (p *Partition) cleanSegments(group []*segment, m *offsetMap, dec *record.Decoder, cfg *Config, now int64, horizon *int64) (int64, error) {
+// base. It returns the number of records removed and of bytes freed, and
+// raises *horizon to the delete horizon of any tombstone it keeps.
+func (p *Partition) cleanSegments(group []*segment, m *offsetMap, dec *record.Decoder, cfg *Config, now int64, horizon *int64) (removed, freed int64, err error) {
 	old, last := group[0], group[len(group)-1]
 	cleanedPath := old.path(logSuffix) + cleanedSuffix
 	f, err := os.OpenFile(cleanedPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
-	var removed int64
 	var bl record.Builder
 	var out []byte
 	type kept struct {
@@ -315,7 +315,7 @@ func (p *Partition) cleanSegments(group []*segment, m *offsetMap, dec *record.De
 	f.Close()
 	if err != nil {
 		os.Remove(cleanedPath)
-		return 0, err
+		return 0, 0, err
 	}
 	if fi, err := last.log.Stat(); err == nil {
 		os.Chtimes(cleanedPath, fi.ModTime(), fi.ModTime())
@@ -334,7 +334,7 @@ func (p *Partition) cleanSegments(group []*segment, m *offsetMap, dec *record.De
 		s.markDeleted()
 		if cleanerCrash != nil {
 			if err := cleanerCrash("deleting"); err != nil {
-				return 0, err
+				return 0, 0, err
 			}
 		}
 	}
@@ -342,10 +342,10 @@ func (p *Partition) cleanSegments(group []*segment, m *offsetMap, dec *record.De
 	swapPath := old.path(logSuffix) + swapSuffix
 	if err := os.Rename(cleanedPath, swapPath); err != nil {
 		os.Remove(cleanedPath)
-		return 0, err
+		return 0, 0, err
 	}
 	if err := syncDir(p.dir); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	// Oldest first: a crash part way leaves the swap and the segments it
 	// replaces, which the loader deletes by offset range (completeSwaps).
@@ -353,27 +353,31 @@ func (p *Partition) cleanSegments(group []*segment, m *offsetMap, dec *record.De
 		s.markDeleted()
 		if cleanerCrash != nil {
 			if err := cleanerCrash("deleting"); err != nil {
-				return 0, err
+				return 0, 0, err
 			}
 		}
 	}
 	if err := os.Rename(swapPath, old.path(logSuffix)); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if err := syncDir(p.dir); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	ns := newSegmentStruct(p.dir, old.base)
 	lf, err := os.OpenFile(ns.path(logSuffix), os.O_RDWR, 0)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	ns.log = lf
 	if _, err := ns.recover(cfg, false, dec); err != nil {
 		ns.closeFiles()
-		return 0, err
+		return 0, 0, err
 	}
 	ns.next.Store(max(ns.next.Load(), last.next.Load()))
+	for _, s := range group {
+		freed += s.size.Load()
+	}
+	freed -= ns.size.Load()
 	p.mu.Lock()
 	for i, s := range p.segs {
 		if s == old {
@@ -390,8 +394,8 @@ func (p *Partition) cleanSegments(group []*segment, m *offsetMap, dec *record.De
 	}
 	if cleanerCrash != nil {
 		if err := cleanerCrash("swapped"); err != nil {
-			return removed, err
+			return removed, freed, err
 		}
 	}
-	return removed, nil
+	return removed, freed, nil
 }
