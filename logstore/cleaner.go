@@ -118,7 +118,7 @@ func (p *Partition) Compact() (CleanupStats, error) {
 			// (none of them is older than what the map holds for its
 			// key). Stopping at the previous segment instead would never
 			// clean a segment holding more keys than the map.
-			if end > s.base {
+			if end > max(s.base, firstDirty) { // a batch of s went in
 				rewrite = i + 1
 			}
 			p.store.log.Warn("cleaner offset map full; cleaning part of the dirty log", "partition", p.name(), "end", end)
