@@ -70,7 +70,13 @@ func (p *Partition) Compact() (CleanupStats, error) {
 		}
 	}
 	// Tombstones whose delete horizon has passed are removed even when
-	// nothing new is dirty (Kafka: logsWithTombstonesExpired).
+	// nothing new is dirty (Kafka: logsWithTombstonesExpired). After a
+	// restart the horizon is read back from the cleaned segments' batch
+	// headers once; Kafka keeps it in memory only, so an idle topic's
+	// tombstones would stay until something new was written.
+	if p.deleteHorizon.Load() < 0 {
+		p.deleteHorizon.Store(latestDeleteHorizon(closed, firstDirty))
+	}
 	horizon := p.deleteHorizon.Load()
 	tombstonesDue := horizon > 0 && now > horizon && cleanBytes > 0
 	if dirtyBytes == 0 && !tombstonesDue {
@@ -174,6 +180,29 @@ func scanSegment(s *segment, dec *record.Decoder, fn func(pos int64, b []byte, h
 			return err
 		}
 	}
+}
+
+// latestDeleteHorizon is the latest delete horizon set on a batch of the
+// segments below firstDirty (only the cleaner sets one), 0 if none is.
+func latestDeleteHorizon(segs []*segment, firstDirty int64) int64 {
+	var horizon int64
+	for _, s := range segs {
+		if s.base >= firstDirty {
+			break
+		}
+		limit := s.size.Load()
+		for pos := int64(0); pos < limit; {
+			h, err := s.header(pos, limit)
+			if err != nil {
+				break // a damaged batch fails the pass that reads it
+			}
+			if h.HasDeleteHorizon() {
+				horizon = max(horizon, h.BaseTimestamp)
+			}
+			pos += h.Size()
+		}
+	}
+	return horizon
 }
 
 // groupSegments splits consecutive segments into the groups that are each
