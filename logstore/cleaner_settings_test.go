@@ -149,3 +149,56 @@ func TestFileDeleteDelay(t *testing.T) {
 		t.Fatalf("%d .deleted files left after %v (file.delete.delay.ms=700)", n, waited)
 	}
 }
+
+// TestCompactDeletePolicy: with cleanup.policy=compact,delete a partition
+// is both compacted and aged out: retention deletes the cleaned segments
+// once their newest record is older than retention.ms, the log start moves
+// past them, and compaction goes on from the new log start.
+func TestCompactDeletePolicy(t *testing.T) {
+	clock := newClock()
+	s := openStore(t, t.TempDir(), clock)
+	defer s.Close()
+	tp, _ := s.CreateTopic("cd", 1, map[string]string{
+		"cleanup.policy": "compact,delete", "key.separator": "=", "segment.ms": "1000",
+		"retention.ms": "10000", "min.cleanable.dirty.ratio": "0.01", "file.delete.delay.ms": "0",
+	})
+	p, _ := tp.Partition(0)
+	roll := func(text string) CleanupStats {
+		t.Helper()
+		if _, _, err := p.AppendLines([]byte(text)); err != nil {
+			t.Fatal(err)
+		}
+		clock.ms.Add(2000)
+		st, err := p.ApplyRetention()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	compact := func(removed int64, want string) {
+		t.Helper()
+		st, err := p.Compact()
+		if err != nil || st.RecordsRemoved != removed {
+			t.Fatalf("pass %+v %v; want %d records removed", st, err, removed)
+		}
+		if got := textOf(t, p, p.LogStartOffset()); got != want {
+			t.Fatalf("after the pass: %q, want %q", got, want)
+		}
+	}
+	roll("a=1\nb=1\na=2\n")
+	compact(1, "b=1\na=2\n")
+	roll("c=1\nb=2\n")
+	compact(1, "a=2\nc=1\nb=2\n")
+	clock.ms.Add(20000)
+	if st := roll("d=1\n"); st.SegmentsDeleted == 0 || st.NewLogStart != 5 {
+		t.Fatalf("retention of the compacted segments: %+v", st)
+	}
+	if p.LogStartOffset() != 5 || textOf(t, p, 5) != "d=1\n" {
+		t.Fatalf("log start %d, text %q", p.LogStartOffset(), textOf(t, p, 5))
+	}
+	if _, err := p.Text(0); err == nil {
+		t.Fatal("offset 0 still readable below the log start")
+	}
+	roll("d=2\n")
+	compact(1, "d=2\n")
+}
