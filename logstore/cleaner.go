@@ -70,7 +70,13 @@ func (p *Partition) Compact() (CleanupStats, error) {
 		}
 	}
 	// Tombstones whose delete horizon has passed are removed even when
-	// nothing new is dirty (Kafka: logsWithTombstonesExpired).
+	// nothing new is dirty (Kafka: logsWithTombstonesExpired). After a
+	// restart the horizon is read back from the cleaned segments' batch
+	// headers once; Kafka keeps it in memory only, so an idle topic's
+	// tombstones would stay until something new was written.
+	if p.deleteHorizon.Load() < 0 {
+		p.deleteHorizon.Store(latestDeleteHorizon(closed, firstDirty))
+	}
 	horizon := p.deleteHorizon.Load()
 	tombstonesDue := horizon > 0 && now > horizon && cleanBytes > 0
 	if dirtyBytes == 0 && !tombstonesDue {
@@ -112,6 +118,15 @@ func (p *Partition) Compact() (CleanupStats, error) {
 			return nil
 		})
 		if errors.Is(err, errMapFull) {
+			// As Kafka does, the round ends after the last batch whose
+			// keys all went in, inside this segment if need be: the
+			// segment is rewritten too, keeping every record from end on
+			// (none of them is older than what the map holds for its
+			// key). Stopping at the previous segment instead would never
+			// clean a segment holding more keys than the map.
+			if end > max(s.base, firstDirty) { // a batch of s went in
+				rewrite = i + 1
+			}
 			p.store.log.Warn("cleaner offset map full; cleaning part of the dirty log", "partition", p.name(), "end", end)
 			break
 		}
@@ -126,12 +141,13 @@ func (p *Partition) Compact() (CleanupStats, error) {
 	p.pinViews()
 	var kept int64 // the latest delete horizon of tombstones kept
 	for _, group := range groupSegments(closed[:rewrite], cfg) {
-		removed, err := p.cleanSegments(group, m, &dec, cfg, now, &kept)
+		removed, freed, err := p.cleanSegments(group, m, &dec, cfg, now, &kept)
 		if err != nil {
 			return st, fmt.Errorf("cleaning %s: %w", group[0].path(logSuffix), err)
 		}
 		st.SegmentsCleaned += len(group)
 		st.RecordsRemoved += removed
+		st.BytesFreed += freed
 	}
 	// Every segment below end holding tombstones was rewritten above.
 	p.deleteHorizon.Store(kept)
@@ -166,6 +182,29 @@ func scanSegment(s *segment, dec *record.Decoder, fn func(pos int64, b []byte, h
 	}
 }
 
+// latestDeleteHorizon is the latest delete horizon set on a batch of the
+// segments below firstDirty (only the cleaner sets one), 0 if none is.
+func latestDeleteHorizon(segs []*segment, firstDirty int64) int64 {
+	var horizon int64
+	for _, s := range segs {
+		if s.base >= firstDirty {
+			break
+		}
+		limit := s.size.Load()
+		for pos := int64(0); pos < limit; {
+			h, err := s.header(pos, limit)
+			if err != nil {
+				break // a damaged batch fails the pass that reads it
+			}
+			if h.HasDeleteHorizon() {
+				horizon = max(horizon, h.BaseTimestamp)
+			}
+			pos += h.Size()
+		}
+	}
+	return horizon
+}
+
 // groupSegments splits consecutive segments into the groups that are each
 // cleaned into one segment, as Kafka's cleaner does (groupSegmentsBySize):
 // a group's logs and indexes together fit one segment's limits and its
@@ -196,17 +235,16 @@ func groupSegments(segs []*segment, cfg *Config) [][]*segment {
 
 // cleanSegments rewrites a group of consecutive segments into one, keeping
 // what the offset map says is latest, and swaps it in at the first one's
-// base. It returns the number of records removed, and raises *horizon to
-// the delete horizon of any tombstone it keeps.
-func (p *Partition) cleanSegments(group []*segment, m *offsetMap, dec *record.Decoder, cfg *Config, now int64, horizon *int64) (int64, error) {
+// base. It returns the number of records removed and of bytes freed, and
+// raises *horizon to the delete horizon of any tombstone it keeps.
+func (p *Partition) cleanSegments(group []*segment, m *offsetMap, dec *record.Decoder, cfg *Config, now int64, horizon *int64) (removed, freed int64, err error) {
 	old, last := group[0], group[len(group)-1]
 	cleanedPath := old.path(logSuffix) + cleanedSuffix
 	f, err := os.OpenFile(cleanedPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
-	var removed int64
 	var bl record.Builder
 	var out []byte
 	type kept struct {
@@ -217,8 +255,10 @@ func (p *Partition) cleanSegments(group []*segment, m *offsetMap, dec *record.De
 		hdrs  []record.RecordHeader
 	}
 	var keep []kept
+	outNext := old.base // the next offset after the last batch written
 	clean := func(pos int64, b []byte, h *record.Header) error {
 		if h.Control() {
+			outNext = h.NextOffset()
 			_, err := w.Write(b)
 			return err
 		}
@@ -260,12 +300,14 @@ func (p *Partition) cleanSegments(group []*segment, m *offsetMap, dec *record.De
 			}
 		}
 		if len(keep) == total && !needHorizon {
+			outNext = h.NextOffset()
 			_, err := w.Write(b) // unchanged: byte for byte, CRC and all
 			return err
 		}
 		if len(keep) == 0 {
 			return nil
 		}
+		outNext = h.NextOffset()
 		spec := record.BatchSpec{
 			BaseOffset: h.BaseOffset, LeaderEpoch: h.PartitionLeaderEpoch,
 			ProducerID: h.ProducerID, ProducerEpoch: h.ProducerEpoch, BaseSequence: h.BaseSequence,
@@ -302,47 +344,69 @@ func (p *Partition) cleanSegments(group []*segment, m *offsetMap, dec *record.De
 	f.Close()
 	if err != nil {
 		os.Remove(cleanedPath)
-		return 0, err
+		return 0, 0, err
 	}
 	if fi, err := last.log.Stat(); err == nil {
 		os.Chtimes(cleanedPath, fi.ModTime(), fi.ModTime())
+	}
+	// Segments at the end of the group that kept nothing go before the
+	// swap exists: the loader replaces only the segments inside the
+	// offsets a swap holds (completeSwaps), so after a crash they would
+	// come back whole, superseded values and expired tombstones with them.
+	// Deleting them first is itself a compacted state of the log (the
+	// records that supersede theirs lie beyond this group).
+	tail := len(group)
+	for tail > 1 && group[tail-1].base >= outNext {
+		tail--
+	}
+	for _, s := range group[tail:] {
+		s.markDeleted()
+		if cleanerCrash != nil {
+			if err := cleanerCrash("deleting"); err != nil {
+				return 0, 0, err
+			}
+		}
 	}
 	// The swap: from here on a crash is completed by the loader.
 	swapPath := old.path(logSuffix) + swapSuffix
 	if err := os.Rename(cleanedPath, swapPath); err != nil {
 		os.Remove(cleanedPath)
-		return 0, err
+		return 0, 0, err
 	}
 	if err := syncDir(p.dir); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	// Oldest first: a crash part way leaves the swap and the segments it
 	// replaces, which the loader deletes by offset range (completeSwaps).
-	for _, s := range group {
+	for _, s := range group[:tail] {
 		s.markDeleted()
 		if cleanerCrash != nil {
 			if err := cleanerCrash("deleting"); err != nil {
-				return 0, err
+				return 0, 0, err
 			}
 		}
 	}
 	if err := os.Rename(swapPath, old.path(logSuffix)); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if err := syncDir(p.dir); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	ns := newSegmentStruct(p.dir, old.base)
 	lf, err := os.OpenFile(ns.path(logSuffix), os.O_RDWR, 0)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	ns.log = lf
 	if _, err := ns.recover(cfg, false, dec); err != nil {
 		ns.closeFiles()
-		return 0, err
+		return 0, 0, err
 	}
 	ns.next.Store(max(ns.next.Load(), last.next.Load()))
+	for _, s := range group {
+		freed += s.size.Load()
+	}
+	freed -= ns.size.Load()
 	p.mu.Lock()
 	for i, s := range p.segs {
 		if s == old {
@@ -359,8 +423,8 @@ func (p *Partition) cleanSegments(group []*segment, m *offsetMap, dec *record.De
 	}
 	if cleanerCrash != nil {
 		if err := cleanerCrash("swapped"); err != nil {
-			return removed, err
+			return removed, freed, err
 		}
 	}
-	return removed, nil
+	return removed, freed, nil
 }

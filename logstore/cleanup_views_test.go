@@ -75,9 +75,14 @@ func TestTombstonesExpireWithoutWrites(t *testing.T) {
 	if st := p.Status(); st.Segments != 2 || st.ActiveSegmentBaseOffset != 4 {
 		t.Fatalf("the idle active segment of a compacted topic was not rolled: %+v", st)
 	}
+	size := p.Status().SizeBytes
 	st, err := p.Compact()
 	if err != nil || st.RecordsRemoved != 2 {
 		t.Fatalf("first clean: %+v %v", st, err)
+	}
+	// The pass reports (and the daemon logs) the bytes it freed.
+	if after := p.Status().SizeBytes; st.BytesFreed <= 0 || st.BytesFreed != size-after {
+		t.Fatalf("first clean freed %d bytes by its stats, %d → %d by status", st.BytesFreed, size, after)
 	}
 	if got := textOf(t, p, 0); got != "a=2\nb=\n" {
 		t.Fatalf("after the first clean: %q", got)
@@ -96,5 +101,54 @@ func TestTombstonesExpireWithoutWrites(t *testing.T) {
 	}
 	if st, _ := p.Compact(); st.SegmentsCleaned != 0 {
 		t.Fatalf("cleaned again with nothing to do: %+v", st)
+	}
+}
+
+// TestTombstonesExpireAfterRestart: the delete horizon of the tombstones a
+// pass kept is not lost with the daemon: after a restart, an idle
+// compacted topic's tombstones still go once delete.retention.ms passes.
+func TestTombstonesExpireAfterRestart(t *testing.T) {
+	clock := newClock()
+	dir := t.TempDir()
+	s := openStore(t, dir, clock)
+	tp, _ := s.CreateTopic("tomb", 1, map[string]string{
+		"cleanup.policy": "compact", "key.separator": "=", "segment.ms": "100",
+		"min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "1000", "file.delete.delay.ms": "0",
+	})
+	p, _ := tp.Partition(0)
+	if _, _, err := p.AppendLines([]byte("a=1\nb=1\na=2\nb=\n")); err != nil {
+		t.Fatal(err)
+	}
+	clock.ms.Add(200)
+	if _, err := p.ApplyRetention(); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := p.Compact(); err != nil || st.RecordsRemoved != 2 {
+		t.Fatalf("first clean: %+v %v", st, err)
+	}
+	if got := textOf(t, p, 0); got != "a=2\nb=\n" {
+		t.Fatalf("after the first clean: %q", got)
+	}
+	s.Close()
+	for _, when := range []string{"before", "after"} {
+		later := newClock()
+		later.ms.Store(clock.ms.Load() + 500)
+		if when == "after" {
+			later.ms.Add(1000) // past the delete horizon
+		}
+		s = openStore(t, dir, later)
+		p, _ = s.Partition("tomb", 0)
+		st, err := p.Compact()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := textOf(t, p, 0)
+		if when == "before" && (st.SegmentsCleaned != 0 || got != "a=2\nb=\n") {
+			t.Fatalf("restarted before the delete horizon: pass %+v, text %q", st, got)
+		}
+		if when == "after" && (st.RecordsRemoved != 1 || got != "a=2\n") {
+			t.Fatalf("restarted after the delete horizon: pass %+v, text %q; the tombstone stays", st, got)
+		}
+		s.Close()
 	}
 }

@@ -279,3 +279,135 @@ func TestClosedSegmentDescriptors(t *testing.T) {
 	p, _ = s.Partition("fd", 0)
 	check("after a restart")
 }
+
+// TestInterruptedGroupSwapEmptyTail: a group whose last segment keeps
+// nothing (every key in it is written again in the next segment, which is
+// too big to join the group). The swap then ends below that segment's
+// base, and the loader, which replaces only the offsets a swap holds,
+// would bring the segment back whole after a crash: superseded values
+// reappearing in data. A crash at every step of the swap must leave the
+// log as the completed pass does.
+func TestInterruptedGroupSwapEmptyTail(t *testing.T) {
+	cfg := map[string]string{
+		"cleanup.policy": "compact", "key.separator": "=", "segment.bytes": "4096",
+		"segment.ms": "1000", "min.cleanable.dirty.ratio": "0", "file.delete.delay.ms": "0",
+	}
+	// run writes three segments, A (keys kept), D (keys all written again
+	// in E) and E (those keys and a large value), then compacts, stopping
+	// where stop says; it returns the text after a crash and a reload.
+	run := func(stop func(step string) error) (string, int) {
+		dir := t.TempDir()
+		clock := newClock()
+		s := openStore(t, dir, clock)
+		tp, _ := s.CreateTopic("e", 1, cfg)
+		p, _ := tp.Partition(0)
+		var d, e strings.Builder
+		for i := 0; i < 20; i++ {
+			fmt.Fprintf(&d, "x%02d=old %d\n", i, i)
+			fmt.Fprintf(&e, "x%02d=new %d\n", i, i)
+		}
+		e.WriteString("pad=" + strings.Repeat("p", 3500) + "\n")
+		for _, text := range []string{"a0=1\na1=2\na2=3\n", d.String(), e.String(), "z=last\n"} {
+			if _, _, err := p.AppendLines([]byte(text)); err != nil {
+				t.Fatal(err)
+			}
+			clock.ms.Add(2000) // the next append rolls (segment.ms)
+		}
+		segs := p.acquireSegments(0)
+		n := len(segs)
+		releaseAll(segs)
+		if n != 4 {
+			t.Fatalf("%d segments, the test needs A, D, E and the active one", n)
+		}
+		steps := 0
+		cleanerCrash = func(step string) error {
+			steps++
+			return stop(step)
+		}
+		_, err := p.Compact()
+		cleanerCrash = nil
+		if err != nil {
+			s.abandon()
+		} else {
+			s.Close()
+		}
+		s = openStore(t, dir, newClock())
+		defer s.Close()
+		p, _ = s.Partition("e", 0)
+		for _, pat := range []string{"*.swap", "*.cleaned", "*.deleted"} {
+			if m, _ := filepath.Glob(filepath.Join(dir, "e-0", pat)); len(m) != 0 {
+				t.Fatalf("leftover %v", m)
+			}
+		}
+		return textOf(t, p, 0), steps
+	}
+	done, steps := run(func(string) error { return nil })
+	if strings.Contains(done, "old") || !strings.Contains(done, "x19=new 19\npad=") || !strings.HasPrefix(done, "a0=1\na1=2\na2=3\nx00=new 0\n") {
+		t.Fatalf("the completed pass left:\n%.300s", done)
+	}
+	errStop := fmt.Errorf("stopped by the test")
+	for crashAt := 1; crashAt <= steps; crashAt++ {
+		n := 0
+		got, _ := run(func(string) error {
+			if n++; n == crashAt {
+				return errStop
+			}
+			return nil
+		})
+		if got != done {
+			t.Fatalf("crash at step %d of %d: the log reads\n%.300s\nwant, as after the completed pass,\n%.300s", crashAt, steps, got, done)
+		}
+	}
+}
+
+// TestCompactionMapSmallerThanSegment: the offset map is fixed in size
+// (--cleaner-buffer-size), whatever the partition holds. When one segment
+// holds more keys than the map, each pass cleans up to where the map
+// filled, inside that segment, and the next pass goes on from there, as
+// in Kafka; the log converges to the latest value of every key. (Before,
+// a pass gave up on the segment where the map filled, so a segment with
+// more keys than the map was never cleaned.)
+func TestCompactionMapSmallerThanSegment(t *testing.T) {
+	clock := newClock()
+	dir := t.TempDir()
+	const mapBytes = 1024 // 42 slots, 37 keys
+	s, err := Open(dir, Options{Now: clock.now, Logger: openStore(t, t.TempDir(), nil).log, CleanerBufferBytes: mapBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tp, _ := s.CreateTopic("big", 1, map[string]string{
+		"cleanup.policy": "compact", "key.separator": "=", "segment.ms": "3600000",
+		"min.cleanable.dirty.ratio": "0.01", "file.delete.delay.ms": "0",
+	})
+	p, _ := tp.Partition(0)
+	var lines []string
+	for i := 0; i < 1000; i++ { // 200 keys, 5 values each, one batch a line
+		l := fmt.Sprintf("k%03d=value %d", i%200, i)
+		lines = append(lines, l)
+		if _, _, err := p.AppendLines([]byte(l + "\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock.ms.Add(2 * 3600000)
+	p.AppendLines([]byte("z=rolls the segment\n"))
+	if st := p.Status(); st.Segments != 2 {
+		t.Fatalf("want one closed segment of 1000 records and the active one: %+v", st)
+	}
+	passes := 0
+	for ; passes < 200; passes++ {
+		st, err := p.Compact()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.SegmentsCleaned == 0 {
+			break
+		}
+	}
+	want := latestText(lines) + "z=rolls the segment\n"
+	if got := textOf(t, p, 0); got != want {
+		t.Fatalf("after %d passes with a %d-byte map the log reads %d bytes:\n%.200s\nwant the latest of 200 keys (%d bytes):\n%.200s",
+			passes, mapBytes, len(got), got, len(want), want)
+	}
+	t.Logf("converged in %d passes", passes)
+}

@@ -35,8 +35,9 @@ type Partition struct {
 	gen           atomic.Uint64
 	firstDirty    atomic.Int64 // compaction: end of the last cleaned range
 	// compaction: the latest delete horizon of the tombstones the cleaner
-	// kept (0: none known). Kafka's latestDeleteHorizon: once it passes,
-	// the cleaner runs without new dirty records to remove them.
+	// kept (0: none; -1: not known yet, after a restart). Kafka's
+	// latestDeleteHorizon: once it passes, the cleaner runs without new
+	// dirty records to remove them.
 	deleteHorizon atomic.Int64
 
 	cleanMu sync.Mutex // serialises retention and compaction passes

@@ -239,6 +239,7 @@ func (s *Store) load() error {
 				return err
 			}
 			p.firstDirty.Store(cleaner[key])
+			p.deleteHorizon.Store(-1) // unknown until the cleaner looks
 			t.parts = append(t.parts, p)
 		}
 		s.topics[name] = t

@@ -52,3 +52,32 @@ func TestCLIRunInProcess(t *testing.T) {
 		t.Errorf("verify of a missing dir returned nil")
 	}
 }
+
+// TestCLICleanerFlags: mount and serve take the cleaners' schedule as Go
+// durations, --retention-check-interval defaulting to Kafka's 5 minutes
+// (log.retention.check.interval.ms); a value that is not a positive
+// duration is refused before anything is mounted or served.
+func TestCLICleanerFlags(t *testing.T) {
+	for _, cmd := range []string{"mount", "serve"} {
+		r := cliRun(t, cmd, "--help")
+		for _, want := range []string{
+			"--retention-check-interval DURATION", "(default: 5m0s)",
+			"--cleaner-interval DURATION", "(default: 15s)",
+		} {
+			if !strings.Contains(r.Stdout, want) {
+				t.Errorf("%s --help lacks %q:\n%s", cmd, want, r.Stdout)
+			}
+		}
+	}
+	data, mnt := t.TempDir(), t.TempDir()
+	for _, tc := range []struct{ value, want string }{
+		{"0", "--retention-check-interval must be positive"},
+		{"-1m", "--retention-check-interval must be positive"},
+		{"5", "invalid value \"5\" for flag -retention-check-interval"},
+	} {
+		r := cliRun(t, "mount", "--retention-check-interval", tc.value, data, mnt)
+		if r.Code == 0 || !strings.Contains(r.Stderr, tc.want) {
+			t.Errorf("mount --retention-check-interval %s: exit %d, stderr %q; want %q", tc.value, r.Code, r.Stderr, tc.want)
+		}
+	}
+}

@@ -30,8 +30,11 @@ func TestCompactionConverges(t *testing.T) {
 	kafkaWaitListening(t, addr)
 	m.ok(`mkdir "$M/cmp" && printf 'cleanup.policy=compact\nkey.separator==\nsegment.bytes=65536\nsegment.ms=1000\nmin.cleanable.dirty.ratio=0.01\ndelete.retention.ms=1000\nfile.delete.delay.ms=0\n' > "$M/cmp/config"`)
 	outDir := t.TempDir()
-	tailOut := filepath.Join(outDir, "tail")
-	tail := bgCmd(t, tailOut, "tail", "-f", "-s", "0.1", "-n", "+1", m.path("cmp", "0", "data"))
+	modes := []string{"-f", "-F"}
+	var tails []*bgProc
+	for _, mode := range modes {
+		tails = append(tails, bgCmd(t, filepath.Join(outDir, "tail"+mode), "tail", mode, "-s", "0.1", "-n", "+1", m.path("cmp", "0", "data")))
+	}
 	time.Sleep(300 * time.Millisecond)
 
 	// Round r sets key k to "rRRR-kKKKK"; record (r-1)*1000+(k-1) is at
@@ -64,6 +67,14 @@ done`, rounds, keys), 150)
 		tot.passes, cleanedWhileWriting.passes, tot.segmentsCleaned, tot.recordsRemoved, st)
 	if tot.recordsRemoved != keys*(rounds-1) {
 		t.Errorf("the cleaner logged %d records removed, want %d", tot.recordsRemoved, keys*(rounds-1))
+	}
+	// Each pass logs the bytes it freed and its duration too; what they
+	// freed is what the partition no longer holds.
+	if tot.timed != tot.passes {
+		t.Errorf("%d of %d compaction passes logged no duration", tot.passes-tot.timed, tot.passes)
+	}
+	if tot.bytesFreed <= 0 || tot.bytesFreed < 10*st["size.bytes"] {
+		t.Errorf("the cleaner logged %d bytes freed; the partition holds %d bytes after removing 99%% of its records", tot.bytesFreed, st["size.bytes"])
 	}
 	if st["log.start.offset"] != 0 || st["log.end.offset"] != keys*rounds {
 		t.Errorf("compaction moved the offsets: %v", st)
@@ -100,22 +111,26 @@ done`, rounds, keys), 150)
 	}
 
 	// tail -f read the generation it opened, whose segments the cleaner
-	// rewrote: every line written, once, in order.
-	if !mntWaitFor(30*time.Second, func() bool {
-		b, _ := os.ReadFile(tailOut)
-		return strings.Count(string(b), "\n") >= keys*rounds
-	}) {
-		t.Errorf("tail -f printed %d of %d lines", strings.Count(readFile(t, tailOut), "\n"), keys*rounds)
-	}
-	time.Sleep(300 * time.Millisecond)
-	tail.stop()
-	tailed := mntLines(readFile(t, tailOut))
-	if len(tailed) != keys*rounds {
-		t.Errorf("tail -f printed %d lines, want %d", len(tailed), keys*rounds)
-	}
-	for i, l := range tailed {
-		if want := fmt.Sprintf("k%04d=r%03d-k%04d", i%keys+1, i/keys+1, i%keys+1); l != want {
-			t.Fatalf("tail -f line %d is %q, want %q: lost or repeated under compaction", i, l, want)
+	// rewrote; tail -F, checking data by name, found the same st_ino and
+	// kept following: every line written, once, in order.
+	for i, mode := range modes {
+		tailOut := filepath.Join(outDir, "tail"+mode)
+		if !mntWaitFor(30*time.Second, func() bool {
+			b, _ := os.ReadFile(tailOut)
+			return strings.Count(string(b), "\n") >= keys*rounds
+		}) {
+			t.Errorf("tail %s printed %d of %d lines", mode, strings.Count(readFile(t, tailOut), "\n"), keys*rounds)
+		}
+		time.Sleep(300 * time.Millisecond)
+		tails[i].stop()
+		tailed := mntLines(readFile(t, tailOut))
+		if len(tailed) != keys*rounds {
+			t.Errorf("tail %s printed %d lines, want %d", mode, len(tailed), keys*rounds)
+		}
+		for i, l := range tailed {
+			if want := fmt.Sprintf("k%04d=r%03d-k%04d", i%keys+1, i/keys+1, i%keys+1); l != want {
+				t.Fatalf("tail %s line %d is %q, want %q: lost or repeated under compaction", mode, i, l, want)
+			}
 		}
 	}
 
@@ -152,6 +167,73 @@ done`, rounds, keys), 150)
 	recs = kafkaConsumeAll(t, addr, "cmp", 0, keys*rounds-1)
 	if len(recs) != len(left) || recs[0].Offset != int64((rounds-1)*keys+100) {
 		t.Errorf("Kafka consumer after the tombstones: %d records from offset %d", len(recs), lastOffset(recs[:1]))
+	}
+}
+
+// TestCompactionProducedKeys: on a compacted topic without a key
+// separator, the keys come from the producer. 200 keys × 10 updates
+// produced through Kafka converge to the 200 latest values, through `cat
+// data` (values only) and through a Kafka consumer (keys, values and the
+// original offsets); a produced null value is a tombstone and its key
+// goes after delete.retention.ms; ListOffsets still answers 0 and the log
+// end.
+func TestCompactionProducedKeys(t *testing.T) {
+	const keys, rounds = 200, 10
+	addr := kafkaFreeAddr(t)
+	m := mntNew(t, append([]string{"--kafka-listen", addr}, cleanerFlags...)...)
+	kafkaWaitListening(t, addr)
+	m.ok(`mkdir "$M/pk" && printf 'cleanup.policy=compact\nsegment.bytes=8192\nsegment.ms=500\nmin.cleanable.dirty.ratio=0.01\ndelete.retention.ms=500\nfile.delete.delay.ms=0\n' > "$M/pk/config"`)
+	cl := kafkaClient(t, addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for r := 0; r < rounds; r++ {
+		var recs []*kgo.Record
+		for k := 0; k < keys; k++ {
+			recs = append(recs, &kgo.Record{Topic: "pk", Partition: 0,
+				Key: []byte(fmt.Sprintf("key%03d", k)), Value: []byte(fmt.Sprintf("round %d of key%03d", r, k))})
+		}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatalf("produce round %d: %v", r, err)
+		}
+	}
+	// Tombstones for the first ten keys.
+	var tomb []*kgo.Record
+	for k := 0; k < 10; k++ {
+		tomb = append(tomb, &kgo.Record{Topic: "pk", Partition: 0, Key: []byte(fmt.Sprintf("key%03d", k))})
+	}
+	if err := cl.ProduceSync(ctx, tomb...).FirstErr(); err != nil {
+		t.Fatalf("produce tombstones: %v", err)
+	}
+	const end = keys*rounds + 10
+	var want []string
+	for k := 10; k < keys; k++ {
+		want = append(want, fmt.Sprintf("round %d of key%03d", rounds-1, k))
+	}
+	var got []string
+	if !mntWaitFor(30*time.Second, func() bool {
+		got = mntLines(m.ok(`cat "$M/pk/0/data"`))
+		return slices.Equal(got, want)
+	}) {
+		t.Fatalf("cat data has %d lines (first %q), want the %d latest values; status %v", len(got), got[0], len(want), m.status("pk"))
+	}
+	recs := kafkaConsumeAll(t, addr, "pk", 0, int64((rounds-1)*keys+keys-1))
+	if len(recs) != len(want) {
+		t.Fatalf("Kafka consumer got %d records, want %d", len(recs), len(want))
+	}
+	for i, r := range recs {
+		k := i + 10
+		if r.Offset != int64((rounds-1)*keys+k) || string(r.Key) != fmt.Sprintf("key%03d", k) || string(r.Value) != want[i] {
+			t.Fatalf("record %d: offset %d %s=%s, want offset %d key%03d=%s", i, r.Offset, r.Key, r.Value, (rounds-1)*keys+k, k, want[i])
+		}
+	}
+	if lo, hi := kafkaListOffset(t, addr, "pk", -2), kafkaListOffset(t, addr, "pk", -1); lo != 0 || hi != end {
+		t.Errorf("ListOffsets: earliest %d, latest %d; want 0 and %d", lo, hi, end)
+	}
+	tot := m.cleanerTotals("compaction", "pk-0")
+	t.Logf("compaction: %d passes, %d segments rewritten, %d records removed, %d bytes freed",
+		tot.passes, tot.segmentsCleaned, tot.recordsRemoved, tot.bytesFreed)
+	if tot.recordsRemoved != end-int64(len(want)) {
+		t.Errorf("the cleaner logged %d records removed, want %d", tot.recordsRemoved, end-len(want))
 	}
 }
 

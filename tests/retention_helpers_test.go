@@ -208,3 +208,28 @@ func countFiles(dir, suffix string) int {
 	}
 	return n
 }
+
+// kafkaListOffset sends one ListOffsets for topic/0 at timestamp (-2 the
+// earliest, -1 the latest) and returns the offset the broker answers.
+func kafkaListOffset(t *testing.T, addr, topic string, timestamp int64) int64 {
+	t.Helper()
+	cl := kafkaClient(t, addr)
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = -1
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Timestamp = timestamp
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatalf("ListOffsets %s at %d: %v", topic, timestamp, err)
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("ListOffsets %s at %d: %+v", topic, timestamp, resp)
+	}
+	return resp.Topics[0].Partitions[0].Offset
+}

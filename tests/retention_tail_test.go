@@ -18,8 +18,8 @@ import (
 // behind the readers, at least 50 times: both print every line exactly
 // once, in order. Afterwards the deleted files' space returns once the
 // readers close, a new open sees exactly the retained records, offset/N
-// below the new log start is ENOENT, status shows the new log start, and
-// a Fetch below it is OFFSET_OUT_OF_RANGE.
+// below the new log start is ENOENT, status and ListOffsets show the new
+// log start, and a Fetch below it is OFFSET_OUT_OF_RANGE.
 func TestRetentionTailFollow(t *testing.T) {
 	const writers, lines = 2, 2500
 	addr := kafkaFreeAddr(t)
@@ -137,6 +137,13 @@ exit $fail`, writers, lines), 150)
 		t.Errorf("Fetch at the log start %d: error code %d", start, code)
 	} else if logStart != -1 && logStart != start {
 		t.Logf("out-of-range Fetch reported log start %d", logStart)
+	}
+	// ListOffsets answers the new log start as the earliest offset.
+	if got := kafkaListOffset(t, addr, "ret", -2); got != start {
+		t.Errorf("ListOffsets earliest = %d, want the log start %d", got, start)
+	}
+	if got := kafkaListOffset(t, addr, "ret", -1); got != end {
+		t.Errorf("ListOffsets latest = %d, want the log end %d", got, end)
 	}
 	recs := kafkaConsumeAll(t, addr, "ret", start, end-1)
 	if got := recordValues(recs); !slices.Equal(got, want) {

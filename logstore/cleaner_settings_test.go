@@ -1,0 +1,204 @@
+package logstore
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestCompactionSettings: when a pass cleans is decided by
+// min.cleanable.dirty.ratio, min.compaction.lag.ms and
+// max.compaction.lag.ms (KAFKA-FORMAT.md §9.1), and the active segment is
+// never cleaned, whatever it holds.
+func TestCompactionSettings(t *testing.T) {
+	clock := newClock()
+	s := openStore(t, t.TempDir(), clock)
+	defer s.Close()
+	tp, _ := s.CreateTopic("cs", 1, map[string]string{
+		"cleanup.policy": "compact", "key.separator": "=", "segment.ms": "1000", "file.delete.delay.ms": "0",
+	})
+	p, _ := tp.Partition(0)
+	// closeSegment appends text and rolls the segment it went to (the
+	// retention pass rolls an idle active segment after segment.ms).
+	closeSegment := func(text string) {
+		t.Helper()
+		if _, _, err := p.AppendLines([]byte(text)); err != nil {
+			t.Fatal(err)
+		}
+		clock.ms.Add(2000)
+		if _, err := p.ApplyRetention(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set := func(kv ...string) {
+		t.Helper()
+		m := map[string]string{}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		if err := tp.SetConfig(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	compact := func(wantClean bool, when string) {
+		t.Helper()
+		st, err := p.Compact()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cleaned := st.SegmentsCleaned > 0; cleaned != wantClean {
+			t.Fatalf("%s: pass %+v; want cleaned=%v", when, st, wantClean)
+		}
+	}
+	var b strings.Builder
+	for i := 0; i < 100; i++ {
+		fmt.Fprintf(&b, "k%d=first %d\n", i%10, i)
+	}
+	closeSegment(b.String())
+	compact(true, "a first pass (nothing clean yet, ratio 1)")
+	if got := textOf(t, p, 0); strings.Count(got, "\n") != 10 {
+		t.Fatalf("after the first pass: %q", got)
+	}
+
+	// min.cleanable.dirty.ratio (default 0.5): one small dirty segment
+	// beside the larger clean one is not enough; a lower ratio is.
+	closeSegment("k0=second\n")
+	compact(false, "dirty ratio below 0.5")
+	if !strings.Contains(textOf(t, p, 0), "k0=first 90\n") {
+		t.Fatal("cleaned below min.cleanable.dirty.ratio")
+	}
+	set("min.cleanable.dirty.ratio", "0.1")
+	compact(true, "dirty ratio above 0.1")
+	if strings.Contains(textOf(t, p, 0), "k0=first") {
+		t.Fatal("k0's old value survived the pass")
+	}
+
+	// min.compaction.lag.ms: a segment younger than the lag is not
+	// cleaned, even with every other condition met.
+	set("min.cleanable.dirty.ratio", "0.01", "min.compaction.lag.ms", "10000")
+	closeSegment("k1=second\n")
+	compact(false, "younger than min.compaction.lag.ms")
+	if !strings.Contains(textOf(t, p, 0), "k1=first 91\n") {
+		t.Fatal("cleaned a segment younger than min.compaction.lag.ms")
+	}
+	clock.ms.Add(10000)
+	compact(true, "older than min.compaction.lag.ms")
+	if strings.Contains(textOf(t, p, 0), "k1=first") {
+		t.Fatal("k1's old value survived the lag")
+	}
+
+	// max.compaction.lag.ms: a dirty segment older than the lag is
+	// cleaned even below min.cleanable.dirty.ratio.
+	set("min.cleanable.dirty.ratio", "0.9", "min.compaction.lag.ms", "0", "max.compaction.lag.ms", "5000")
+	closeSegment("k2=second\n")
+	compact(false, "dirty ratio below 0.9, within max.compaction.lag.ms")
+	clock.ms.Add(6000)
+	compact(true, "past max.compaction.lag.ms")
+	if strings.Contains(textOf(t, p, 0), "k2=first") {
+		t.Fatal("k2's old value outlived max.compaction.lag.ms")
+	}
+
+	// The active segment is never cleaned, even when all of it is stale.
+	set("min.cleanable.dirty.ratio", "0.01", "max.compaction.lag.ms", "")
+	if _, _, err := p.AppendLines([]byte("k3=active 1\nk3=active 2\nk4=active 1\nk4=active 2\n")); err != nil {
+		t.Fatal(err)
+	}
+	clock.ms.Add(500) // less than segment.ms: it stays active
+	p.Compact()
+	got := textOf(t, p, 0)
+	if !strings.HasSuffix(got, "k3=active 1\nk3=active 2\nk4=active 1\nk4=active 2\n") || !strings.Contains(got, "k3=first 93\n") {
+		t.Fatalf("the active segment or the value it supersedes was cleaned: %q", got)
+	}
+	if st := p.Status(); st.ActiveSegmentBaseOffset != st.LogEndOffset-4 {
+		t.Fatalf("the active segment moved: %+v", st)
+	}
+}
+
+// TestFileDeleteDelay: segments deleted by retention are renamed .deleted
+// at once and removed file.delete.delay.ms later, even with no reader.
+func TestFileDeleteDelay(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, newClock())
+	defer s.Close()
+	tp, _ := s.CreateTopic("fd", 1, map[string]string{
+		"segment.bytes": "1000", "retention.bytes": "1000", "file.delete.delay.ms": "700",
+	})
+	p, _ := tp.Partition(0)
+	for i := 0; i < 100; i++ {
+		p.AppendLines([]byte(fmt.Sprintf("line %05d %s\n", i, strings.Repeat("d", 40))))
+	}
+	start := time.Now()
+	st, err := p.ApplyRetention()
+	if err != nil || st.SegmentsDeleted == 0 {
+		t.Fatalf("retention: %+v %v", st, err)
+	}
+	deleted := func() int {
+		m, _ := filepath.Glob(filepath.Join(dir, "fd-0", "*.deleted"))
+		return len(m)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if n := deleted(); n < st.SegmentsDeleted && time.Since(start) < 700*time.Millisecond {
+		t.Fatalf("%d .deleted files for %d deleted segments before file.delete.delay.ms", n, st.SegmentsDeleted)
+	}
+	for deleted() > 0 && time.Since(start) < 10*time.Second {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n, waited := deleted(), time.Since(start); n > 0 || waited < 700*time.Millisecond {
+		t.Fatalf("%d .deleted files left after %v (file.delete.delay.ms=700)", n, waited)
+	}
+}
+
+// TestCompactDeletePolicy: with cleanup.policy=compact,delete a partition
+// is both compacted and aged out: retention deletes the cleaned segments
+// once their newest record is older than retention.ms, the log start moves
+// past them, and compaction goes on from the new log start.
+func TestCompactDeletePolicy(t *testing.T) {
+	clock := newClock()
+	s := openStore(t, t.TempDir(), clock)
+	defer s.Close()
+	tp, _ := s.CreateTopic("cd", 1, map[string]string{
+		"cleanup.policy": "compact,delete", "key.separator": "=", "segment.ms": "1000",
+		"retention.ms": "10000", "min.cleanable.dirty.ratio": "0.01", "file.delete.delay.ms": "0",
+	})
+	p, _ := tp.Partition(0)
+	roll := func(text string) CleanupStats {
+		t.Helper()
+		if _, _, err := p.AppendLines([]byte(text)); err != nil {
+			t.Fatal(err)
+		}
+		clock.ms.Add(2000)
+		st, err := p.ApplyRetention()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	compact := func(removed int64, want string) {
+		t.Helper()
+		st, err := p.Compact()
+		if err != nil || st.RecordsRemoved != removed {
+			t.Fatalf("pass %+v %v; want %d records removed", st, err, removed)
+		}
+		if got := textOf(t, p, p.LogStartOffset()); got != want {
+			t.Fatalf("after the pass: %q, want %q", got, want)
+		}
+	}
+	roll("a=1\nb=1\na=2\n")
+	compact(1, "b=1\na=2\n")
+	roll("c=1\nb=2\n")
+	compact(1, "a=2\nc=1\nb=2\n")
+	clock.ms.Add(20000)
+	if st := roll("d=1\n"); st.SegmentsDeleted == 0 || st.NewLogStart != 5 {
+		t.Fatalf("retention of the compacted segments: %+v", st)
+	}
+	if p.LogStartOffset() != 5 || textOf(t, p, 5) != "d=1\n" {
+		t.Fatalf("log start %d, text %q", p.LogStartOffset(), textOf(t, p, 5))
+	}
+	if _, err := p.Text(0); err == nil {
+		t.Fatal("offset 0 still readable below the log start")
+	}
+	roll("d=2\n")
+	compact(1, "d=2\n")
+}
