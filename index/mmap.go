@@ -308,6 +308,12 @@ func (m *mappedFile) flush() error {
 	if !m.writable {
 		return nil
 	}
+	return m.syncLocked()
+}
+
+// syncLocked writes the mapped pages and the file to stable storage. The
+// caller holds mu (shared is enough) on a writable, open file.
+func (m *mappedFile) syncLocked() error {
 	if m.data != nil {
 		if err := unix.Msync(m.data, unix.MS_SYNC); err != nil {
 			return fmt.Errorf("index: msync %s: %w", m.path, err)
@@ -336,13 +342,8 @@ func (m *mappedFile) seal() error {
 	if err := m.remapLocked(int64(m.countLocked()) * int64(m.entrySize)); err != nil {
 		return err
 	}
-	if m.data != nil {
-		if err := unix.Msync(m.data, unix.MS_SYNC); err != nil {
-			return fmt.Errorf("index: msync %s: %w", m.path, err)
-		}
-	}
-	if err := m.f.Sync(); err != nil {
-		return fmt.Errorf("index: fsync %s: %w", m.path, err)
+	if err := m.syncLocked(); err != nil {
+		return err
 	}
 	err := m.f.Close()
 	m.f = nil
