@@ -103,17 +103,7 @@ func (m *mnt) daemonLog() string {
 // m.dir: the process whose command line is our binary with our (unique,
 // temporary) mountpoint.
 func (m *mnt) findDaemon() int {
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+	for pid, args := range procArgs() {
 		if len(args) < 3 || args[0] != segfsBin || args[len(args)-1] != m.dir {
 			continue
 		}
@@ -124,6 +114,24 @@ func (m *mnt) findDaemon() int {
 		}
 	}
 	return 0
+}
+
+// procArgs returns the command line of every process, by PID.
+func procArgs() map[int][]string {
+	procs := map[int][]string{}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		procs[pid] = strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+	}
+	return procs
 }
 
 // mntIsMounted reports whether dir is a mountpoint, from mountinfo only

@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -122,17 +121,8 @@ seq 1 1000 | md5sum
 // pidsRunning lists the processes whose executable path is bin.
 func pidsRunning(bin string) []int {
 	var pids []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		if args := strings.Split(string(b), "\x00"); len(args) > 0 && args[0] == bin {
+	for pid, args := range procArgs() {
+		if len(args) > 0 && args[0] == bin {
 			pids = append(pids, pid)
 		}
 	}
