@@ -31,7 +31,10 @@ func TestMountAsUser(t *testing.T) {
 	}
 	// A directory the user can reach (t.TempDir's parents are 0700),
 	// holding a copy of the binary, the mountpoint and the data dir.
-	base, err := os.MkdirTemp("", "segfs-user-")
+	// Not below $TMPDIR: CI's is a 0700 directory the user cannot cross.
+	// The mounts live in the test's own mount namespace, so nothing can
+	// be left mounted here.
+	base, err := os.MkdirTemp("/tmp", "segfs-user-")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +79,7 @@ as_user() { setpriv --reuid=65534 --regid=65534 --clear-groups --reset-env "$@";
 mknod -m 0666 "$B/fuse" c 10 229 && mount --bind "$B/fuse" /dev/fuse || { echo "no private /dev/fuse"; exit 2; }
 trap 'umount -l "$M" 2>/dev/null' EXIT
 waitclosed() { # the daemon logs "store closed" last
-  for i in $(seq 1 200); do [ "$(grep -c 'msg="store closed"' "$D/segfs-mount.out")" -ge "$1" ] && return 0; sleep 0.1; done
+  for i in $(seq 1 200); do n=$(grep -sc 'msg="store closed"' "$D/segfs-mount.out"); [ "${n:-0}" -ge "$1" ] && return 0; sleep 0.1; done
   echo "daemon did not close the store"; return 1
 }
 cd /
