@@ -350,6 +350,11 @@ func (p *Partition) rollLocked(reason string, cfg *Config) error {
 	if err := old.seal(); err != nil {
 		return err
 	}
+	// The recovery point moves past the sealed segment below: only if its
+	// fsyncs really made it durable.
+	if err := p.store.probe.check(); err != nil {
+		return err
+	}
 	ns, err := createSegment(p.dir, p.leo.Load(), cfg)
 	if err != nil {
 		// Nothing was written to the log: a retry may succeed.
@@ -384,6 +389,9 @@ func (p *Partition) flushLocked() error {
 	if err := p.active().flush(); err != nil {
 		// After a failed fsync the kernel may have dropped the dirty pages;
 		// a retry could report success for data that never reached disk.
+		return p.failLocked(err)
+	}
+	if err := p.store.probe.check(); err != nil {
 		return p.failLocked(err)
 	}
 	p.recoveryPoint.Store(leo)

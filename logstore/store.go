@@ -52,6 +52,9 @@ type Store struct {
 	opts Options
 	log  *slog.Logger
 	lock *dirLock
+	// probe confirms the filesystem after the fsyncs durability rests on
+	// (syncProbe).
+	probe *syncProbe
 
 	topicsMu sync.Mutex // guards topics and the topics file
 	topics   map[string]*Topic
@@ -120,9 +123,15 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{dir: abs, opts: opts, log: opts.Logger, lock: lock, topics: map[string]*Topic{}, stop: make(chan struct{})}
+	probe, err := openSyncProbe(abs)
+	if err != nil {
+		lock.release()
+		return nil, err
+	}
+	s := &Store{dir: abs, opts: opts, log: opts.Logger, lock: lock, probe: probe, topics: map[string]*Topic{}, stop: make(chan struct{})}
 	if err := s.load(); err != nil {
 		s.closeTopics(false)
+		probe.close()
 		lock.release()
 		return nil, err
 	}
@@ -549,8 +558,14 @@ func (s *Store) Close() error {
 	s.wg.Wait()
 	s.releasePending()
 	err := s.closeTopics(true)
-	if cerr := s.writeCheckpoints(); cerr != nil && err == nil {
-		err = cerr
+	if err == nil {
+		// The recovery points written next claim the seals' fsyncs.
+		err = s.probe.check()
+	}
+	if err == nil {
+		err = s.writeCheckpoints()
+	} else {
+		s.writeCheckpoints()
 	}
 	if err == nil {
 		// Only a fully flushed store earns the marker; without it the next
@@ -559,6 +574,7 @@ func (s *Store) Close() error {
 			err = werr
 		}
 	}
+	s.probe.close()
 	s.lock.release()
 	return err
 }

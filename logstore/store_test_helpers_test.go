@@ -11,5 +11,6 @@ func (s *Store) abandon() {
 	s.wg.Wait()
 	s.releasePending()
 	s.closeTopics(false)
+	s.probe.close()
 	s.lock.release()
 }
