@@ -23,7 +23,11 @@
 // them durable (data, then indexes, then the recovery point). A roll seals
 // and fsyncs the old segment. A failed write is truncated away; if that
 // fails too, or an fsync fails, the partition is fenced and refuses appends
-// until a restart recovers it. Batches of 64 KiB or more first reserve the
+// until a restart recovers it. Every fsync that an acknowledgement or a
+// recovery point rests on is followed by a size change of the data
+// directory's .segfs-sync-probe: ext4 can report success from an fsync
+// whose transaction its aborting journal dropped, and a metadata change
+// after that fails (syncProbe), so the flush fails instead. Batches of 64 KiB or more first reserve the
 // segment's blocks a few megabytes ahead with fallocate(FALLOC_FL_KEEP_SIZE)
 // (Kafka's preallocate, but invisible: the file size is always the bytes
 // written); sealing gives back the unused tail, and a failed reservation
