@@ -355,17 +355,23 @@ func (p *Partition) cleanSegments(group []*segment, m *offsetMap, dec *record.De
 	// come back whole, superseded values and expired tombstones with them.
 	// Deleting them first is itself a compacted state of the log (the
 	// records that supersede theirs lie beyond this group).
+	retire := func(segs []*segment) error {
+		for _, s := range segs {
+			s.markDeleted()
+			if cleanerCrash != nil {
+				if err := cleanerCrash("deleting"); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
 	tail := len(group)
 	for tail > 1 && group[tail-1].base >= outNext {
 		tail--
 	}
-	for _, s := range group[tail:] {
-		s.markDeleted()
-		if cleanerCrash != nil {
-			if err := cleanerCrash("deleting"); err != nil {
-				return 0, 0, err
-			}
-		}
+	if err := retire(group[tail:]); err != nil {
+		return 0, 0, err
 	}
 	// The swap: from here on a crash is completed by the loader.
 	swapPath := old.path(logSuffix) + swapSuffix
@@ -378,13 +384,8 @@ func (p *Partition) cleanSegments(group []*segment, m *offsetMap, dec *record.De
 	}
 	// Oldest first: a crash part way leaves the swap and the segments it
 	// replaces, which the loader deletes by offset range (completeSwaps).
-	for _, s := range group[:tail] {
-		s.markDeleted()
-		if cleanerCrash != nil {
-			if err := cleanerCrash("deleting"); err != nil {
-				return 0, 0, err
-			}
-		}
+	if err := retire(group[:tail]); err != nil {
+		return 0, 0, err
 	}
 	if err := os.Rename(swapPath, old.path(logSuffix)); err != nil {
 		return 0, 0, err
