@@ -165,6 +165,7 @@ bulk() { # run target-kind
 	plain) f=$PL/bulk$r ;;
 	esac
 	[ "$r" = 1 ] && [ "$k" = segfs ] && T0=$(($(us) / 1000))
+	sync # no run starts beside the writeback of an earlier one's gigabyte
 	t0=$(us)
 	cat "$IN" >>"$f"
 	t1=$(us)
@@ -200,6 +201,7 @@ for ((r = 1; r <= RUNS; r++)); do
 			discard) f=$DM/plot$s ;;
 			plain) f=$PL/plot$s ;;
 			esac
+			sync
 			t0=$(us)
 			cat "$W/in/plot$s" >>"$f"
 			t1=$(us)
