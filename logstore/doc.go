@@ -21,12 +21,7 @@
 // AppendLines or AppendBatch returns, the bytes are in the page cache and
 // survive the death of the process. flush.messages, flush.ms and Flush make
 // them durable (data, then indexes, then the recovery point). A roll seals
-// the old segment's indexes and hands the fsync of its data to the store's
-// roll syncer, as Kafka's roll schedules flush-log, so the append that
-// crossed segment.bytes does not wait for the disk to write a whole
-// segment; the recovery point passes the segment only after that fsync,
-// and a flush syncs rolled segments the syncer has not reached first. A
-// failed write is truncated away; if that
+// and fsyncs the old segment. A failed write is truncated away; if that
 // fails too, or an fsync fails, the partition is fenced and refuses appends
 // until a restart recovers it. Every fsync that an acknowledgement or a
 // recovery point rests on is followed by a size change of the data

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -42,14 +41,6 @@ type Partition struct {
 	deleteHorizon atomic.Int64
 
 	cleanMu sync.Mutex // serialises retention and compaction passes
-
-	// Rolled segments whose .log is not fsynced yet, oldest first, each
-	// holding a reference (see syncRolled). Lock order: amu, then syncMu,
-	// then pendMu; the store's roll syncer takes syncMu without amu.
-	syncMu   sync.Mutex // held across the fsyncs of rolled segments
-	pendMu   sync.Mutex // guards unsynced and syncErr
-	unsynced []*segment
-	syncErr  error // a failed fsync of a rolled segment: nothing may claim it durable
 
 	// Appender state (amu).
 	fenceErr  error
@@ -352,16 +343,16 @@ func (p *Partition) timeWaited(seg *segment, maxTs int64) int64 {
 }
 
 // rollLocked seals the active segment and starts a new one at the log end.
-// As in Kafka (UnifiedLog.roll schedules flush-log), the fsync of the
-// sealed segment's data is not the appender's: it would stall the append
-// that crossed segment.bytes for as long as the disk takes to write the
-// whole segment (~0.6 s for 1 GiB here). The store's roll syncer does it
-// (syncRolled) and only then moves the recovery point past the segment;
-// a flush (fsync of data, flush.messages, flush.ms, shutdown) syncs it
-// first. Until then a crash rescans it, as it rescans the active segment.
+// The sealed segment is fsynced, so the recovery point moves to the new
+// base and recovery after a crash rescans only the new segment.
 func (p *Partition) rollLocked(reason string, cfg *Config) error {
 	old := p.active()
-	if err := old.sealIndexes(); err != nil {
+	if err := old.seal(); err != nil {
+		return err
+	}
+	// The recovery point moves past the sealed segment below: only if its
+	// fsyncs really made it durable.
+	if err := p.store.probe.check(); err != nil {
 		return err
 	}
 	ns, err := createSegment(p.dir, p.leo.Load(), cfg)
@@ -369,88 +360,14 @@ func (p *Partition) rollLocked(reason string, cfg *Config) error {
 		// Nothing was written to the log: a retry may succeed.
 		return &writeFailure{err: err}
 	}
-	old.acquire()
-	p.pendMu.Lock()
-	p.unsynced = append(p.unsynced, old)
-	p.pendMu.Unlock()
 	p.mu.Lock()
 	p.segs = append(p.segs, ns)
 	p.mu.Unlock()
-	p.store.wakeRollSyncer()
+	p.recoveryPoint.Store(ns.base)
+	p.store.markDirty()
 	p.producers.snapshotIfDirty(p.dir, ns.base)
 	p.store.log.Debug("rolled segment", "partition", p.name(), "reason", reason, "base", ns.base)
 	return nil
-}
-
-// hasUnsynced reports whether rolled segments wait for their fsync.
-func (p *Partition) hasUnsynced() bool {
-	p.pendMu.Lock()
-	defer p.pendMu.Unlock()
-	return len(p.unsynced) > 0 || p.syncErr != nil
-}
-
-// syncRolled fsyncs the rolled segments not yet synced, oldest first, then
-// confirms the filesystem (syncProbe) and moves the recovery point to the
-// base of the segment after the last one synced. A failure is kept: every
-// later call fails with it (a retried fsync may report success for pages
-// the kernel already dropped), and the caller fences the partition. It
-// needs no appender lock, so appends go on while it runs.
-func (p *Partition) syncRolled() error {
-	p.syncMu.Lock()
-	defer p.syncMu.Unlock()
-	p.pendMu.Lock()
-	todo, err := slices.Clone(p.unsynced), p.syncErr
-	p.pendMu.Unlock()
-	if err != nil || len(todo) == 0 {
-		return err
-	}
-	for _, s := range todo {
-		if err = syncFile(s.log); err != nil {
-			err = fmt.Errorf("fsync of rolled segment %s: %w", s.path(logSuffix), err)
-			break
-		}
-	}
-	if err == nil {
-		// The recovery point moves past these segments below: only if
-		// their fsyncs really made them durable.
-		err = p.store.probe.check()
-	}
-	p.pendMu.Lock()
-	if err != nil {
-		p.syncErr = err
-		p.pendMu.Unlock()
-		return err
-	}
-	// Rolls since the snapshot appended after it: todo is a prefix.
-	p.unsynced = slices.Clone(p.unsynced[len(todo):])
-	p.pendMu.Unlock()
-	// The recovery point moves to the base of the segment after the last
-	// one synced (its next offset), never backwards: a flush may already
-	// have moved it further.
-	to := todo[len(todo)-1].next.Load()
-	for {
-		rp := p.recoveryPoint.Load()
-		if rp >= to || p.recoveryPoint.CompareAndSwap(rp, to) {
-			break
-		}
-	}
-	p.store.markDirty()
-	for _, s := range todo {
-		s.release()
-	}
-	return nil
-}
-
-// dropUnsynced releases the references of rolled segments never synced
-// (a close without a flush).
-func (p *Partition) dropUnsynced() {
-	p.pendMu.Lock()
-	todo := p.unsynced
-	p.unsynced = nil
-	p.pendMu.Unlock()
-	for _, s := range todo {
-		s.release()
-	}
 }
 
 // Flush makes everything appended so far durable (data, then indexes, then
@@ -464,9 +381,6 @@ func (p *Partition) Flush() error {
 func (p *Partition) flushLocked() error {
 	if p.fenceErr != nil {
 		return &fencedError{cause: p.fenceErr}
-	}
-	if err := p.syncRolled(); err != nil {
-		return p.failLocked(err)
 	}
 	leo := p.leo.Load()
 	if leo == p.recoveryPoint.Load() {

@@ -463,25 +463,15 @@ func (s *segment) flush() error {
 // active; the roll is retried by the next append and sealing again is
 // harmless.
 func (s *segment) seal() error {
-	// Data first, then the indexes.
-	if err := syncFile(s.log); err != nil {
-		return err
-	}
-	return s.sealIndexes()
-}
-
-// sealIndexes closes the segment to appends without syncing its data: the
-// final time-index entry; the indexes, which Seal trims, syncs and turns
-// read-only, closing their descriptors (a closed segment keeps only its
-// .log open); the text map. A roll seals this way and leaves the fsync of
-// the .log to the partition's rolled-segment sync (syncRolled), off the
-// appender's path; until that fsync, the recovery point stays in or before
-// this segment, so a crash rescans it and rebuilds its indexes whatever
-// order they reached the disk in.
-func (s *segment) sealIndexes() error {
 	s.releaseReserve()
 	if ts := s.maxTs.Load(); ts >= 0 {
 		s.tidx.MaybeAppend(ts, s.maxTsOffset.Load(), true)
+	}
+	// Data first, then the indexes, which Seal trims, syncs and turns
+	// read-only, closing their descriptors: a closed segment keeps only
+	// its .log open.
+	if err := syncFile(s.log); err != nil {
+		return err
 	}
 	if err := s.oidx.Seal(); err != nil {
 		return err

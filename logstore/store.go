@@ -74,8 +74,6 @@ type Store struct {
 	closed atomic.Bool
 	stop   chan struct{}
 	wg     sync.WaitGroup
-
-	rollWake chan struct{} // wakes the roll syncer (capacity 1)
 }
 
 // topicsDoc is the persisted form of topic metadata.
@@ -130,58 +128,16 @@ func Open(dir string, opts Options) (*Store, error) {
 		lock.release()
 		return nil, err
 	}
-	s := &Store{dir: abs, opts: opts, log: opts.Logger, lock: lock, probe: probe, topics: map[string]*Topic{}, stop: make(chan struct{}), rollWake: make(chan struct{}, 1)}
+	s := &Store{dir: abs, opts: opts, log: opts.Logger, lock: lock, probe: probe, topics: map[string]*Topic{}, stop: make(chan struct{})}
 	if err := s.load(); err != nil {
 		s.closeTopics(false)
 		probe.close()
 		lock.release()
 		return nil, err
 	}
-	s.wg.Add(2)
+	s.wg.Add(1)
 	go s.background()
-	go s.rollSyncer()
 	return s, nil
-}
-
-// wakeRollSyncer tells the roll syncer that a partition rolled.
-func (s *Store) wakeRollSyncer() {
-	select {
-	case s.rollWake <- struct{}{}:
-	default: // already woken: its next sweep sees this roll too
-	}
-}
-
-// rollSyncer fsyncs rolled segments in the background, as Kafka's
-// scheduler runs the flush-log task a roll schedules: each wake sweeps the
-// partitions with rolled segments not yet synced. A failed sync fences the
-// partition. What it has not reached when the store closes, the shutdown's
-// flush of each partition syncs.
-func (s *Store) rollSyncer() {
-	defer s.wg.Done()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-s.rollWake:
-		}
-		for _, t := range s.topicsSnapshot() {
-			for _, p := range t.Partitions() {
-				select {
-				case <-s.stop:
-					return
-				default:
-				}
-				if !p.hasUnsynced() {
-					continue
-				}
-				if err := p.syncRolled(); err != nil {
-					p.amu.Lock()
-					p.failLocked(err)
-					p.amu.Unlock()
-				}
-			}
-		}
-	}
 }
 
 // Dir is the data directory.
@@ -648,9 +604,6 @@ func (p *Partition) shutdown() error {
 	if p.fenceErr != nil {
 		return &fencedError{cause: p.fenceErr}
 	}
-	if err := p.syncRolled(); err != nil {
-		return p.failLocked(err)
-	}
 	a := p.active()
 	if err := a.seal(); err != nil {
 		return p.failLocked(err)
@@ -663,7 +616,6 @@ func (p *Partition) shutdown() error {
 // close releases the partition's references to its segments; readers that
 // still hold some keep them open until they finish.
 func (p *Partition) close() {
-	p.dropUnsynced()
 	p.mu.Lock()
 	segs := p.segs
 	p.mu.Unlock()

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"os"
 	"testing"
-	"time"
 )
 
 // TestSyncProbeFailureFences: when the filesystem cannot change metadata
@@ -39,27 +38,17 @@ func TestSyncProbeFailureFences(t *testing.T) {
 	if _, _, err := p.AppendLines([]byte("three\n")); err == nil {
 		t.Fatal("append after a failed probe succeeded: the partition is not fenced")
 	}
-	// The roll syncer moves the recovery point past rolled segments (it
-	// fsyncs them off the appender's path): with a failed probe it fences
-	// the partition instead, and the recovery point stays put.
+	// A roll moves the recovery point too: it is refused the same way.
 	s2 := openStore(t, t.TempDir(), newClock())
 	defer s2.Close()
 	tp2, _ := s2.CreateTopic("r", 1, map[string]string{"segment.bytes": "200"})
 	p2, _ := tp2.Partition(0)
 	s2.probe.f.Close()
-	var appendErr error
-	deadline := time.Now().Add(10 * time.Second)
-	for appendErr == nil && time.Now().Before(deadline) {
-		_, _, appendErr = p2.AppendLines([]byte("a line of forty bytes or so, to roll it\n"))
-		time.Sleep(time.Millisecond)
+	var rollErr error
+	for i := 0; i < 20 && rollErr == nil; i++ {
+		_, _, rollErr = p2.AppendLines([]byte("a line of forty bytes or so, to roll it\n"))
 	}
-	if appendErr == nil || !errors.Is(appendErr, os.ErrClosed) {
-		t.Fatalf("appends went on after the roll syncer's probe failed: %v", appendErr)
-	}
-	if st := p2.Status(); st.RecoveryPoint != 0 {
-		t.Fatalf("the recovery point moved to %d past unsynced segments (%d segments)", st.RecoveryPoint, st.Segments)
-	}
-	if err := p2.Flush(); err == nil {
-		t.Fatal("flush of a fenced partition succeeded")
+	if rollErr == nil || p2.Status().Segments != 1 {
+		t.Fatalf("rolls went on with a failed probe: %v, %d segments", rollErr, p2.Status().Segments)
 	}
 }
