@@ -110,6 +110,43 @@ func appendPlainLines(buf []byte, w int, text []byte) ([]byte, int, int32) {
 	return buf, w, n
 }
 
+// uvarintLen is the length of the varint encoding of u.
+func uvarintLen(u uint32) int {
+	switch {
+	case u < 1<<7:
+		return 1
+	case u < 1<<14:
+		return 2
+	case u < 1<<21:
+		return 3
+	case u < 1<<28:
+		return 4
+	}
+	return 5
+}
+
+// putUvarint writes u as a varint at b[0:] and returns its length.
+func putUvarint(b []byte, u uint32) int {
+	if u < 1<<7 {
+		b[0] = byte(u)
+		return 1
+	}
+	if u < 1<<14 {
+		_ = b[1]
+		b[0] = byte(u) | 0x80
+		b[1] = byte(u >> 7)
+		return 2
+	}
+	i := 0
+	for u >= 0x80 {
+		b[i] = byte(u) | 0x80
+		u >>= 7
+		i++
+	}
+	b[i] = byte(u)
+	return i + 1
+}
+
 // appendKeyedLines is the loop of AppendLines with a key separator (it
 // also encodes plain lines, the way appendPlainLines does, when keySep is
 // empty). Its buffer contract is appendPlainLines's.

@@ -26,40 +26,26 @@ func appendVarlong(b []byte, v int64) []byte {
 }
 
 // sizeVarint is the encoded length of v as a varint.
-func sizeVarint(v int32) int { return uvarintLen(uint32(v<<1) ^ uint32(v>>31)) }
+func sizeVarint(v int32) int {
+	u := uint32(v<<1) ^ uint32(v>>31)
+	if u < 0x80 {
+		return 1
+	}
+	n := 1
+	for u >= 0x80 {
+		u >>= 7
+		n++
+	}
+	return n
+}
 
 // putVarint writes the varint encoding of v at b[0:] and returns its
 // length; b must have room for sizeVarint(v) bytes.
-func putVarint(b []byte, v int32) int { return putUvarint(b, uint32(v<<1)^uint32(v>>31)) }
-
-// uvarintLen is the length of the base-128 encoding of u.
-func uvarintLen(u uint32) int {
-	switch {
-	case u < 1<<7:
-		return 1
-	case u < 1<<14:
-		return 2
-	case u < 1<<21:
-		return 3
-	case u < 1<<28:
-		return 4
-	}
-	return 5
-}
-
-// putUvarint writes the base-128 encoding of u at b[0:] and returns its
-// length. The one- and two-byte forms, those of ordinary line and batch
-// sizes, are unrolled.
-func putUvarint(b []byte, u uint32) int {
-	if u < 1<<7 {
+func putVarint(b []byte, v int32) int {
+	u := uint32(v<<1) ^ uint32(v>>31)
+	if u < 0x80 {
 		b[0] = byte(u)
 		return 1
-	}
-	if u < 1<<14 {
-		_ = b[1]
-		b[0] = byte(u) | 0x80
-		b[1] = byte(u >> 7)
-		return 2
 	}
 	i := 0
 	for u >= 0x80 {
