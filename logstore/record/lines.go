@@ -48,110 +48,6 @@ func AppendLines(dst []byte, text []byte, ts int64, keySep []byte) ([]byte, int)
 	buf = buf[:cap(buf)]
 	w := start + HeaderSize
 	var n int32
-	if len(keySep) == 0 {
-		buf, w, n = appendPlainLines(buf, w, text)
-	} else {
-		buf, w, n = appendKeyedLines(buf, w, text, keySep)
-	}
-	buf = buf[:w]
-	spec := DefaultSpec()
-	putHeader(buf[start:], &spec, 0, n-1, ts, ts, n)
-	return buf, int(n)
-}
-
-// indexSep finds sep in line, with the single-byte separators that are the
-// common case (tab, '=', ':') on the faster IndexByte.
-func indexSep(line, sep []byte) int {
-	if len(sep) == 1 {
-		return bytes.IndexByte(line, sep[0])
-	}
-	return bytes.Index(line, sep)
-}
-
-// appendPlainLines is the loop of AppendLines without a key separator, the
-// bulk append's: every line is a record with a null key and the line as
-// its value. It writes each record with one bounds check and its varints
-// unrolled for the one- and two-byte lengths of ordinary lines and batches
-// (the general loop spent a third of its time in varint loops and key
-// branches). buf[:cap] is writable from w on; it returns the grown buffer,
-// the new write position and the record count.
-func appendPlainLines(buf []byte, w int, text []byte) ([]byte, int, int32) {
-	var n int32
-	for len(text) > 0 {
-		l := bytes.IndexByte(text, '\n')
-		next := l + 1
-		if l < 0 {
-			l, next = len(text), len(text)
-		}
-		if len(buf)-w < l+maxRecordOverhead {
-			rest := len(text) - next
-			buf = slices.Grow(buf[:w], l+rest+maxRecordOverhead*(2+rest/32))
-			buf = buf[:cap(buf)]
-		}
-		out := buf[w : w+l+maxRecordOverhead]
-		zn, zl := uint32(n)<<1, uint32(l)<<1 // zigzag of non-negative values
-		// body: attributes, timestamp delta 0, offset delta, key length
-		// -1, value length, value, header count 0.
-		body := 4 + uvarintLen(zn) + uvarintLen(zl) + l
-		k := putUvarint(out, uint32(body)<<1)
-		out[k] = 0
-		out[k+1] = 0
-		k += 2
-		k += putUvarint(out[k:], zn)
-		out[k] = 1 // varint -1: null key
-		k++
-		k += putUvarint(out[k:], zl)
-		k += copy(out[k:], text[:l])
-		out[k] = 0
-		w += k + 1
-		text = text[next:]
-		n++
-	}
-	return buf, w, n
-}
-
-// uvarintLen is the length of the varint encoding of u.
-func uvarintLen(u uint32) int {
-	switch {
-	case u < 1<<7:
-		return 1
-	case u < 1<<14:
-		return 2
-	case u < 1<<21:
-		return 3
-	case u < 1<<28:
-		return 4
-	}
-	return 5
-}
-
-// putUvarint writes u as a varint at b[0:] and returns its length.
-func putUvarint(b []byte, u uint32) int {
-	if u < 1<<7 {
-		b[0] = byte(u)
-		return 1
-	}
-	if u < 1<<14 {
-		_ = b[1]
-		b[0] = byte(u) | 0x80
-		b[1] = byte(u >> 7)
-		return 2
-	}
-	i := 0
-	for u >= 0x80 {
-		b[i] = byte(u) | 0x80
-		u >>= 7
-		i++
-	}
-	b[i] = byte(u)
-	return i + 1
-}
-
-// appendKeyedLines is the loop of AppendLines with a key separator (it
-// also encodes plain lines, the way appendPlainLines does, when keySep is
-// empty). Its buffer contract is appendPlainLines's.
-func appendKeyedLines(buf []byte, w int, text, keySep []byte) ([]byte, int, int32) {
-	var n int32
 	for len(text) > 0 {
 		var line []byte
 		if i := bytes.IndexByte(text, '\n'); i >= 0 {
@@ -207,5 +103,17 @@ func appendKeyedLines(buf []byte, w int, text, keySep []byte) ([]byte, int, int3
 		w++
 		n++
 	}
-	return buf, w, n
+	buf = buf[:w]
+	spec := DefaultSpec()
+	putHeader(buf[start:], &spec, 0, n-1, ts, ts, n)
+	return buf, int(n)
+}
+
+// indexSep finds sep in line, with the single-byte separators that are the
+// common case (tab, '=', ':') on the faster IndexByte.
+func indexSep(line, sep []byte) int {
+	if len(sep) == 1 {
+		return bytes.IndexByte(line, sep[0])
+	}
+	return bytes.Index(line, sep)
 }
