@@ -21,7 +21,11 @@
 // AppendLines or AppendBatch returns, the bytes are in the page cache and
 // survive the death of the process. flush.messages, flush.ms and Flush make
 // them durable (data, then indexes, then the recovery point). A roll seals
-// and fsyncs the old segment. A failed write is truncated away; if that
+// and fsyncs the old segment before the new one takes appends, so that a
+// power cut can never keep a later segment beside a rolled one that ends
+// short; so that this fsync finds little to write, bulk appends start the
+// writeback of every 8 MiB they append (kickWriteback), off the
+// appender's path. A failed write is truncated away; if that
 // fails too, or an fsync fails, the partition is fenced and refuses appends
 // until a restart recovers it. Every fsync that an acknowledgement or a
 // recovery point rests on is followed by a size change of the data

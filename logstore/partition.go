@@ -285,6 +285,10 @@ func (p *Partition) appendLocked(b []byte, h *record.Header, st record.TextStats
 		}
 		return 0, p.failLocked(err)
 	}
+	if end := seg.size.Load(); end-seg.kickedTo >= writebackStep {
+		p.store.kickWriteback(seg, seg.kickedTo, end)
+		seg.kickedTo = end
+	}
 	p.leo.Store(h.NextOffset())
 	if h.ProducerID >= 0 {
 		p.producers.update(h)

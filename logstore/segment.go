@@ -52,6 +52,7 @@ type segment struct {
 	created         time.Time
 	rollJitter      int64
 	reserved        int64 // blocks are reserved past the size up to here (see reserve)
+	kickedTo        int64 // writeback was started up to here (see kickWriteback)
 	noReserve       bool  // a reservation failed (no fallocate, disk full): stop reserving
 
 	refs    atomic.Int32 // the partition holds one; readers hold others

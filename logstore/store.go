@@ -15,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Files of the data directory root. Kafka's own names where Kafka has the
@@ -74,6 +76,8 @@ type Store struct {
 	closed atomic.Bool
 	stop   chan struct{}
 	wg     sync.WaitGroup
+
+	kicks chan writebackKick // for the writeback kicker (see kickWriteback)
 }
 
 // topicsDoc is the persisted form of topic metadata.
@@ -128,16 +132,76 @@ func Open(dir string, opts Options) (*Store, error) {
 		lock.release()
 		return nil, err
 	}
-	s := &Store{dir: abs, opts: opts, log: opts.Logger, lock: lock, probe: probe, topics: map[string]*Topic{}, stop: make(chan struct{})}
+	s := &Store{dir: abs, opts: opts, log: opts.Logger, lock: lock, probe: probe, topics: map[string]*Topic{}, stop: make(chan struct{}), kicks: make(chan writebackKick, 64)}
 	if err := s.load(); err != nil {
 		s.closeTopics(false)
 		probe.close()
 		lock.release()
 		return nil, err
 	}
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go s.background()
+	go s.writebackKicker()
 	return s, nil
+}
+
+// A roll fsyncs the segment it seals before the next one takes appends: a
+// power cut must never leave a later segment on disk beside a rolled one
+// that ends short, a hole recovery could not see (the kernel writes back
+// dirty pages of different files in no particular order). Left to the
+// fsync, the whole segment's writeback lands inside the append that
+// crossed segment.bytes: ~0.6 s for 1 GiB here. So, as databases do with
+// bytes_per_sync, the appender asks for the writeback of every
+// writebackStep bytes it appends, and the kicker goroutine starts it
+// (sync_file_range SYNC_FILE_RANGE_WRITE, which does not wait for the
+// disk) off the appender's path; by the roll, the fsync finds at most the
+// last few megabytes still dirty. It durably promises nothing: the
+// recovery point moves only after an fsync, as before. Small segments
+// never reach a step and never ask.
+const writebackStep = 8 << 20
+
+type writebackKick struct {
+	seg      *segment
+	from, to int64
+}
+
+// kickWriteback asks the kicker to start writing [from, to) of seg back.
+// It never blocks the appender: when the kicker is behind, the request is
+// dropped and the roll's fsync writes those pages.
+func (s *Store) kickWriteback(seg *segment, from, to int64) {
+	seg.acquire() // the file stays open until the kicker is done with it
+	select {
+	case s.kicks <- writebackKick{seg, from, to}:
+	default:
+		seg.release()
+	}
+}
+
+func (s *Store) writebackKicker() {
+	defer s.wg.Done()
+	for {
+		select {
+		case k := <-s.kicks:
+			startWriteback(k.seg.log, k.from, k.to-k.from)
+			k.seg.release()
+		case <-s.stop:
+			for {
+				select {
+				case k := <-s.kicks:
+					k.seg.release()
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+// startWriteback starts the writeback of a file range without waiting for
+// it; errors surface at the next fsync. A variable for tests.
+var startWriteback = func(f *os.File, off, n int64) {
+	for unix.SyncFileRange(int(f.Fd()), off, n, unix.SYNC_FILE_RANGE_WRITE) == unix.EINTR {
+	}
 }
 
 // Dir is the data directory.
