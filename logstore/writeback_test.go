@@ -34,7 +34,7 @@ func hookWriteback(t *testing.T, gate chan struct{}) func() []kickRange {
 	}
 }
 
-// bulkText is about n bytes of 100-byte lines, in 128 KiB appends.
+// appendBulk appends about n bytes of 100-byte lines, in 128 KiB appends.
 func appendBulk(t *testing.T, p *Partition, n int) {
 	t.Helper()
 	chunk := []byte(strings.Repeat(strings.Repeat("w", 99)+"\n", 1310))
