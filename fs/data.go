@@ -522,12 +522,12 @@ func (h *dataHandle) Write(ctx context.Context, data []byte, off int64) (uint32,
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	hadPartial := len(h.asm.partial) > 0
-	lines, keep, n, err := h.asm.add(data, h.maxLine())
+	head, lines, keep, n, err := h.asm.add(data, h.maxLine())
 	if err != nil {
 		return 0, syscall.EMSGSIZE
 	}
-	if lines != nil {
-		if _, _, err := h.node.part.AppendLines(lines); err != nil {
+	if head != nil || lines != nil {
+		if _, _, err := h.node.part.AppendLinesAfter(head, lines); err != nil {
 			errno := toErrno(err)
 			if errno == syscall.EMSGSIZE || errno == syscall.EINVAL {
 				h.asm.abort(hadPartial)
@@ -535,11 +535,11 @@ func (h *dataHandle) Write(ctx context.Context, data []byte, off int64) (uint32,
 			// Other failures (ENOSPC, EIO) leave the unfinished line
 			// as it was: the writer may retry the same chunk.
 			f.log.Warn("append failed", "topic", h.node.part.Topic().Name(),
-				"partition", h.node.part.Num(), "bytes", len(lines), "err", err)
+				"partition", h.node.part.Num(), "bytes", len(head)+len(lines), "err", err)
 			return 0, errno
 		}
 	}
-	h.asm.commit(lines, keep)
+	h.asm.commit(head, lines, keep)
 	return uint32(n), 0
 }
 

@@ -26,8 +26,11 @@ type errLineTooLong struct{}
 func (errLineTooLong) Error() string { return "line longer than max.message.bytes" }
 
 // add takes one WRITE chunk. It returns the complete lines the chunk
-// finishes ('\n'-terminated, the partial prefix included) for one
-// AppendLines call, the unfinished tail to keep once they are stored, and
+// finishes ('\n'-terminated) for one AppendLinesAfter call, in two pieces:
+// head, the line the chunk completes with the partial prefix before it
+// (nil when no line was pending), and lines, the chunk's other complete
+// lines (a slice of p, so a large chunk is never copied). It also returns
+// the unfinished tail to keep once they are stored, and
 // n, the number of bytes of p to acknowledge. n < len(p) is a short write:
 // the chunk ends with the start of a line longer than limit, the kernel
 // passes the short count on, and the writer resends the rest as a new
@@ -37,7 +40,7 @@ func (errLineTooLong) Error() string { return "line longer than max.message.byte
 // Nothing changes until the caller confirms with commit (after a
 // successful append) or abort (after a failed one). The returned slices
 // alias internal storage or p and are valid until the next call.
-func (a *lineAssembler) add(p []byte, limit int) (lines, keep []byte, n int, err error) {
+func (a *lineAssembler) add(p []byte, limit int) (head, lines, keep []byte, n int, err error) {
 	if a.skipping {
 		if bytes.IndexByte(p, '\n') >= 0 {
 			// The tail of the refused line ends in this chunk. The
@@ -45,16 +48,16 @@ func (a *lineAssembler) add(p []byte, limit int) (lines, keep []byte, n int, err
 			// are not taken either: nothing of this write is stored.
 			a.skipping = false
 		}
-		return nil, nil, 0, errLineTooLong{}
+		return nil, nil, nil, 0, errLineTooLong{}
 	}
 	last := bytes.LastIndexByte(p, '\n')
 	if last < 0 {
 		if len(a.partial)+len(p) > limit {
 			a.partial = a.partial[:0]
 			a.skipping = true
-			return nil, nil, 0, errLineTooLong{}
+			return nil, nil, nil, 0, errLineTooLong{}
 		}
-		return nil, p, len(p), nil
+		return nil, nil, p, len(p), nil
 	}
 	if i := tooLongLine(p[:last+1], len(a.partial), limit); i >= 0 {
 		// A complete line in this chunk is too long. If it is the
@@ -62,7 +65,7 @@ func (a *lineAssembler) add(p []byte, limit int) (lines, keep []byte, n int, err
 		// resend this chunk after a short write: skip its tail then.
 		a.skipping = i == 0 && len(a.partial) > 0
 		a.partial = a.partial[:0]
-		return nil, nil, 0, errLineTooLong{}
+		return nil, nil, nil, 0, errLineTooLong{}
 	}
 	n = len(p)
 	keep = p[last+1:]
@@ -72,17 +75,18 @@ func (a *lineAssembler) add(p []byte, limit int) (lines, keep []byte, n int, err
 		n, keep = last+1, nil
 	}
 	if len(a.partial) == 0 {
-		return p[:last+1], keep, n, nil
+		return nil, p[:last+1], keep, n, nil
 	}
-	lines = append(a.partial, p[:last+1]...)
-	a.partial = lines[:0] // reuse the buffer; commit refills it
-	return lines, keep, n, nil
+	first := bytes.IndexByte(p, '\n')
+	head = append(a.partial, p[:first+1]...)
+	a.partial = head[:0] // reuse the buffer; commit refills it
+	return head, p[first+1 : last+1], keep, n, nil
 }
 
 // commit records that the lines returned by add are stored, and keeps rest
 // (the unfinished tail of the chunk) as the new partial line.
-func (a *lineAssembler) commit(lines, keep []byte) {
-	if lines != nil {
+func (a *lineAssembler) commit(head, lines, keep []byte) {
+	if head != nil || lines != nil {
 		a.partial = a.partial[:0]
 	}
 	a.partial = append(a.partial, keep...)

@@ -3,6 +3,7 @@ package fs
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math/rand"
 	"strings"
 	"testing"
@@ -22,19 +23,22 @@ func feed(a *lineAssembler, p []byte, sizes []int, limit int) (records []string,
 		i++
 		chunk := p[:size]
 		hadPartial := len(a.partial) > 0
-		lines, keep, n, err := a.add(chunk, limit)
+		head, lines, keep, n, err := a.add(chunk, limit)
 		if err != nil {
 			a.abort(hadPartial)
 			return records, err
 		}
-		if lines != nil {
-			for _, l := range strings.SplitAfter(string(lines), "\n") {
+		if head != nil && (len(head) == 0 || head[len(head)-1] != '\n' || bytes.Count(head, []byte{'\n'}) != 1) {
+			return records, fmt.Errorf("head %q is not one complete line", head)
+		}
+		if head != nil || lines != nil {
+			for _, l := range strings.SplitAfter(string(head)+string(lines), "\n") {
 				if l != "" {
 					records = append(records, strings.TrimSuffix(l, "\n"))
 				}
 			}
 		}
-		a.commit(lines, keep)
+		a.commit(head, lines, keep)
 		p = p[n:]
 	}
 	return records, nil
@@ -153,19 +157,19 @@ func TestLineAssemblerTooLong(t *testing.T) {
 	// The writer resends the failed chunk after a short write: the tail of
 	// the refused line must not become a record, and a later line must.
 	var a lineAssembler
-	if _, _, _, err := a.add([]byte("start-"+strings.Repeat("L", 90)), limit); err != nil {
+	if _, _, _, _, err := a.add([]byte("start-"+strings.Repeat("L", 90)), limit); err != nil {
 		t.Fatal(err)
 	}
-	a.commit(nil, []byte("start-"+strings.Repeat("L", 90)))
-	if _, _, _, err := a.add([]byte(strings.Repeat("L", 20)+"\nnext\n"), limit); err == nil {
+	a.commit(nil, nil, []byte("start-"+strings.Repeat("L", 90)))
+	if _, _, _, _, err := a.add([]byte(strings.Repeat("L", 20)+"\nnext\n"), limit); err == nil {
 		t.Fatal("a 116-byte line was accepted")
 	}
-	if _, _, _, err := a.add([]byte(strings.Repeat("L", 20)+"\nnext\n"), limit); err == nil {
+	if _, _, _, _, err := a.add([]byte(strings.Repeat("L", 20)+"\nnext\n"), limit); err == nil {
 		t.Fatal("the resent tail of a refused line was accepted")
 	}
-	lines, keep, n, err := a.add([]byte("after\n"), limit)
-	if err != nil || string(lines) != "after\n" || n != 6 {
-		t.Fatalf("after a refused line: %q %q %d %v", lines, keep, n, err)
+	head, lines, keep, n, err := a.add([]byte("after\n"), limit)
+	if err != nil || head != nil || string(lines) != "after\n" || n != 6 {
+		t.Fatalf("after a refused line: %q %q %q %d %v", head, lines, keep, n, err)
 	}
 }
 

@@ -235,17 +235,19 @@ const maxConfigLine = 64 << 10
 func (h *configHandle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	lines, keep, n, err := h.asm.add(data, maxConfigLine)
+	head, lines, keep, n, err := h.asm.add(data, maxConfigLine)
 	if err != nil {
 		return 0, syscall.EINVAL
 	}
-	if lines != nil {
-		if errno := h.apply(lines); errno != 0 {
+	if head != nil || lines != nil {
+		// Config writes are small: join the pieces for the parser.
+		text := append(append([]byte(nil), head...), lines...)
+		if errno := h.apply(text); errno != 0 {
 			h.asm.abort(false)
 			return 0, errno
 		}
 	}
-	h.asm.commit(lines, keep)
+	h.asm.commit(head, lines, keep)
 	return uint32(n), 0
 }
 

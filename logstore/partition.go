@@ -146,34 +146,51 @@ func (p *Partition) name() string { return fmt.Sprintf("%s-%d", p.topic.name, p.
 // without a key fails with ErrInvalidRecord. When it returns nil the lines
 // are in the log (written to the segment file) and visible to readers.
 func (p *Partition) AppendLines(text []byte) (first, last int64, err error) {
-	if len(text) == 0 {
+	return p.AppendLinesAfter(nil, text)
+}
+
+// AppendLinesAfter is AppendLines for the lines of head followed by those
+// of text, as if they were one text: the mount passes the line a WRITE
+// completes (begun in an earlier WRITE) as head and the rest of the WRITE
+// as text, which spares it joining the two in one buffer. head, when not
+// empty, must end in '\n' too.
+func (p *Partition) AppendLinesAfter(head, text []byte) (first, last int64, err error) {
+	if len(head)+len(text) == 0 {
 		return -1, -1, nil
 	}
-	if text[len(text)-1] != '\n' {
+	if (len(head) > 0 && head[len(head)-1] != '\n') || (len(text) > 0 && text[len(text)-1] != '\n') {
 		return -1, -1, fmt.Errorf("%w: text must end with a newline", ErrInvalidRecord)
 	}
 	cfg := p.config()
 	sep := []byte(cfg.KeySeparator)
-	// A record's framing costs at most 22 bytes beyond its key and value
-	// (length, attributes, deltas, key and value lengths, header count).
-	const recOverhead = 22
 	// A batch may not exceed max.message.bytes nor segment.bytes (Kafka
 	// refuses a batch larger than a segment), so a long write is split.
 	limit := min(cfg.MaxMessageBytes, cfg.SegmentBytes)
+	if !cfg.Compact() && record.HeaderSize+int64(len(head)+len(text)) <= limit {
+		// The common case, a write well under the limit: encode it as one
+		// batch and check the batch's size, rather than walk the lines
+		// first. If the batch fits, no line in it can be too long and
+		// nothing needs splitting; if it does not (short lines whose
+		// framing tips it over), the walk below decides.
+		p.amu.Lock()
+		now := p.store.now().UnixMilli()
+		p.batchBuf, _ = record.AppendLinesAfter(p.batchBuf[:0], head, text, now, sep)
+		if int64(len(p.batchBuf)) <= limit {
+			first, last, err = p.appendEncodedLocked(p.batchBuf, int64(len(head)+len(text)), now, sep, cfg)
+			p.amu.Unlock()
+			return first, last, err
+		}
+		p.amu.Unlock()
+	}
+	if len(head) > 0 {
+		text = append(append(make([]byte, 0, len(head)+len(text)), head...), text...)
+	}
+	// A record's framing costs at most 22 bytes beyond its key and value
+	// (length, attributes, deltas, key and value lengths, header count).
+	const recOverhead = 22
 	// Check every line before anything is written: the call is all or nothing.
 	chunks := make([][]byte, 0, 1)
 	start, est := 0, int64(record.HeaderSize)
-	if !cfg.Compact() {
-		// The sum of the per-line estimates below is known from the line
-		// count alone (bytes.Count runs far faster than a walk line by
-		// line): when it fits, the walk could neither split the text nor
-		// find a line too long, so skip it.
-		n := int64(bytes.Count(text, []byte{'\n'}))
-		if record.HeaderSize+int64(len(text))-n+n*recOverhead <= limit {
-			start = len(text)
-			chunks = append(chunks, text)
-		}
-	}
 	for i := start; i < len(text); {
 		j := bytes.IndexByte(text[i:], '\n') + i
 		line := text[i:j]
@@ -207,48 +224,57 @@ func (p *Partition) AppendLines(text []byte) (first, last int64, err error) {
 	for _, c := range chunks {
 		now := p.store.now().UnixMilli()
 		p.batchBuf, _ = record.AppendLines(p.batchBuf[:0], c, now, sep)
-		b := p.batchBuf
-		h, err := record.ParseHeader(b)
-		if err != nil {
-			return first, last, err
-		}
-		if int64(len(b)) > cfg.SegmentBytes {
-			return first, last, fmt.Errorf("%w: batch of %d bytes exceeds segment.bytes=%d", ErrBatchTooLarge, len(b), cfg.SegmentBytes)
-		}
-		if cfg.MessageTimestampType == "LogAppendTime" {
-			record.SetLogAppendTime(b, now)
-			h.MaxTimestamp = now
-		}
-		if codec, ok := cfg.Codec(); ok && codec != record.CodecNone {
-			if p.zbuf, err = p.rc.Recompress(p.zbuf[:0], b, codec); err != nil {
-				return first, last, err
-			}
-			b = p.zbuf
-			if h, err = record.ParseHeader(b); err != nil {
-				return first, last, err
-			}
-		}
-		var st record.TextStats
-		if len(sep) == 0 {
-			// Without a key separator every line of c became one record
-			// whose value is the line: the stats are known without
-			// decoding the batch again (that decode was a third of the
-			// append's CPU).
-			st.Lines = int64(h.LastOffsetDelta) + 1
-			st.ValueBytes = int64(len(c)) - st.Lines
-		} else if st, err = p.dec.Stats(b, 0); err != nil {
-			return first, last, err
-		}
-		base, err := p.appendLocked(b, &h, st, cfg)
+		f, l, err := p.appendEncodedLocked(p.batchBuf, int64(len(c)), now, sep, cfg)
 		if err != nil {
 			return first, last, err
 		}
 		if first < 0 {
-			first = base
+			first = f
 		}
-		last = base + int64(h.LastOffsetDelta)
+		last = l
 	}
 	return first, last, nil
+}
+
+// appendEncodedLocked appends b, a batch AppendLines encoded from textLen
+// bytes of lines at time now, and returns its first and last offsets. The
+// caller holds amu.
+func (p *Partition) appendEncodedLocked(b []byte, textLen, now int64, sep []byte, cfg *Config) (first, last int64, err error) {
+	h, err := record.ParseHeader(b)
+	if err != nil {
+		return -1, -1, err
+	}
+	if int64(len(b)) > cfg.SegmentBytes {
+		return -1, -1, fmt.Errorf("%w: batch of %d bytes exceeds segment.bytes=%d", ErrBatchTooLarge, len(b), cfg.SegmentBytes)
+	}
+	if cfg.MessageTimestampType == "LogAppendTime" {
+		record.SetLogAppendTime(b, now)
+		h.MaxTimestamp = now
+	}
+	if codec, ok := cfg.Codec(); ok && codec != record.CodecNone {
+		if p.zbuf, err = p.rc.Recompress(p.zbuf[:0], b, codec); err != nil {
+			return -1, -1, err
+		}
+		b = p.zbuf
+		if h, err = record.ParseHeader(b); err != nil {
+			return -1, -1, err
+		}
+	}
+	var st record.TextStats
+	if len(sep) == 0 {
+		// Without a key separator every line became one record whose
+		// value is the line: the stats are known without decoding the
+		// batch again (that decode was a third of the append's CPU).
+		st.Lines = int64(h.LastOffsetDelta) + 1
+		st.ValueBytes = textLen - st.Lines
+	} else if st, err = p.dec.Stats(b, 0); err != nil {
+		return -1, -1, err
+	}
+	base, err := p.appendLocked(b, &h, st, cfg)
+	if err != nil {
+		return -1, -1, err
+	}
+	return base, base + int64(h.LastOffsetDelta), nil
 }
 
 // appendLocked assigns offsets to one validated batch and appends it,

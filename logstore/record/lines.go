@@ -32,22 +32,46 @@ const maxLinesText = (1<<31 - 1 - HeaderSize) / (1 + maxRecordOverhead)
 // batch over 2 GiB in the worst case and panics; the mount hands over
 // write-sized chunks, far below that.
 func AppendLines(dst []byte, text []byte, ts int64, keySep []byte) ([]byte, int) {
-	if len(text) == 0 {
+	return AppendLinesAfter(dst, nil, text, ts, keySep)
+}
+
+// AppendLinesAfter is AppendLines for text that comes in two pieces, head
+// then text, as one batch: the lines of head followed by those of text. It
+// spares the caller a copy of both into one buffer (the mount's WRITE that
+// completes a line begun in an earlier WRITE: head is that one line, text
+// the rest of the WRITE). head, when not empty, must end in '\n'.
+func AppendLinesAfter(dst, head, text []byte, ts int64, keySep []byte) ([]byte, int) {
+	if len(head)+len(text) == 0 {
 		return dst, 0
 	}
-	if len(text) > maxLinesText {
+	if len(head)+len(text) > maxLinesText {
 		panic("record: AppendLines text too large for one batch")
 	}
-	// Reserve the header and the text; the loop grows the buffer when a
+	// Reserve the header and the text; encodeLines grows the buffer when a
 	// line's record might not fit, reserving for the rest of the text with
 	// a guess at its record overhead. Growing only on demand keeps a dst
 	// with room for the batch free of allocation, and saves a pass counting
 	// lines.
 	start := len(dst)
-	buf := slices.Grow(dst, HeaderSize+len(text)+maxRecordOverhead)
+	buf := slices.Grow(dst, HeaderSize+len(head)+len(text)+maxRecordOverhead)
 	buf = buf[:cap(buf)]
 	w := start + HeaderSize
 	var n int32
+	if len(head) > 0 {
+		buf, w, n = encodeLines(buf, w, n, head, len(text), keySep)
+	}
+	buf, w, n = encodeLines(buf, w, n, text, 0, keySep)
+	buf = buf[:w]
+	spec := DefaultSpec()
+	putHeader(buf[start:], &spec, 0, n-1, ts, ts, n)
+	return buf, int(n)
+}
+
+// encodeLines writes the records of text's lines into buf at w, offset
+// deltas from n on, and returns the grown buffer, the new write position
+// and the next offset delta. more is the length of text still to come
+// after this piece, so that a growth reserves for it too.
+func encodeLines(buf []byte, w int, n int32, text []byte, more int, keySep []byte) ([]byte, int, int32) {
 	for len(text) > 0 {
 		var line []byte
 		if i := bytes.IndexByte(text, '\n'); i >= 0 {
@@ -56,7 +80,8 @@ func AppendLines(dst []byte, text []byte, ts int64, keySep []byte) ([]byte, int)
 			line, text = text, nil
 		}
 		if len(buf)-w < len(line)+maxRecordOverhead {
-			buf = slices.Grow(buf[:w], len(line)+len(text)+maxRecordOverhead*(2+len(text)/32))
+			rest := len(text) + more
+			buf = slices.Grow(buf[:w], len(line)+rest+maxRecordOverhead*(2+rest/32))
 			buf = buf[:cap(buf)]
 		}
 		key, value := line, line
@@ -103,10 +128,7 @@ func AppendLines(dst []byte, text []byte, ts int64, keySep []byte) ([]byte, int)
 		w++
 		n++
 	}
-	buf = buf[:w]
-	spec := DefaultSpec()
-	putHeader(buf[start:], &spec, 0, n-1, ts, ts, n)
-	return buf, int(n)
+	return buf, w, n
 }
 
 // indexSep finds sep in line, with the single-byte separators that are the

@@ -641,3 +641,23 @@ func TestErrorMessage(t *testing.T) {
 		t.Errorf("got  %q\nwant %q", err.Error(), want)
 	}
 }
+
+// TestAppendLinesAfterSameBatch: the two-piece form encodes exactly the
+// batch AppendLines makes of the joined text, wherever the text is cut at
+// a line end, with and without a key separator, and into a dst too small
+// for it (so the growth reserving for the second piece is exercised).
+func TestAppendLinesAfterSameBatch(t *testing.T) {
+	text := []byte("k=v\n\n=\nplain\n" + strings.Repeat("y", 300) + "\nlast=1\n")
+	for _, sep := range []string{"", "="} {
+		want, wn := AppendLines(nil, text, 99, []byte(sep))
+		for cut := 0; cut <= len(text); cut++ {
+			if cut > 0 && text[cut-1] != '\n' {
+				continue
+			}
+			got, n := AppendLinesAfter(make([]byte, 0, 8), text[:cut], text[cut:], 99, []byte(sep))
+			if n != wn || !bytes.Equal(got, want) {
+				t.Fatalf("sep %q cut %d: %d records\n got %x\nwant %x", sep, cut, n, got, want)
+			}
+		}
+	}
+}
