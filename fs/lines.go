@@ -10,6 +10,7 @@ import "bytes"
 // It is not safe for concurrent use; the handle serialises it.
 type lineAssembler struct {
 	partial []byte // bytes of an unfinished line, never containing '\n'
+	line    []byte // holds the line add completes; partial stays as it was
 
 	// skipping is set after a line was refused as too long part-way: the
 	// rest of that line (up to and including its '\n') must not become a
@@ -77,10 +78,12 @@ func (a *lineAssembler) add(p []byte, limit int) (head, lines, keep []byte, n in
 	if len(a.partial) == 0 {
 		return nil, p[:last+1], keep, n, nil
 	}
+	// The completed line goes to a buffer of its own: if the append
+	// fails (ENOSPC) and the writer resends this chunk, the start of the
+	// line must still be here.
 	first := bytes.IndexByte(p, '\n')
-	head = append(a.partial, p[:first+1]...)
-	a.partial = head[:0] // reuse the buffer; commit refills it
-	return head, p[first+1 : last+1], keep, n, nil
+	a.line = append(append(a.line[:0], a.partial...), p[:first+1]...)
+	return a.line, p[first+1 : last+1], keep, n, nil
 }
 
 // commit records that the lines returned by add are stored, and keeps rest
@@ -108,11 +111,11 @@ func (a *lineAssembler) pending() bool { return len(a.partial) > 0 && !a.skippin
 // nil if there is none.
 func (a *lineAssembler) take() []byte {
 	if !a.pending() {
-		a.partial = nil
+		a.partial, a.line = nil, nil
 		return nil
 	}
 	line := append(a.partial, '\n')
-	a.partial = nil
+	a.partial, a.line = nil, nil
 	return line
 }
 

@@ -195,3 +195,28 @@ func TestTooLongLineShortcut(t *testing.T) {
 		}
 	}
 }
+
+// TestFailedAppendKeepsPartial: when the append of a chunk's lines fails
+// for a reason the writer may retry (ENOSPC: the caller neither commits
+// nor aborts), the start of the line the chunk completes stays pending, so
+// the resent chunk completes the same line, not a fragment of it.
+func TestFailedAppendKeepsPartial(t *testing.T) {
+	var a lineAssembler
+	const limit = 1 << 20
+	head, lines, keep, _, err := a.add([]byte("abc"), limit)
+	if err != nil || head != nil || lines != nil {
+		t.Fatalf("first chunk: %q %q %v", head, lines, err)
+	}
+	a.commit(head, lines, keep)
+	chunk := []byte("def\nghi\njk")
+	for try := 0; try < 2; try++ { // the first try's append "fails"
+		head, lines, keep, _, err = a.add(chunk, limit)
+		if err != nil || string(head) != "abcdef\n" || string(lines) != "ghi\n" || string(keep) != "jk" {
+			t.Fatalf("try %d: head %q lines %q keep %q err %v; want \"abcdef\\n\" \"ghi\\n\" \"jk\"", try, head, lines, keep, err)
+		}
+	}
+	a.commit(head, lines, keep)
+	if got := string(a.take()); got != "jk\n" {
+		t.Fatalf("pending after commit %q, want \"jk\\n\"", got)
+	}
+}
