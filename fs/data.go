@@ -527,7 +527,20 @@ func (h *dataHandle) Write(ctx context.Context, data []byte, off int64) (uint32,
 		return 0, syscall.EMSGSIZE
 	}
 	if head != nil || lines != nil {
-		if _, _, err := h.node.part.AppendLinesAfter(head, lines); err != nil {
+		if _, _, stored, err := h.node.part.AppendLinesAfter(head, lines); err != nil {
+			if stored > 0 {
+				// A write longer than max.message.bytes is several
+				// batches, and one after the first failed (ENOSPC): the
+				// lines of the ones before are in the log. Answer a
+				// short write of exactly those bytes, so that the writer
+				// neither believes them lost nor sends them twice; it
+				// resends the rest, which fails or succeeds on its own.
+				acked := stored - len(h.asm.partial)
+				h.asm.commit(head, lines, nil)
+				f.log.Warn("append stopped part-way; short write", "topic", h.node.part.Topic().Name(),
+					"partition", h.node.part.Num(), "bytes", len(data), "acked", acked, "err", err)
+				return uint32(acked), 0
+			}
 			errno := toErrno(err)
 			if errno == syscall.EMSGSIZE || errno == syscall.EINVAL {
 				h.asm.abort(hadPartial)

@@ -3,6 +3,8 @@ package logstore
 import (
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -10,8 +12,9 @@ import (
 	"github.com/segfs/segfs/logstore/record"
 )
 
-// batchSizes lists the record count of each batch of the partition.
-func batchSizes(t *testing.T, p *Partition) []int {
+// batchSizes lists the record count of each batch of the partition, and
+// fails the test if a batch is larger than maxBytes.
+func batchSizes(t *testing.T, p *Partition, maxBytes int) []int {
 	t.Helper()
 	var out []int
 	for _, s := range p.acquireSegments(0) {
@@ -28,6 +31,9 @@ func batchSizes(t *testing.T, p *Partition) []int {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if len(b) > maxBytes {
+				t.Errorf("a batch of %d records is %d bytes, over %d", h.LastOffsetDelta+1, len(b), maxBytes)
+			}
 			out = append(out, int(h.LastOffsetDelta)+1)
 		}
 		s.release()
@@ -36,50 +42,55 @@ func batchSizes(t *testing.T, p *Partition) []int {
 }
 
 // TestAppendLinesSplitBoundary pins where AppendLines splits a write into
-// batches, on both sides of its shortcut (text no longer than the limit is
-// encoded as one batch, kept if the batch fits). A 100-byte line is a
-// 106-byte record and a batch header 61 bytes, so with max.message.bytes =
-// 1271 eleven lines are one batch (1227 bytes); twelve (1333 bytes) do not
-// fit, and neither do 21, whose text alone is over the limit: those take
-// the walk, which estimates a line at 99+22 bytes and so splits at ten.
+// batches, on each of its paths, with max.message.bytes = 1271:
+//   - text up to a quarter of the limit (317 bytes) is encoded as one batch
+//     and kept if it fits: three 100-byte lines are one batch;
+//   - 300 empty lines are 300 bytes too, but their batch (7-8 bytes a
+//     record) does not fit, so the walk splits them, estimating a line at
+//     its length + 22 bytes and a header at 61: 55 lines a batch;
+//   - longer text is one batch when that estimate fits: ten 100-byte lines
+//     (61 + 10*121 = 1271), and otherwise walked: eleven are ten and one,
+//     twenty-one are ten, ten and one.
 func TestAppendLinesSplitBoundary(t *testing.T) {
 	s := openStore(t, t.TempDir(), newClock())
 	defer s.Close()
 	s.CreateTopic("m", 1, map[string]string{"max.message.bytes": "1271"})
 	p := mustPartition(t, s, "m")
 	line := strings.Repeat("x", 99) + "\n"
-	for _, n := range []int{10, 11, 1, 12, 21} {
-		if _, _, err := p.AppendLines([]byte(strings.Repeat(line, n))); err != nil {
+	var want strings.Builder
+	for _, text := range []string{
+		strings.Repeat(line, 3),
+		strings.Repeat(line, 10),
+		strings.Repeat(line, 11),
+		strings.Repeat("\n", 300),
+		strings.Repeat(line, 21),
+	} {
+		if _, _, err := p.AppendLines([]byte(text)); err != nil {
 			t.Fatal(err)
 		}
+		want.WriteString(text)
 	}
-	got := batchSizes(t, p)
-	want := []int{10, 11, 1, 10, 2, 10, 10, 1}
-	if len(got) != len(want) {
-		t.Fatalf("batches %v, want %v", got, want)
+	got := batchSizes(t, p, 1271)
+	if wantB := []int{3, 10, 10, 1, 55, 55, 55, 55, 55, 25, 10, 10, 1}; !slices.Equal(got, wantB) {
+		t.Fatalf("batches %v, want %v", got, wantB)
 	}
-	for i := range got {
-		if got[i] != want[i] {
-			t.Fatalf("batches %v, want %v", got, want)
-		}
-	}
-	if txt := textOf(t, p, 0); txt != strings.Repeat(line, 55) {
+	if txt := textOf(t, p, 0); txt != want.String() {
 		t.Fatal("text differs")
 	}
 }
 
 // TestAppendLinesAfter: head and text become one batch, head's lines
 // first, on the shortcut and through the walk (where the two are joined
-// and split as one text); a head without its newline is refused and
-// appends nothing.
+// and split as one text), and stored counts every byte; a head without its
+// newline is refused and appends nothing.
 func TestAppendLinesAfter(t *testing.T) {
 	s := openStore(t, t.TempDir(), newClock())
 	defer s.Close()
 	s.CreateTopic("m", 1, map[string]string{"max.message.bytes": "1271"})
 	p := mustPartition(t, s, "m")
 	line := strings.Repeat("x", 99) + "\n"
-	if _, _, err := p.AppendLinesAfter([]byte("unfinished"), []byte(line)); !errors.Is(err, ErrInvalidRecord) {
-		t.Fatalf("head without a newline: %v", err)
+	if _, _, stored, err := p.AppendLinesAfter([]byte("unfinished"), []byte(line)); !errors.Is(err, ErrInvalidRecord) || stored != 0 {
+		t.Fatalf("head without a newline: stored %d, %v", stored, err)
 	}
 	steps := []struct {
 		head, text  string
@@ -92,17 +103,51 @@ func TestAppendLinesAfter(t *testing.T) {
 	}
 	var want strings.Builder
 	for _, st := range steps {
-		first, last, err := p.AppendLinesAfter([]byte(st.head), []byte(st.text))
-		if err != nil || first != st.first || last != st.last {
-			t.Fatalf("AppendLinesAfter(%q, %d bytes) = %d, %d, %v; want %d, %d", st.head, len(st.text), first, last, err, st.first, st.last)
+		first, last, stored, err := p.AppendLinesAfter([]byte(st.head), []byte(st.text))
+		if err != nil || first != st.first || last != st.last || stored != len(st.head)+len(st.text) {
+			t.Fatalf("AppendLinesAfter(%q, %d bytes) = %d, %d, stored %d, %v; want %d, %d", st.head, len(st.text), first, last, stored, err, st.first, st.last)
 		}
 		want.WriteString(st.head + st.text)
 	}
-	got := batchSizes(t, p)
+	got := batchSizes(t, p, 1271)
 	if wantB := []int{3, 1, 1, 10, 10, 1}; !slices.Equal(got, wantB) {
 		t.Fatalf("batches %v, want %v", got, wantB)
 	}
 	if txt := textOf(t, p, 0); txt != want.String() {
 		t.Fatalf("text %q, want %q", txt, want.String())
+	}
+}
+
+// TestAppendLinesAfterStoredPrefix: when a text split into several batches
+// fails after the first (here the roll the second batch needs cannot
+// create its segment), stored counts the bytes of the batches that are in
+// the log, whole lines, so the mount can answer a short write; after the
+// obstacle is gone the rest appends after them, nothing twice.
+func TestAppendLinesAfterStoredPrefix(t *testing.T) {
+	s := openStore(t, t.TempDir(), newClock())
+	defer s.Close()
+	s.CreateTopic("m", 1, map[string]string{"max.message.bytes": "1271", "segment.bytes": "1400"})
+	p := mustPartition(t, s, "m")
+	line := strings.Repeat("x", 99) + "\n"
+	text := strings.Repeat(line, 20)
+	// The walk splits the 21 lines 10+10+1; the second batch needs a new
+	// segment at offset 10, and a non-empty directory holds its name.
+	block := filepath.Join(p.dir, segmentName(10)+logSuffix)
+	if err := os.MkdirAll(filepath.Join(block, "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	first, last, stored, err := p.AppendLinesAfter([]byte(line), []byte(text))
+	if err == nil || first != 0 || last != 9 || stored != 10*len(line) {
+		t.Fatalf("append with the roll blocked = %d, %d, stored %d, %v; want 0, 9, stored %d and an error", first, last, stored, err, 10*len(line))
+	}
+	if err := os.RemoveAll(block); err != nil {
+		t.Fatal(err)
+	}
+	rest := strings.Repeat(line, 11)
+	if first, last, stored, err = p.AppendLinesAfter(nil, []byte(rest)); err != nil || first != 10 || last != 20 || stored != len(rest) {
+		t.Fatalf("the rest = %d, %d, stored %d, %v; want 10, 20, stored %d", first, last, stored, err, len(rest))
+	}
+	if txt := textOf(t, p, 0); txt != strings.Repeat(line, 21) {
+		t.Fatalf("text has %d lines, want 21", strings.Count(txt, "\n"))
 	}
 }

@@ -146,65 +146,92 @@ func (p *Partition) name() string { return fmt.Sprintf("%s-%d", p.topic.name, p.
 // without a key fails with ErrInvalidRecord. When it returns nil the lines
 // are in the log (written to the segment file) and visible to readers.
 func (p *Partition) AppendLines(text []byte) (first, last int64, err error) {
-	return p.AppendLinesAfter(nil, text)
+	first, last, _, err = p.AppendLinesAfter(nil, text)
+	return first, last, err
 }
 
 // AppendLinesAfter is AppendLines for the lines of head followed by those
 // of text, as if they were one text: the mount passes the line a WRITE
 // completes (begun in an earlier WRITE) as head and the rest of the WRITE
 // as text, which spares it joining the two in one buffer. head, when not
-// empty, must end in '\n' too.
-func (p *Partition) AppendLinesAfter(head, text []byte) (first, last int64, err error) {
-	if len(head)+len(text) == 0 {
-		return -1, -1, nil
+// empty, must end in '\n' too. stored is the number of bytes of head and
+// text whose lines are in the log: all of them when err is nil, and
+// perhaps a prefix of whole lines when a text split into several batches
+// failed after the first (ENOSPC on the second batch), so that the caller
+// can answer a short write instead of failing bytes that were stored.
+func (p *Partition) AppendLinesAfter(head, text []byte) (first, last int64, stored int, err error) {
+	total := len(head) + len(text)
+	if total == 0 {
+		return -1, -1, 0, nil
 	}
 	if (len(head) > 0 && head[len(head)-1] != '\n') || (len(text) > 0 && text[len(text)-1] != '\n') {
-		return -1, -1, fmt.Errorf("%w: text must end with a newline", ErrInvalidRecord)
+		return -1, -1, 0, fmt.Errorf("%w: text must end with a newline", ErrInvalidRecord)
 	}
 	cfg := p.config()
 	sep := []byte(cfg.KeySeparator)
 	// A batch may not exceed max.message.bytes nor segment.bytes (Kafka
 	// refuses a batch larger than a segment), so a long write is split.
 	limit := min(cfg.MaxMessageBytes, cfg.SegmentBytes)
-	if !cfg.Compact() && record.HeaderSize+int64(len(head)+len(text)) <= limit {
+	if !cfg.Compact() && int64(total) <= limit/4 {
 		// The common case, a write well under the limit: encode it as one
-		// batch and check the batch's size, rather than walk the lines
-		// first. If the batch fits, no line in it can be too long and
-		// nothing needs splitting; if it does not (short lines whose
-		// framing tips it over), the walk below decides.
+		// batch and check the batch's size, rather than count or walk the
+		// lines first. If the batch fits, no line in it can be too long
+		// and nothing needs splitting; if it does not (short lines whose
+		// framing tips it over), the walk below decides. A quarter of the
+		// limit bounds the batch built in vain: the framing of an empty
+		// line is at most 9 times the line.
 		p.amu.Lock()
 		now := p.store.now().UnixMilli()
 		p.batchBuf, _ = record.AppendLinesAfter(p.batchBuf[:0], head, text, now, sep)
 		if int64(len(p.batchBuf)) <= limit {
-			first, last, err = p.appendEncodedLocked(p.batchBuf, int64(len(head)+len(text)), now, sep, cfg)
+			first, last, err = p.appendEncodedLocked(p.batchBuf, int64(total), now, sep, cfg)
 			p.amu.Unlock()
-			return first, last, err
+			if err != nil {
+				return first, last, 0, err
+			}
+			return first, last, total, nil
+		}
+		if int64(cap(p.batchBuf)) > 2*limit {
+			p.batchBuf = nil // keep no buffer larger than the batches made
 		}
 		p.amu.Unlock()
 	}
 	if len(head) > 0 {
-		text = append(append(make([]byte, 0, len(head)+len(text)), head...), text...)
+		text = append(append(make([]byte, 0, total), head...), text...)
 	}
 	// A record's framing costs at most 22 bytes beyond its key and value
 	// (length, attributes, deltas, key and value lengths, header count).
 	const recOverhead = 22
-	// Check every line before anything is written: the call is all or nothing.
+	// Check every line before anything is written: a line too long (or,
+	// on a compacted topic, without a key) fails the call before any batch
+	// is appended.
 	chunks := make([][]byte, 0, 1)
 	start, est := 0, int64(record.HeaderSize)
+	if !cfg.Compact() {
+		// The sum of the per-line estimates below is known from the line
+		// count alone (bytes.Count runs far faster than a walk line by
+		// line): when it fits, the walk could neither split the text nor
+		// find a line too long, so skip it.
+		n := int64(bytes.Count(text, []byte{'\n'}))
+		if record.HeaderSize+int64(len(text))-n+n*recOverhead <= limit {
+			start = len(text)
+			chunks = append(chunks, text)
+		}
+	}
 	for i := start; i < len(text); {
 		j := bytes.IndexByte(text[i:], '\n') + i
 		line := text[i:j]
 		if cfg.Compact() && (len(sep) == 0 || !bytes.Contains(line, sep)) {
-			return -1, -1, fmt.Errorf("%w: line without a key on a compacted topic", ErrInvalidRecord)
+			return -1, -1, 0, fmt.Errorf("%w: line without a key on a compacted topic", ErrInvalidRecord)
 		}
 		rec := int64(len(line)) + recOverhead
 		if record.HeaderSize+rec > limit {
 			one, _ := record.AppendLines(nil, text[i:j+1], 0, sep)
 			if int64(len(one)) > cfg.MaxMessageBytes {
-				return -1, -1, fmt.Errorf("%w: a line of %d bytes exceeds max.message.bytes=%d", ErrMessageTooLarge, len(line), cfg.MaxMessageBytes)
+				return -1, -1, 0, fmt.Errorf("%w: a line of %d bytes exceeds max.message.bytes=%d", ErrMessageTooLarge, len(line), cfg.MaxMessageBytes)
 			}
 			if int64(len(one)) > cfg.SegmentBytes {
-				return -1, -1, fmt.Errorf("%w: a line of %d bytes makes a batch larger than segment.bytes=%d", ErrBatchTooLarge, len(line), cfg.SegmentBytes)
+				return -1, -1, 0, fmt.Errorf("%w: a line of %d bytes makes a batch larger than segment.bytes=%d", ErrBatchTooLarge, len(line), cfg.SegmentBytes)
 			}
 		}
 		if est+rec > limit && i > start {
@@ -226,14 +253,15 @@ func (p *Partition) AppendLinesAfter(head, text []byte) (first, last int64, err 
 		p.batchBuf, _ = record.AppendLines(p.batchBuf[:0], c, now, sep)
 		f, l, err := p.appendEncodedLocked(p.batchBuf, int64(len(c)), now, sep, cfg)
 		if err != nil {
-			return first, last, err
+			return first, last, stored, err
 		}
 		if first < 0 {
 			first = f
 		}
 		last = l
+		stored += len(c)
 	}
-	return first, last, nil
+	return first, last, stored, nil
 }
 
 // appendEncodedLocked appends b, a batch AppendLines encoded from textLen
