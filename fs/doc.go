@@ -41,15 +41,22 @@
 // Writable opens must use O_APPEND (like chattr +a; anything else is EPERM,
 // as is any truncation) and get FOPEN_DIRECT_IO, so a write(2) up to
 // max_write arrives as one WRITE. Every WRITE's complete lines go to one
-// AppendLines call whatever its offset; the unfinished tail waits in the
+// AppendLinesAfter call whatever its offset (the line it completes and the
+// rest, as two pieces of one batch); the unfinished tail waits in the
 // handle (lineAssembler) and becomes a record at RELEASE, that is shortly
 // after the last close of the open file description, not at FLUSH, which
-// comes once per close of every dup and may come before the first write
-// (and which segfs answers ENOSYS, so the kernel stops sending it: it has
-// nothing to do, and each one cost close(2) a round trip).
-// The reply is sent after AppendLines returned: a write(2) that returned
+// comes once per close of every dup and may come before the first write.
+// FLUSH has nothing to do for data but is answered, not ENOSYS: ENOSYS
+// would stop FLUSH for every file of the mount, and config reports an
+// invalid unfinished line from it.
+// The reply is sent after the append returned: a write(2) that returned
 // is in the segment file. A line longer than max.message.bytes fails with
-// EMSGSIZE and nothing of it is stored.
+// EMSGSIZE and nothing of it is stored. A WRITE whose append fails (ENOSPC)
+// stores nothing, and the unfinished line from before it stays pending, so
+// a writer that resends the chunk completes the same line. A WRITE longer
+// than max.message.bytes is several batches; if one after the first fails,
+// the reply is a short write of exactly the bytes stored, and the writer
+// resends the rest.
 //
 // # Caching
 //
