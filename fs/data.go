@@ -501,12 +501,10 @@ type dataHandle struct {
 	released bool
 }
 
+// maxLine is the longest line the handle takes (Config.MaxLineBytes): a
+// longer one fails its write(2) with EMSGSIZE, never later at close.
 func (h *dataHandle) maxLine() int {
-	m := h.node.part.Topic().Config().MaxMessageBytes
-	if m <= 0 {
-		m = 1 << 20
-	}
-	return int(m)
+	return int(h.node.part.Topic().Config().MaxLineBytes())
 }
 
 // Write appends the complete lines of this WRITE as one AppendLines call,
@@ -521,7 +519,6 @@ func (h *dataHandle) Write(ctx context.Context, data []byte, off int64) (uint32,
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	hadPartial := len(h.asm.partial) > 0
 	head, lines, keep, n, err := h.asm.add(data, h.maxLine())
 	if err != nil {
 		return 0, syscall.EMSGSIZE
@@ -542,8 +539,13 @@ func (h *dataHandle) Write(ctx context.Context, data []byte, off int64) (uint32,
 				return uint32(acked), 0
 			}
 			errno := toErrno(err)
-			if errno == syscall.EMSGSIZE || errno == syscall.EINVAL {
-				h.asm.abort(hadPartial)
+			if (errno == syscall.EMSGSIZE || errno == syscall.EINVAL) && head != nil && h.lineRefused(head) {
+				// The refused line is the one this write completes:
+				// the unfinished line is its start, so it goes too.
+				// Had a later line of the chunk been refused, the
+				// unfinished line, which an earlier write() was told
+				// was taken, would stay as it was.
+				h.asm.abort(errno == syscall.EMSGSIZE)
 			}
 			// Other failures (ENOSPC, EIO) leave the unfinished line
 			// as it was: the writer may retry the same chunk.
@@ -554,6 +556,13 @@ func (h *dataHandle) Write(ctx context.Context, data []byte, off int64) (uint32,
 	}
 	h.asm.commit(head, lines, keep)
 	return uint32(n), 0
+}
+
+// lineRefused reports whether the append would refuse line ('\n'-ended) on
+// its own: too long, or without a key on a compacted topic.
+func (h *dataHandle) lineRefused(line []byte) bool {
+	line = line[:len(line)-1]
+	return len(line) > h.maxLine() || h.node.part.Topic().Config().KeyError(line) != nil
 }
 
 func (h *dataHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {

@@ -62,10 +62,15 @@ func (a *lineAssembler) add(p []byte, limit int) (head, lines, keep []byte, n in
 	}
 	if i := tooLongLine(p[:last+1], len(a.partial), limit); i >= 0 {
 		// A complete line in this chunk is too long. If it is the
-		// first one and began in an earlier chunk, the writer may
-		// resend this chunk after a short write: skip its tail then.
-		a.skipping = i == 0 && len(a.partial) > 0
-		a.partial = a.partial[:0]
+		// first one and began in an earlier chunk, the unfinished line
+		// is that line's start: drop it, and since the writer may
+		// resend this chunk after a short write, skip its tail then.
+		// A later line is this chunk's own: the unfinished line, whose
+		// start an earlier write() acknowledged, stays as it was.
+		if i == 0 {
+			a.skipping = len(a.partial) > 0
+			a.partial = a.partial[:0]
+		}
 		return nil, nil, nil, 0, errLineTooLong{}
 	}
 	n = len(p)
@@ -95,13 +100,16 @@ func (a *lineAssembler) commit(head, lines, keep []byte) {
 	a.partial = append(a.partial, keep...)
 }
 
-// abort records that storing the lines returned by add failed. The
-// unfinished line is dropped. If it had started in an earlier chunk, the
-// writer will probably resend the failed chunk (after a short write), so
-// the refused line's tail is skipped when it comes again.
-func (a *lineAssembler) abort(hadPartial bool) {
+// abort records that the store refused the line the chunk completes
+// (head): the unfinished line, its start, is dropped. skip says whether the
+// refused line's tail may come again and must not become a record: a line
+// too long, whose write(2) the kernel may have answered short (the chunks
+// before it taken) so that the writer resends from this chunk. A line
+// refused for what it says (no key on a compacted topic) is not skipped:
+// its tail, resent alone, is refused for the same reason.
+func (a *lineAssembler) abort(skip bool) {
 	a.partial = a.partial[:0]
-	a.skipping = hadPartial
+	a.skipping = skip
 }
 
 // pending reports whether an unfinished line waits.

@@ -22,10 +22,10 @@ func feed(a *lineAssembler, p []byte, sizes []int, limit int) (records []string,
 		}
 		i++
 		chunk := p[:size]
-		hadPartial := len(a.partial) > 0
 		head, lines, keep, n, err := a.add(chunk, limit)
 		if err != nil {
-			a.abort(hadPartial)
+			// As dataHandle.Write: add's own refusal leaves the
+			// assembler as add left it.
 			return records, err
 		}
 		if head != nil && (len(head) == 0 || head[len(head)-1] != '\n' || bytes.Count(head, []byte{'\n'}) != 1) {
@@ -218,5 +218,26 @@ func TestFailedAppendKeepsPartial(t *testing.T) {
 	a.commit(head, lines, keep)
 	if got := string(a.take()); got != "jk\n" {
 		t.Fatalf("pending after commit %q, want \"jk\\n\"", got)
+	}
+}
+
+// TestTooLongLaterLineKeepsPartial: a chunk that completes an unfinished
+// line and holds, after it, a line too long is refused whole, but the
+// unfinished line (acknowledged by an earlier write) stays: resending the
+// good part completes it, nothing is skipped.
+func TestTooLongLaterLineKeepsPartial(t *testing.T) {
+	var a lineAssembler
+	const limit = 100
+	head, lines, keep, _, err := a.add([]byte("abc"), limit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.commit(head, lines, keep)
+	if _, _, _, _, err := a.add([]byte("def\n"+strings.Repeat("L", 200)+"\n"), limit); !errors.As(err, new(errLineTooLong)) {
+		t.Fatalf("a chunk with a 200-byte line: %v, want errLineTooLong", err)
+	}
+	head, lines, keep, _, err = a.add([]byte("def\nnext\n"), limit)
+	if err != nil || string(head) != "abcdef\n" || string(lines) != "next\n" || len(keep) != 0 {
+		t.Fatalf("after the refused chunk: head %q lines %q keep %q err %v; want \"abcdef\\n\" \"next\\n\"", head, lines, keep, err)
 	}
 }

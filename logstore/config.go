@@ -197,6 +197,25 @@ func (c Config) Text() []byte {
 // Compact reports whether cleanup.policy includes compact.
 func (c Config) Compact() bool { return strings.Contains(c.CleanupPolicy, "compact") }
 
+// MaxLineBytes is the longest line (without its '\n') the mount takes: one
+// sure to fit a batch of its own under both max.message.bytes and
+// segment.bytes, with the batch header and the most framing a record can
+// have subtracted. The mount refuses a longer line at write(2), so that no
+// line it accepted can be refused later, when an unfinished one is stored
+// at close and no error can reach the writer.
+func (c Config) MaxLineBytes() int64 {
+	return max(min(c.MaxMessageBytes, c.SegmentBytes)-record.HeaderSize-record.MaxRecordOverhead, 1)
+}
+
+// KeyError reports why line (without its '\n') can never be a record of
+// this topic: on a compacted topic, a line without key.separator has no key.
+func (c Config) KeyError(line []byte) error {
+	if c.Compact() && (c.KeySeparator == "" || !bytes.Contains(line, []byte(c.KeySeparator))) {
+		return fmt.Errorf("%w: line without a key on a compacted topic", ErrInvalidRecord)
+	}
+	return nil
+}
+
 // Delete reports whether cleanup.policy includes delete.
 func (c Config) Delete() bool { return strings.Contains(c.CleanupPolicy, "delete") }
 

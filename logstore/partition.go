@@ -221,8 +221,8 @@ func (p *Partition) AppendLinesAfter(head, text []byte) (first, last int64, stor
 	for i := start; i < len(text); {
 		j := bytes.IndexByte(text[i:], '\n') + i
 		line := text[i:j]
-		if cfg.Compact() && (len(sep) == 0 || !bytes.Contains(line, sep)) {
-			return -1, -1, 0, fmt.Errorf("%w: line without a key on a compacted topic", ErrInvalidRecord)
+		if err := cfg.KeyError(line); err != nil {
+			return -1, -1, 0, err
 		}
 		rec := int64(len(line)) + recOverhead
 		if record.HeaderSize+rec > limit {

@@ -99,3 +99,8 @@ const (
 	// count.
 	maxRecordOverhead = maxVarintLen32 + 1 + 1 + maxVarintLen32 + maxVarintLen32 + maxVarintLen32 + 1
 )
+
+// MaxRecordOverhead is the most bytes a record of AppendLines spends beyond
+// its key and value bytes (23): a line of n bytes is a batch of at most
+// HeaderSize + n + MaxRecordOverhead bytes.
+const MaxRecordOverhead = maxRecordOverhead
