@@ -50,8 +50,15 @@
 // would stop FLUSH for every file of the mount, and config reports an
 // invalid unfinished line from it.
 // The reply is sent after the append returned: a write(2) that returned
-// is in the segment file. A line longer than max.message.bytes fails with
-// EMSGSIZE and nothing of it is stored. A WRITE whose append fails (ENOSPC)
+// is in the segment file. A line too long for a batch of its own
+// (Config.MaxLineBytes: the smaller of max.message.bytes and segment.bytes,
+// less the batch header and the most framing a record has) fails the
+// write(2) that brings it with EMSGSIZE, also while it is unfinished, and
+// nothing of it is stored: an unfinished line stored at RELEASE can no
+// longer be refused, since no error reaches the writer there. A refused
+// WRITE (EMSGSIZE, or EINVAL for a keyless line on a compacted topic)
+// stores nothing; the unfinished line from before it goes only if the
+// refused line is the one it starts. A WRITE whose append fails (ENOSPC)
 // stores nothing, and the unfinished line from before it stays pending, so
 // a writer that resends the chunk completes the same line. A WRITE longer
 // than max.message.bytes is several batches; if one after the first fails,
