@@ -2,6 +2,7 @@ package fetch
 
 import (
 	"encoding/binary"
+	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -21,7 +22,9 @@ import (
 //
 //   - acks must be 0, 1 or -1 (else INVALID_REQUIRED_ACKS). On one node -1
 //     means the same as 1: appended, and flushed if the topic's flush
-//     settings say so (the store's job). acks=0 gets no response at all.
+//     settings say so (the store's job). acks=0 gets no response at all;
+//     if a partition of it failed, the connection is closed (Kafka's
+//     handleProduceRequest does the same).
 //   - Transactions are not served: a transactional batch gets
 //     INVALID_TXN_STATE (as kfake answers a producer without an open
 //     transaction).
@@ -60,7 +63,17 @@ func handleProduce(c *conn, h *reqHeader, r kmsg.Request) error {
 		resp.Topics = append(resp.Topics, st)
 	}
 	if req.Acks == 0 {
-		return nil // the client does not read a response
+		// The client reads no response, so an error could not reach it:
+		// as Kafka does, close the connection, which makes the client
+		// refresh its metadata and learn that something failed.
+		for _, st := range resp.Topics {
+			for _, sp := range st.Partitions {
+				if sp.ErrorCode != 0 {
+					return fmt.Errorf("acks=0 produce to %s-%d failed: %v", st.Topic, sp.Partition, kerr.ErrorForCode(sp.ErrorCode))
+				}
+			}
+		}
+		return nil
 	}
 	return c.send(h, resp)
 }

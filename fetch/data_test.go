@@ -380,6 +380,17 @@ func TestProduceErrors(t *testing.T) {
 	if p.LogEndOffset() != 1 {
 		t.Fatalf("acks=0 record not appended: end %d", p.LogEndOffset())
 	}
+	// acks=0 into a partition that fails: no response can carry the
+	// error, so the connection is closed (Kafka does the same).
+	bad := dial(t, ts.addr)
+	req.Topics[0].Topic = "nope"
+	req.Topics[0].Partitions[0].Records = produceBatch(t, "into nothing")
+	bad.send(req)
+	bad.send(kmsg.NewPtrApiVersionsRequest())
+	if _, err := bad.readFrame(); err == nil {
+		t.Fatal("acks=0 into an unknown topic: the connection stayed open")
+	}
+	req.Topics[0].Topic = "t"
 	// Invalid acks.
 	req.Acks = 2
 	resp := c.roundTrip(req).(*kmsg.ProduceResponse)
