@@ -562,7 +562,8 @@ func (h *dataHandle) Write(ctx context.Context, data []byte, off int64) (uint32,
 // its own: too long, or without a key on a compacted topic.
 func (h *dataHandle) lineRefused(line []byte) bool {
 	line = line[:len(line)-1]
-	return len(line) > h.maxLine() || h.node.part.Topic().Config().KeyError(line) != nil
+	cfg := h.node.part.Topic().Config()
+	return len(line) > h.maxLine() || cfg.KeyError(line) != nil
 }
 
 func (h *dataHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {

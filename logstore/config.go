@@ -209,7 +209,8 @@ func (c Config) MaxLineBytes() int64 {
 
 // KeyError reports why line (without its '\n') can never be a record of
 // this topic: on a compacted topic, a line without key.separator has no key.
-func (c Config) KeyError(line []byte) error {
+// A pointer receiver: the append's line walk calls it for every line.
+func (c *Config) KeyError(line []byte) error {
 	if c.Compact() && (c.KeySeparator == "" || !bytes.Contains(line, []byte(c.KeySeparator))) {
 		return fmt.Errorf("%w: line without a key on a compacted topic", ErrInvalidRecord)
 	}
