@@ -4,7 +4,7 @@
 #
 #   bash scripts/bench.sh            # as root, /dev/fuse, Go; ~6 minutes
 #
-# Every figure is the median of RUNS (default 5) interleaved runs, with
+# Every figure is the median of RUNS (default 7) interleaved runs, with
 # its range; every comparison is a ratio taken pair by pair inside one run
 # (the machine this was written on is a noisy shared VM: only ratios are
 # comparable between runs). Peers: a FUSE filesystem that discards writes
@@ -13,14 +13,14 @@
 # bytes. Helpers are built from scripts/benchtool. Every mount and process
 # the script starts is removed on exit (trap), also after an error or ^C.
 #
-# Environment: RUNS (5), WORK (a directory on the disk under test;
+# Environment: RUNS (7), WORK (a directory on the disk under test;
 # default a new directory in /var/tmp), LINES (10000000 100-byte lines
 # = 1 GB), KEEP=1 keeps WORK.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/local/go/bin"
 REPO=$PWD
-RUNS=${RUNS:-5}
+RUNS=${RUNS:-7}
 LINES=${LINES:-10000000}
 SECONDS=0
 
