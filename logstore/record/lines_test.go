@@ -26,7 +26,8 @@ func linesViaBuilder(t *testing.T, text []byte, ts int64) []byte {
 // no-separator path to the Builder byte for byte where its varints change
 // width: line lengths around 63/64 and 4095/4096 bytes (one and two zig-zag
 // bytes, and where the fast path gives way to the general one) and offset
-// deltas across 64 and 8192, in one piece and split at every kind of cut.
+// deltas across 64 and 8192, in one piece and split after the first line
+// as the mount splits.
 func TestAppendLinesNoKeyMatchesBuilder(t *testing.T) {
 	var texts [][]byte
 	for _, l := range []int{0, 1, 61, 62, 63, 64, 65, 120, 4090, 4091, 4092, 4095, 4096, 4097, 8191, 8192, 9000, 70000} {
