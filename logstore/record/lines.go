@@ -90,9 +90,7 @@ func encodeLines(buf []byte, w int, n int32, text []byte, more int, keySep []byt
 			line, text = text, nil
 		}
 		if len(buf)-w < len(line)+maxRecordOverhead {
-			rest := len(text) + more
-			buf = slices.Grow(buf[:w], len(line)+rest+maxRecordOverhead*(2+rest/32))
-			buf = buf[:cap(buf)]
+			buf = growFor(buf, w, len(line), len(text)+more)
 		}
 		key, value := line, line
 		keyNull, valueNull := true, false
@@ -141,6 +139,14 @@ func encodeLines(buf []byte, w int, n int32, text []byte, more int, keySep []byt
 	return buf, w, n
 }
 
+// growFor grows buf, written up to w, for the record of a line of l bytes
+// and rest bytes of text still to come, guessing their records' overhead.
+// Both encoders grow by it, so that they reserve alike.
+func growFor(buf []byte, w, l, rest int) []byte {
+	buf = slices.Grow(buf[:w], l+rest+maxRecordOverhead*(2+rest/32))
+	return buf[:cap(buf)]
+}
+
 // indexSep finds sep in line, with the single-byte separators that are the
 // common case (tab, '=', ':') on the faster IndexByte.
 func indexSep(line, sep []byte) int {
@@ -163,9 +169,7 @@ func encodeLinesNoKey(buf []byte, w int, n int32, text []byte, more int) ([]byte
 		}
 		l := len(line)
 		if len(buf)-w < l+maxRecordOverhead {
-			rest := len(text) + more
-			buf = slices.Grow(buf[:w], l+rest+maxRecordOverhead*(2+rest/32))
-			buf = buf[:cap(buf)]
+			buf = growFor(buf, w, l, len(text)+more)
 		}
 		vz := uint32(l) << 1 // zig-zag of a length, never negative
 		nz := uint32(n) << 1
