@@ -1,6 +1,10 @@
 package fs
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/segfs/segfs/logstore/record"
+)
 
 // lineAssembler rebuilds lines from the WRITE chunks of one file handle.
 // The kernel splits a write(2) at page boundaries (buffered) and at
@@ -60,7 +64,7 @@ func (a *lineAssembler) add(p []byte, limit int) (head, lines, keep []byte, n in
 		}
 		return nil, nil, p, len(p), nil
 	}
-	if i := tooLongLine(p[:last+1], len(a.partial), limit); i >= 0 {
+	if i := record.FirstLongLine(p[:last+1], len(a.partial), limit); i >= 0 {
 		// A complete line in this chunk is too long. If it is the
 		// first one and began in an earlier chunk, the unfinished line
 		// is that line's start: drop it, and since the writer may
@@ -125,30 +129,4 @@ func (a *lineAssembler) take() []byte {
 	line := append(a.partial, '\n')
 	a.partial, a.line = nil, nil
 	return line
-}
-
-// tooLongLine returns the index of the first line in p (complete lines)
-// longer than limit, counting prefix bytes already held for the first
-// line, or -1.
-func tooLongLine(p []byte, prefix, limit int) int {
-	if prefix+len(p) <= limit {
-		// No line can be longer than all of them together: the common
-		// case (a 128 KiB WRITE, a 1 MiB limit) needs no walk.
-		return -1
-	}
-	for i := 0; len(p) > 0; i++ {
-		j := bytes.IndexByte(p, '\n')
-		if j < 0 {
-			j = len(p)
-		}
-		if prefix+j > limit {
-			return i
-		}
-		prefix = 0
-		if j == len(p) {
-			break
-		}
-		p = p[j+1:]
-	}
-	return -1
 }

@@ -173,29 +173,6 @@ func TestLineAssemblerTooLong(t *testing.T) {
 	}
 }
 
-// TestTooLongLineShortcut: the length shortcut of tooLongLine agrees with
-// walking the lines, at and around the limit.
-func TestTooLongLineShortcut(t *testing.T) {
-	walk := func(p []byte, prefix, limit int) int {
-		for i, l := range bytes.Split(bytes.TrimSuffix(p, []byte("\n")), []byte("\n")) {
-			if prefix+len(l) > limit {
-				return i
-			}
-			prefix = 0
-		}
-		return -1
-	}
-	for _, p := range []string{"a\n", "abc\n", "ab\nc\n", "\n\n", "abcdef\n", "a\nbcdef\n", "abcdef\ng\n"} {
-		for prefix := 0; prefix < 4; prefix++ {
-			for limit := 0; limit < 12; limit++ {
-				if got, want := tooLongLine([]byte(p), prefix, limit), walk([]byte(p), prefix, limit); got != want {
-					t.Errorf("tooLongLine(%q, %d, %d) = %d, want %d", p, prefix, limit, got, want)
-				}
-			}
-		}
-	}
-}
-
 // TestFailedAppendKeepsPartial: when the append of a chunk's lines fails
 // for a reason the writer may retry (ENOSPC: the caller neither commits
 // nor aborts), the start of the line the chunk completes stays pending, so

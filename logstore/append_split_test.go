@@ -42,15 +42,14 @@ func batchSizes(t *testing.T, p *Partition, maxBytes int) []int {
 }
 
 // TestAppendLinesSplitBoundary pins where AppendLines splits a write into
-// batches, on each of its paths, with max.message.bytes = 1271:
-//   - text up to a quarter of the limit (317 bytes) is encoded as one batch
-//     and kept if it fits: three 100-byte lines are one batch;
-//   - 300 empty lines are 300 bytes too, but their batch (7-8 bytes a
-//     record) does not fit, so the walk splits them, estimating a line at
-//     its length + 22 bytes and a header at 61: 55 lines a batch;
-//   - longer text is one batch when that estimate fits: ten 100-byte lines
-//     (61 + 10*121 = 1271), and otherwise walked: eleven are ten and one,
-//     twenty-one are ten, ten and one.
+// batches with max.message.bytes = 1271: each batch takes lines while it
+// stays within the limit, so a batch is full when the next line's record
+// would take it past. A 99-byte line's record is 108 bytes (offset deltas
+// under 64), so a batch holds at most 11 of them (61 + 11*108 = 1249):
+// three, ten and eleven lines are one batch each, twenty-one are eleven
+// and ten. An empty line's record is 7 bytes while its offset delta is
+// under 64 and 8 after: 300 empty lines are 159 (61 + 64*7 + 95*8 = 1269)
+// and 141.
 func TestAppendLinesSplitBoundary(t *testing.T) {
 	s := openStore(t, t.TempDir(), newClock())
 	defer s.Close()
@@ -71,7 +70,7 @@ func TestAppendLinesSplitBoundary(t *testing.T) {
 		want.WriteString(text)
 	}
 	got := batchSizes(t, p, 1271)
-	if wantB := []int{3, 10, 10, 1, 55, 55, 55, 55, 55, 25, 10, 10, 1}; !slices.Equal(got, wantB) {
+	if wantB := []int{3, 10, 11, 159, 141, 11, 10}; !slices.Equal(got, wantB) {
 		t.Fatalf("batches %v, want %v", got, wantB)
 	}
 	if txt := textOf(t, p, 0); txt != want.String() {
@@ -80,9 +79,9 @@ func TestAppendLinesSplitBoundary(t *testing.T) {
 }
 
 // TestAppendLinesAfter: head and text become one batch, head's lines
-// first, on the shortcut and through the walk (where the two are joined
-// and split as one text), and stored counts every byte; a head without its
-// newline is refused and appends nothing.
+// first, also when they fill more than one batch (the first batch takes
+// head and as many of text's lines as fit), and stored counts every byte;
+// a head without its newline is refused and appends nothing.
 func TestAppendLinesAfter(t *testing.T) {
 	s := openStore(t, t.TempDir(), newClock())
 	defer s.Close()
@@ -96,10 +95,10 @@ func TestAppendLinesAfter(t *testing.T) {
 		head, text  string
 		first, last int64
 	}{
-		{"h0\n", line + line, 0, 2},               // shortcut: one batch of 3
+		{"h0\n", line + line, 0, 2},               // one batch of 3
 		{"h1\n", "", 3, 3},                        // head alone
 		{"", line, 4, 4},                          // text alone
-		{"h2\n", strings.Repeat(line, 20), 5, 25}, // walk: 21 lines, split 10+10+1
+		{"h2\n", strings.Repeat(line, 20), 5, 25}, // 21 lines: h2 and 11 fill a batch, 9 more
 	}
 	var want strings.Builder
 	for _, st := range steps {
@@ -110,7 +109,7 @@ func TestAppendLinesAfter(t *testing.T) {
 		want.WriteString(st.head + st.text)
 	}
 	got := batchSizes(t, p, 1271)
-	if wantB := []int{3, 1, 1, 10, 10, 1}; !slices.Equal(got, wantB) {
+	if wantB := []int{3, 1, 1, 12, 9}; !slices.Equal(got, wantB) {
 		t.Fatalf("batches %v, want %v", got, wantB)
 	}
 	if txt := textOf(t, p, 0); txt != want.String() {
@@ -130,22 +129,22 @@ func TestAppendLinesAfterStoredPrefix(t *testing.T) {
 	p := mustPartition(t, s, "m")
 	line := strings.Repeat("x", 99) + "\n"
 	text := strings.Repeat(line, 20)
-	// The walk splits the 21 lines 10+10+1; the second batch needs a new
-	// segment at offset 10, and a non-empty directory holds its name.
-	block := filepath.Join(p.dir, segmentName(10)+logSuffix)
+	// The 21 lines are batches of 11 and 10; the second needs a new
+	// segment at offset 11, and a non-empty directory holds its name.
+	block := filepath.Join(p.dir, segmentName(11)+logSuffix)
 	if err := os.MkdirAll(filepath.Join(block, "x"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	first, last, stored, err := p.AppendLinesAfter([]byte(line), []byte(text))
-	if err == nil || first != 0 || last != 9 || stored != 10*len(line) {
-		t.Fatalf("append with the roll blocked = %d, %d, stored %d, %v; want 0, 9, stored %d and an error", first, last, stored, err, 10*len(line))
+	if err == nil || first != 0 || last != 10 || stored != 11*len(line) {
+		t.Fatalf("append with the roll blocked = %d, %d, stored %d, %v; want 0, 10, stored %d and an error", first, last, stored, err, 11*len(line))
 	}
 	if err := os.RemoveAll(block); err != nil {
 		t.Fatal(err)
 	}
-	rest := strings.Repeat(line, 11)
-	if first, last, stored, err = p.AppendLinesAfter(nil, []byte(rest)); err != nil || first != 10 || last != 20 || stored != len(rest) {
-		t.Fatalf("the rest = %d, %d, stored %d, %v; want 10, 20, stored %d", first, last, stored, err, len(rest))
+	rest := strings.Repeat(line, 10)
+	if first, last, stored, err = p.AppendLinesAfter(nil, []byte(rest)); err != nil || first != 11 || last != 20 || stored != len(rest) {
+		t.Fatalf("the rest = %d, %d, stored %d, %v; want 11, 20, stored %d", first, last, stored, err, len(rest))
 	}
 	if txt := textOf(t, p, 0); txt != strings.Repeat(line, 21) {
 		t.Fatalf("text has %d lines, want 21", strings.Count(txt, "\n"))

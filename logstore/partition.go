@@ -172,86 +172,53 @@ func (p *Partition) AppendLinesAfter(head, text []byte) (first, last int64, stor
 	// A batch may not exceed max.message.bytes nor segment.bytes (Kafka
 	// refuses a batch larger than a segment), so a long write is split.
 	limit := min(cfg.MaxMessageBytes, cfg.SegmentBytes)
-	if !cfg.Compact() && int64(total) <= limit/4 {
-		// The common case, a write well under the limit: encode it as one
-		// batch and check the batch's size, rather than count or walk the
-		// lines first. If the batch fits, no line in it can be too long
-		// and nothing needs splitting; if it does not (short lines whose
-		// framing tips it over), the walk below decides. A quarter of the
-		// limit bounds the batch built in vain: the framing of an empty
-		// line is at most 9 times the line.
-		p.amu.Lock()
-		now := p.store.now().UnixMilli()
-		p.batchBuf, _ = record.AppendLinesAfter(p.batchBuf[:0], head, text, now, sep)
-		if int64(len(p.batchBuf)) <= limit {
-			first, last, err = p.appendEncodedLocked(p.batchBuf, int64(total), now, sep, cfg)
-			p.amu.Unlock()
-			if err != nil {
-				return first, last, 0, err
-			}
-			return first, last, total, nil
-		}
-		if int64(cap(p.batchBuf)) > 2*limit {
-			p.batchBuf = nil // keep no buffer larger than the batches made
-		}
-		p.amu.Unlock()
-	}
-	if len(head) > 0 {
-		text = append(append(make([]byte, 0, total), head...), text...)
-	}
-	// A record's framing costs at most 22 bytes beyond its key and value
-	// (length, attributes, deltas, key and value lengths, header count).
-	const recOverhead = 22
 	// Check every line before anything is written: a line too long (or,
 	// on a compacted topic, without a key) fails the call before any batch
-	// is appended.
-	chunks := make([][]byte, 0, 1)
-	start, est := 0, int64(record.HeaderSize)
-	if !cfg.Compact() {
-		// The sum of the per-line estimates below is known from the line
-		// count alone (bytes.Count runs far faster than a walk line by
-		// line): when it fits, the walk could neither split the text nor
-		// find a line too long, so skip it.
-		n := int64(bytes.Count(text, []byte{'\n'}))
-		if record.HeaderSize+int64(len(text))-n+n*recOverhead <= limit {
-			start = len(text)
-			chunks = append(chunks, text)
-		}
-	}
-	for i := start; i < len(text); {
-		j := bytes.IndexByte(text[i:], '\n') + i
-		line := text[i:j]
-		if err := cfg.KeyError(line); err != nil {
-			return -1, -1, 0, err
-		}
-		rec := int64(len(line)) + recOverhead
-		if record.HeaderSize+rec > limit {
-			one, _ := record.AppendLines(nil, text[i:j+1], 0, sep)
-			if int64(len(one)) > cfg.MaxMessageBytes {
-				return -1, -1, 0, fmt.Errorf("%w: a line of %d bytes exceeds max.message.bytes=%d", ErrMessageTooLarge, len(line), cfg.MaxMessageBytes)
+	// is appended. A line up to MaxLineBytes fits a batch of its own
+	// whatever its framing; a longer one is measured as that batch.
+	// FirstLongLine jumps a window of MaxLineBytes at a time, so a write
+	// of short lines is not walked line by line.
+	for _, t := range [][]byte{head, text} {
+		for i := 0; ; {
+			j := record.FirstLongLine(t[i:], 0, int(cfg.MaxLineBytes()))
+			if j < 0 {
+				break
 			}
-			if int64(len(one)) > cfg.SegmentBytes {
-				return -1, -1, 0, fmt.Errorf("%w: a line of %d bytes makes a batch larger than segment.bytes=%d", ErrBatchTooLarge, len(line), cfg.SegmentBytes)
+			i += j
+			k := i + bytes.IndexByte(t[i:], '\n') + 1
+			if err := checkLongLine(t[i:k], sep, cfg); err != nil {
+				return -1, -1, 0, err
+			}
+			i = k
+		}
+		if cfg.Compact() {
+			for rest := t; len(rest) > 0; {
+				j := bytes.IndexByte(rest, '\n')
+				if err := cfg.KeyError(rest[:j]); err != nil {
+					return -1, -1, 0, err
+				}
+				rest = rest[j+1:]
 			}
 		}
-		if est+rec > limit && i > start {
-			chunks = append(chunks, text[start:i])
-			start, est = i, int64(record.HeaderSize)
-		}
-		est += rec
-		i = j + 1
-	}
-	if start < len(text) {
-		chunks = append(chunks, text[start:])
 	}
 
+	// Each batch takes as many lines as fit under the limit; the first
+	// holds all of a write below it, the mount's common case.
 	p.amu.Lock()
 	defer p.amu.Unlock()
 	first = -1
-	for _, c := range chunks {
+	for len(head)+len(text) > 0 {
 		now := p.store.now().UnixMilli()
-		p.batchBuf, _ = record.AppendLines(p.batchBuf[:0], c, now, sep)
-		f, l, err := p.appendEncodedLocked(p.batchBuf, int64(len(c)), now, sep, cfg)
+		var used int
+		p.batchBuf, _, used = record.AppendLinesMax(p.batchBuf[:0], head, text, now, sep, int(limit))
+		if used == 0 {
+			// checkLongLine let through a line that does not fit alone.
+			return first, last, stored, fmt.Errorf("%w: a line does not fit a batch of %d bytes", ErrMessageTooLarge, limit)
+		}
+		f, l, err := p.appendEncodedLocked(p.batchBuf, int64(used), now, sep, cfg)
+		if int64(cap(p.batchBuf)) > 2*limit {
+			p.batchBuf = nil // keep no buffer larger than the batches made
+		}
 		if err != nil {
 			return first, last, stored, err
 		}
@@ -259,9 +226,27 @@ func (p *Partition) AppendLinesAfter(head, text []byte) (first, last int64, stor
 			first = f
 		}
 		last = l
-		stored += len(c)
+		stored += used
+		if used >= len(head) {
+			text, head = text[used-len(head):], nil
+		} else {
+			head = head[used:]
+		}
 	}
 	return first, last, stored, nil
+}
+
+// checkLongLine refuses line ('\n'-ended), longer than MaxLineBytes, if
+// the batch of it alone exceeds max.message.bytes or segment.bytes.
+func checkLongLine(line, sep []byte, cfg *Config) error {
+	one, _ := record.AppendLines(nil, line, 0, sep)
+	if int64(len(one)) > cfg.MaxMessageBytes {
+		return fmt.Errorf("%w: a line of %d bytes exceeds max.message.bytes=%d", ErrMessageTooLarge, len(line)-1, cfg.MaxMessageBytes)
+	}
+	if int64(len(one)) > cfg.SegmentBytes {
+		return fmt.Errorf("%w: a line of %d bytes makes a batch larger than segment.bytes=%d", ErrBatchTooLarge, len(line)-1, cfg.SegmentBytes)
+	}
+	return nil
 }
 
 // appendEncodedLocked appends b, a batch AppendLines encoded from textLen

@@ -27,22 +27,23 @@ func TestMountShortWrite(t *testing.T) {
 	if err := os.WriteFile(chunk, []byte(text.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// 2,100 bytes are batches of 10, 10 and 1 lines; the second needs a
-	// new segment at offset 10, and a non-empty directory holds its name.
-	block := filepath.Join(data, "short-0", "00000000000000000010.log")
+	// 2,100 bytes are batches of 11 and 10 lines (a batch takes lines while
+	// it fits: 61 + 11*108 = 1,249 bytes); the second needs a new segment
+	// at offset 11, and a non-empty directory holds its name.
+	block := filepath.Join(data, "short-0", "00000000000000000011.log")
 	if err := os.MkdirAll(filepath.Join(block, "x"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	d := `"$M/short/0/data"`
 	out := m.ok(`dd if=` + chunk + ` of=` + d + ` oflag=append conv=notrunc bs=2100 count=1 2>&1 | grep -o '^[0-9]* bytes' || true
 wc -l < ` + d)
-	if f := mntLines(out); len(f) != 2 || f[0] != "1000 bytes" || f[1] != "10" {
-		t.Fatalf("want dd to report 1000 bytes written and 10 lines stored; got %q", out)
+	if f := mntLines(out); len(f) != 2 || f[0] != "1100 bytes" || f[1] != "11" {
+		t.Fatalf("want dd to report 1100 bytes written and 11 lines stored; got %q", out)
 	}
 	if err := os.RemoveAll(block); err != nil {
 		t.Fatal(err)
 	}
-	m.ok(`tail -c +1001 ` + chunk + ` >> ` + d)
+	m.ok(`tail -c +1101 ` + chunk + ` >> ` + d)
 	if got := m.ok(`cat ` + d); got != text.String() {
 		t.Fatalf("after resending the rest the log is\n%s\nwant\n%s", got, text.String())
 	}

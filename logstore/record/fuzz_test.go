@@ -211,3 +211,20 @@ func FuzzAppendLines(f *testing.F) {
 		}
 	})
 }
+
+// FuzzAppendLinesMax: whatever the lines, separator and limit, batches of
+// AppendLinesMax are within the limit, full, and byte for byte the batches
+// AppendLinesAfter makes of the same lines (checkAppendLinesMax).
+func FuzzAppendLinesMax(f *testing.F) {
+	f.Add([]byte("h\n"), []byte("hello\nworld\n"), []byte(""), uint16(80))
+	f.Add([]byte(""), []byte("k=v\nk=\n=\nnone\n\n"), []byte("="), uint16(90))
+	f.Add([]byte("a::b\n"), []byte("a::b::c\nno newline"), []byte("::"), uint16(0))
+	f.Add([]byte(""), bytes.Repeat([]byte("\n"), 300), []byte(""), uint16(1271))
+	f.Fuzz(func(t *testing.T, head, text, sep []byte, max uint16) {
+		if len(head) > 0 {
+			// head is one or more whole lines.
+			head = append(bytes.Clone(head), '\n')
+		}
+		checkAppendLinesMax(t, head, text, sep, int(max))
+	})
+}

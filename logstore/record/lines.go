@@ -2,6 +2,7 @@ package record
 
 import (
 	"bytes"
+	"math"
 	"slices"
 )
 
@@ -41,56 +42,92 @@ func AppendLines(dst []byte, text []byte, ts int64, keySep []byte) ([]byte, int)
 // completes a line begun in an earlier WRITE: head is that one line, text
 // the rest of the WRITE). head, when not empty, must end in '\n'.
 func AppendLinesAfter(dst, head, text []byte, ts int64, keySep []byte) ([]byte, int) {
-	if len(head)+len(text) == 0 {
-		return dst, 0
-	}
 	if len(head)+len(text) > maxLinesText {
 		panic("record: AppendLines text too large for one batch")
 	}
-	// Reserve the header and the text; encodeLines grows the buffer when a
-	// line's record might not fit, reserving for the rest of the text with
-	// a guess at its record overhead. Growing only on demand keeps a dst
-	// with room for the batch free of allocation, and saves a pass counting
-	// lines.
+	buf, n, _ := AppendLinesMax(dst, head, text, ts, keySep, math.MaxInt)
+	return buf, n
+}
+
+// AppendLinesMax is AppendLinesAfter for a batch of at most max bytes: it
+// takes the lines of head and then of text in order while the batch stays
+// within max, and stops before the first line that would take it past. It
+// returns the batch, its record count, and used, the number of bytes of
+// head and text (whole lines, with their '\n') that it holds. When not
+// even the first line fits, it returns dst unchanged, 0 and 0: that line
+// alone makes a batch larger than max.
+//
+// A caller with more text than one batch takes calls it again with the
+// rest; the batches fill up to max exactly, with no counting or walking of
+// the lines first. max is capped at the largest batch an int32
+// BatchLength allows, so any text can be passed.
+func AppendLinesMax(dst, head, text []byte, ts int64, keySep []byte, max int) (buf []byte, n int, used int) {
+	total := len(head) + len(text)
+	if total == 0 {
+		return dst, 0, 0
+	}
+	max = min(max, math.MaxInt32)
+	// Reserve the header and the text (but not past max); the encoders
+	// grow the buffer when a line's record might not fit, reserving for
+	// the rest of the text with a guess at its record overhead. Growing
+	// only on demand keeps a dst with room for the batch free of
+	// allocation, and saves a pass counting lines.
 	start := len(dst)
-	buf := slices.Grow(dst, HeaderSize+len(head)+len(text)+maxRecordOverhead)
-	buf = buf[:cap(buf)]
+	end := start + max
+	buf = slices.Grow(dst, min(HeaderSize+total+maxRecordOverhead, max))
+	buf = bound(buf[:cap(buf)], end)
 	w := start + HeaderSize
-	var n int32
+	var recs int32
+	restHead, rest := head, text
 	// Without a separator every record has the same shape, and a writer
 	// of its own (no key search, no varint loops) takes a fifth off the
 	// encoding of cat's lines (BenchmarkAppendLines).
 	if len(keySep) == 0 {
 		if len(head) > 0 {
-			buf, w, n = encodeLinesNoKey(buf, w, n, head, len(text))
+			buf, w, recs, restHead = encodeLinesNoKey(buf, w, recs, head, len(text), end)
 		}
-		buf, w, n = encodeLinesNoKey(buf, w, n, text, 0)
+		if len(restHead) == 0 {
+			buf, w, recs, rest = encodeLinesNoKey(buf, w, recs, text, 0, end)
+		}
 	} else {
 		if len(head) > 0 {
-			buf, w, n = encodeLines(buf, w, n, head, len(text), keySep)
+			buf, w, recs, restHead = encodeLines(buf, w, recs, head, len(text), keySep, end)
 		}
-		buf, w, n = encodeLines(buf, w, n, text, 0, keySep)
+		if len(restHead) == 0 {
+			buf, w, recs, rest = encodeLines(buf, w, recs, text, 0, keySep, end)
+		}
+	}
+	if recs == 0 {
+		return buf[:start], 0, 0
 	}
 	buf = buf[:w]
 	spec := DefaultSpec()
-	putHeader(buf[start:], &spec, 0, n-1, ts, ts, n)
-	return buf, int(n)
+	putHeader(buf[start:], &spec, 0, recs-1, ts, ts, recs)
+	return buf, int(recs), total - len(restHead) - len(rest)
+}
+
+// bound limits buf's length to end, the batch's last byte, for the
+// encoders' room check: a record that might cross end then takes the
+// check's slow branch, which decides exactly. Without a bound (end past
+// the capacity) the whole capacity is room.
+func bound(buf []byte, end int) []byte {
+	return buf[:min(cap(buf), end)]
 }
 
 // encodeLines writes the records of text's lines into buf at w, offset
-// deltas from n on, and returns the grown buffer, the new write position
-// and the next offset delta. more is the length of text still to come
-// after this piece, so that a growth reserves for it too.
-func encodeLines(buf []byte, w int, n int32, text []byte, more int, keySep []byte) ([]byte, int, int32) {
+// deltas from n on, and returns the grown buffer, the new write position,
+// the next offset delta and the text not taken: the lines from the first
+// whose record would end past end (nil when all were taken). more is the
+// length of text still to come after this piece, so that a growth
+// reserves for it too.
+func encodeLines(buf []byte, w int, n int32, text []byte, more int, keySep []byte, end int) ([]byte, int, int32, []byte) {
 	for len(text) > 0 {
+		from := text
 		var line []byte
 		if i := bytes.IndexByte(text, '\n'); i >= 0 {
 			line, text = text[:i], text[i+1:]
 		} else {
 			line, text = text, nil
-		}
-		if len(buf)-w < len(line)+maxRecordOverhead {
-			buf = growFor(buf, w, len(line), len(text)+more)
 		}
 		key, value := line, line
 		keyNull, valueNull := true, false
@@ -113,35 +150,57 @@ func encodeLines(buf []byte, w int, n int32, text []byte, more int, keySep []byt
 		} else {
 			body += sizeVarint(int32(len(value))) + len(value)
 		}
-		w += putVarint(buf[w:], int32(body))
-		buf[w] = 0 // attributes
-		buf[w+1] = 0
-		w += 2 // timestamp delta 0
-		w += putVarint(buf[w:], n)
-		if keyNull {
-			buf[w] = 1 // varint -1
-			w++
-		} else {
-			w += putVarint(buf[w:], int32(len(key)))
-			w += copy(buf[w:], key)
+		if len(buf)-w < len(line)+maxRecordOverhead {
+			// Out of room, or near end: the exact size decides.
+			if w+sizeVarint(int32(body))+body > end {
+				return buf, w, n, from
+			}
+			if cap(buf)-w < len(line)+maxRecordOverhead {
+				buf = growFor(buf, w, len(line), min(len(text)+more, end-w))
+			}
+			full := buf[:cap(buf)]
+			w = putKeyed(full, w, n, body, key, value, keyNull, valueNull)
+			buf = bound(full, end)
+			n++
+			continue
 		}
-		if valueNull {
-			buf[w] = 1
-			w++
-		} else {
-			w += putVarint(buf[w:], int32(len(value)))
-			w += copy(buf[w:], value)
-		}
-		buf[w] = 0 // header count
-		w++
+		w = putKeyed(buf, w, n, body, key, value, keyNull, valueNull)
 		n++
 	}
-	return buf, w, n
+	return buf, w, n, nil
+}
+
+// putKeyed writes at buf[w:] the record of encodeLines with the given body
+// size, offset delta n, key and value, and returns the new position.
+func putKeyed(buf []byte, w int, n int32, body int, key, value []byte, keyNull, valueNull bool) int {
+	w += putVarint(buf[w:], int32(body))
+	buf[w] = 0 // attributes
+	buf[w+1] = 0
+	w += 2 // timestamp delta 0
+	w += putVarint(buf[w:], n)
+	if keyNull {
+		buf[w] = 1 // varint -1
+		w++
+	} else {
+		w += putVarint(buf[w:], int32(len(key)))
+		w += copy(buf[w:], key)
+	}
+	if valueNull {
+		buf[w] = 1
+		w++
+	} else {
+		w += putVarint(buf[w:], int32(len(value)))
+		w += copy(buf[w:], value)
+	}
+	buf[w] = 0 // header count
+	return w + 1
 }
 
 // growFor grows buf, written up to w, for the record of a line of l bytes
 // and rest bytes of text still to come, guessing their records' overhead.
-// Both encoders grow by it, so that they reserve alike.
+// Both encoders grow by it, so that they reserve alike, and pass as rest
+// no more than the room left before the batch's end: a batch that stops
+// at its limit reserves nothing past it.
 func growFor(buf []byte, w, l, rest int) []byte {
 	buf = slices.Grow(buf[:w], l+rest+maxRecordOverhead*(2+rest/32))
 	return buf[:cap(buf)]
@@ -158,9 +217,10 @@ func indexSep(line, sep []byte) int {
 
 // encodeLinesNoKey is encodeLines for the common case of no key separator
 // (every line a record with a null key), the mount's bulk path. It writes
-// the same bytes; it differs only in speed.
-func encodeLinesNoKey(buf []byte, w int, n int32, text []byte, more int) ([]byte, int, int32) {
+// the same bytes and stops at the same line; it differs only in speed.
+func encodeLinesNoKey(buf []byte, w int, n int32, text []byte, more int, end int) ([]byte, int, int32, []byte) {
 	for len(text) > 0 {
+		from := text
 		var line []byte
 		if i := bytes.IndexByte(text, '\n'); i >= 0 {
 			line, text = text[:i], text[i+1:]
@@ -169,7 +229,20 @@ func encodeLinesNoKey(buf []byte, w int, n int32, text []byte, more int) ([]byte
 		}
 		l := len(line)
 		if len(buf)-w < l+maxRecordOverhead {
-			buf = growFor(buf, w, l, len(text)+more)
+			// Out of room, or near end: the exact size decides, off
+			// the fast path.
+			body := 4 + l + sizeVarint(n) + sizeVarint(int32(l))
+			if w+sizeVarint(int32(body))+body > end {
+				return buf, w, n, from
+			}
+			if cap(buf)-w < l+maxRecordOverhead {
+				buf = growFor(buf, w, l, min(len(text)+more, end-w))
+			}
+			full := buf[:cap(buf)]
+			w = putNoKey(full, w, n, line)
+			buf = bound(full, end)
+			n++
+			continue
 		}
 		vz := uint32(l) << 1 // zig-zag of a length, never negative
 		nz := uint32(n) << 1
@@ -193,20 +266,28 @@ func encodeLinesNoKey(buf []byte, w int, n int32, text []byte, more int) ([]byte
 			n++
 			continue
 		}
-		w += putVarint(buf[w:], int32(4+l+sizeVarint(n)+sizeVarint(int32(l))))
-		buf[w] = 0
-		buf[w+1] = 0
-		w += 2
-		w += putVarint(buf[w:], n)
-		buf[w] = 1
-		w++
-		w += putVarint(buf[w:], int32(l))
-		w += copy(buf[w:], line)
-		buf[w] = 0
-		w++
+		w = putNoKey(buf, w, n, line)
 		n++
 	}
-	return buf, w, n
+	return buf, w, n, nil
+}
+
+// putNoKey writes at buf[w:] the record of encodeLinesNoKey for line at
+// offset delta n with the general varint code, and returns the new
+// position.
+func putNoKey(buf []byte, w int, n int32, line []byte) int {
+	l := len(line)
+	w += putVarint(buf[w:], int32(4+l+sizeVarint(n)+sizeVarint(int32(l))))
+	buf[w] = 0
+	buf[w+1] = 0
+	w += 2
+	w += putVarint(buf[w:], n)
+	buf[w] = 1
+	w++
+	w += putVarint(buf[w:], int32(l))
+	w += copy(buf[w:], line)
+	buf[w] = 0
+	return w + 1
 }
 
 // size2 is the length of the varint of u, a zig-zag value below 1<<14.
@@ -226,4 +307,28 @@ func put2(b []byte, u uint32) int {
 	b[0] = byte(u) | 0x80
 	b[1] = byte(u >> 7)
 	return 2
+}
+
+// FirstLongLine returns the position in text of the first line longer
+// than max bytes (not counting its '\n'), or -1 when there is none.
+// prefix bytes of the first line came before text; a last line without a
+// '\n' counts as a line. It looks at one window of up to max+1 bytes at a
+// time and jumps to after the window's last newline, so text of short
+// lines costs one call per max bytes, not one per line: the check before
+// a long write is appended, that no line in it is too long.
+func FirstLongLine(text []byte, prefix, max int) int {
+	pos := 0
+	for prefix+len(text)-pos > max {
+		if prefix > max {
+			return pos
+		}
+		win := text[pos:min(len(text), pos+max+1-prefix)]
+		j := bytes.LastIndexByte(win, '\n')
+		if j < 0 {
+			return pos
+		}
+		pos += j + 1
+		prefix = 0
+	}
+	return -1
 }

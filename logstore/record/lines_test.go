@@ -3,6 +3,7 @@ package record
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -59,5 +60,140 @@ func TestAppendLinesNoKeyMatchesBuilder(t *testing.T) {
 				t.Fatalf("text %d split after its first line: batch differs from the Builder's", i)
 			}
 		}
+	}
+}
+
+// firstLongLineWalk is FirstLongLine the slow way, line by line.
+func firstLongLineWalk(text []byte, prefix, max int) int {
+	pos := 0
+	for pos < len(text) || (pos == 0 && prefix > 0) {
+		j := bytes.IndexByte(text[pos:], '\n')
+		if j < 0 {
+			j = len(text) - pos
+		}
+		if prefix+j > max {
+			return pos
+		}
+		prefix = 0
+		pos += j + 1
+	}
+	return -1
+}
+
+// TestFirstLongLine: the windowed search agrees with a walk of the lines,
+// for every limit around the lengths of short texts (the first line with
+// and without bytes held before it, a last line without its newline) and
+// for longer texts of random lines.
+func TestFirstLongLine(t *testing.T) {
+	for _, p := range []string{"", "a\n", "abc\n", "ab\nc\n", "\n\n", "abcdef\n", "a\nbcdef\n", "abcdef\ng\n", "ab\ncdef", "abc"} {
+		for prefix := 0; prefix < 4; prefix++ {
+			for max := 0; max < 12; max++ {
+				if got, want := FirstLongLine([]byte(p), prefix, max), firstLongLineWalk([]byte(p), prefix, max); got != want {
+					t.Errorf("FirstLongLine(%q, %d, %d) = %d, want %d", p, prefix, max, got, want)
+				}
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 300 {
+		var text []byte
+		for range rng.IntN(200) {
+			text = append(text, bytes.Repeat([]byte{'x'}, rng.IntN(60))...)
+			text = append(text, '\n')
+		}
+		prefix, max := rng.IntN(20), rng.IntN(70)
+		if got, want := FirstLongLine(text, prefix, max), firstLongLineWalk(text, prefix, max); got != want {
+			t.Fatalf("FirstLongLine(%d bytes, %d, %d) = %d, want %d", len(text), prefix, max, got, want)
+		}
+	}
+}
+
+// checkAppendLinesMax splits head and text into batches of at most max
+// bytes with AppendLinesMax and checks every batch: within max; the very
+// batch AppendLinesAfter makes of the lines it took (so a limit changes
+// where batches end, never their bytes); full (the next line would not
+// have fit); and together all of head and text, or up to a line that
+// does not fit a batch alone.
+func checkAppendLinesMax(t *testing.T, head, text, sep []byte, max int) {
+	t.Helper()
+	dst := []byte("prefix")
+	for len(head)+len(text) > 0 {
+		b, n, used := AppendLinesMax(dst, head, text, 7, sep, max)
+		if string(b[:6]) != "prefix" {
+			t.Fatal("dst prefix overwritten")
+		}
+		b = b[6:]
+		all := append(bytes.Clone(head), text...)
+		next := bytes.IndexByte(all, '\n') + 1
+		if next == 0 {
+			next = len(all)
+		}
+		if used == 0 {
+			one, _ := AppendLines(nil, all[:next], 7, sep)
+			if n != 0 || len(b) != 0 || len(one) <= max {
+				t.Fatalf("max %d: nothing taken (%d records, %d bytes) though the first line's batch is %d bytes", max, n, len(b), len(one))
+			}
+			return
+		}
+		if len(b) > max {
+			t.Fatalf("max %d: batch of %d bytes", max, len(b))
+		}
+		var want []byte
+		var wn int
+		if used >= len(head) {
+			want, wn = AppendLinesAfter(nil, head, text[:used-len(head)], 7, sep)
+		} else {
+			want, wn = AppendLinesAfter(nil, nil, head[:used], 7, sep)
+		}
+		if !bytes.Equal(b, want) || n != wn {
+			t.Fatalf("max %d: batch of %d lines differs from AppendLinesAfter's", max, n)
+		}
+		if used < len(all) {
+			more := used + bytes.IndexByte(all[used:], '\n') + 1
+			if more == used {
+				more = len(all)
+			}
+			if bigger, _ := AppendLines(nil, all[:more], 7, sep); len(bigger) <= max {
+				t.Fatalf("max %d: batch of %d bytes stops before a line that fits (%d bytes with it)", max, len(b), len(bigger))
+			}
+		}
+		if used >= len(head) {
+			text, head = text[used-len(head):], nil
+		} else {
+			head = head[used:]
+		}
+	}
+}
+
+// TestAppendLinesMax: batches under a limit, with and without a key
+// separator, a head line first, lines whose varints change width (the
+// fast path's edges), limits from below one record to above the text.
+func TestAppendLinesMax(t *testing.T) {
+	var text []byte
+	for i, l := range []int{0, 5, 63, 64, 99, 100, 1000, 4095, 4096, 8191, 8192, 3, 0, 17} {
+		line := bytes.Repeat([]byte{'a' + byte(i)}, l)
+		if i%3 == 1 && l > 2 {
+			line[l/2] = '='
+		}
+		text = append(append(text, line...), '\n')
+	}
+	for _, sep := range []string{"", "="} {
+		for _, head := range []string{"", "head=line\n"} {
+			maxes := []int{0, HeaderSize, HeaderSize + 8, 200, 1000, 4200, 8300, 9000, 20000, 1 << 20}
+			// Limits a batch fills exactly, with 1 to 6 lines.
+			for rest, k := text, 0; k < 6; k++ {
+				rest = rest[bytes.IndexByte(rest, '\n')+1:]
+				exact, _ := AppendLinesAfter(nil, []byte(head), text[:len(text)-len(rest)], 7, []byte(sep))
+				maxes = append(maxes, len(exact))
+			}
+			for _, max := range maxes {
+				checkAppendLinesMax(t, []byte(head), text, []byte(sep), max)
+			}
+		}
+	}
+	// Many short lines: offset deltas past 64 and 8192.
+	many := bytes.Repeat([]byte("0123456789\n"), 10000)
+	for _, max := range []int{1000, 1271, 100000, 1000000} {
+		checkAppendLinesMax(t, []byte("h\n"), many, nil, max)
 	}
 }
