@@ -77,3 +77,42 @@ func TestTextReadPieces(t *testing.T) {
 		}
 	}
 }
+
+// TestSizedViewHoldsNoBuffers: a view that is only sized (what a stat of
+// data opens, and the node keeps until the kernel forgets it) takes no
+// buffer from the pool, from the log start or from an offset inside a
+// batch; its first read takes them, and the text is still right.
+func TestSizedViewHoldsNoBuffers(t *testing.T) {
+	s := openStore(t, t.TempDir(), nil)
+	defer s.Close()
+	s.CreateTopic("sized", 1, nil)
+	p := mustPartition(t, s, "sized")
+	text := strings.Repeat("0123456789\n", 1000)
+	if _, _, err := p.AppendLines([]byte(text)); err != nil {
+		t.Fatal(err)
+	}
+	for _, from := range []int64{0, 500} {
+		v, err := p.Text(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := text[from*11:]
+		if v.Size() != int64(len(want)) {
+			t.Fatalf("from %d: size %d, want %d", from, v.Size(), len(want))
+		}
+		if from == 0 && (v.buf != nil || v.cache != nil) {
+			t.Fatalf("from %d: a sized view holds buffers of %d and %d bytes", from, cap(v.buf), cap(v.cache))
+		}
+		if v.cache != nil {
+			t.Fatalf("from %d: a view not yet read holds a render cache of %d bytes", from, cap(v.cache))
+		}
+		got := make([]byte, len(want))
+		if n, err := v.ReadAt(got, 0); n != len(want) || (err != nil && err != io.EOF) || string(got) != want {
+			t.Fatalf("from %d: read %d bytes, %v; text differs: %v", from, n, err, string(got) != want)
+		}
+		if v.buf == nil {
+			t.Fatalf("from %d: a read view has no scan buffer", from)
+		}
+		v.Close()
+	}
+}

@@ -63,7 +63,7 @@ func (p *Partition) Text(from int64) (*TextView, error) {
 		if err := p.checkRange(from); err != nil {
 			return nil, err
 		}
-		v = &TextView{p: p, from: from, gen: gen, sep: sep, buf: getBuf(), cache: getBuf()}
+		v = &TextView{p: p, from: from, gen: gen, sep: sep}
 		v.segs = p.acquireSegments(from)
 		p.addView(v)
 		if p.gen.Load() == gen {
@@ -96,6 +96,18 @@ func putBuf(b []byte) {
 		b = b[:0]
 		bufPool.Put(&b)
 	}
+}
+
+// scanBuf returns the view's scan buffer, taken from the pool at its first
+// use, as the render cache is: a view that is only sized holds neither.
+// Every stat of a data file opens such a view, which the node keeps until
+// the kernel forgets it, and two pooled megabytes each made the buffers
+// the largest item of the daemon's heap.
+func (v *TextView) scanBuf() []byte {
+	if v.buf == nil {
+		v.buf = getBuf()
+	}
+	return v.buf
 }
 
 func (p *Partition) addView(v *TextView) {
@@ -145,7 +157,7 @@ func (v *TextView) textBefore(s *segment, offset int64) (int64, error) {
 	sepLen := len(v.sep)
 	e, span, found := s.text.floorOffsetSpan(offset)
 	t := e.before.Size(sepLen)
-	sc := newScanner(s.log, s.path(logSuffix), e.pos, end, v.buf)
+	sc := newScanner(s.log, s.path(logSuffix), e.pos, end, v.scanBuf())
 	// The batches from e to the next entry hold offset: read them in one
 	// pread rather than a small one for the first header and another for
 	// the rest.
@@ -336,7 +348,7 @@ func (v *TextView) readSegment(s *segment, b []byte, t, end int64) (_ int, rerr 
 			v.cur.readSize = scanFirstRead
 			sc = v.cur
 		} else {
-			sc = newScanner(s.log, s.path(logSuffix), e.pos, end, v.buf)
+			sc = newScanner(s.log, s.path(logSuffix), e.pos, end, v.scanBuf())
 		}
 	}
 	prevNext, segNext := v.curNext, v.segNext(s)
@@ -422,6 +434,9 @@ func (v *TextView) readSegment(s *segment, b []byte, t, end int64) (_ int, rerr 
 		// (AppendTextSplit renders what Stats(batch, from) sized:
 		// hintSize - hintBelow bytes, ending where the batch's text does.)
 		start := bt
+		if v.cache == nil {
+			v.cache = getBuf()
+		}
 		if hinted && t >= bt+v.hintBelow {
 			start = bt + v.hintBelow
 			v.cache, err = v.dec.AppendTextSplit(v.cache[:0], batch, &v.hintSplit, v.sep)
