@@ -3,13 +3,14 @@ package index
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
 // TestLookupSurvivesUnreadableMapping shrinks an index file under its
 // mapping, so reading the mapped entries faults (SIGBUS), as it does when
 // the backing filesystem is shut down: Lookup answers as an empty index
-// instead of killing the process.
+// and Append returns an error, instead of killing the process.
 func TestLookupSurvivesUnreadableMapping(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "00000000000000000100.index")
@@ -30,6 +31,11 @@ func TestLookupSurvivesUnreadableMapping(t *testing.T) {
 	}
 	if e := x.Lookup(7000); e != (OffsetEntry{Offset: 100}) {
 		t.Fatalf("lookup over an unreadable mapping: %+v", e)
+	}
+	// An append into the unreadable mapping fails with an error, not
+	// SIGBUS.
+	if err := x.Append(100+4000*2, 4000*64); err == nil || !strings.Contains(err.Error(), "faulted") {
+		t.Fatalf("append over an unreadable mapping: %v", err)
 	}
 	tpath := filepath.Join(dir, "00000000000000000100.timeindex")
 	ti, err := OpenTimeIndex(tpath, 100, 1<<20, true)

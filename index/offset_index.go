@@ -55,7 +55,7 @@ func (x *OffsetIndex) Entry(i int) (e OffsetEntry) {
 	if n := x.m.countLocked(); i < 0 || i >= n {
 		panic(fmt.Sprintf("index: entry %d out of range [0, %d) in %s", i, n, x.m.path))
 	}
-	defer catchFault(func() { e = OffsetEntry{Offset: x.baseOffset} })()
+	defer guardFaults().end(func() { e = OffsetEntry{Offset: x.baseOffset} })
 	return decodeOffsetEntry(x.m.slot(i), x.baseOffset)
 }
 
@@ -91,7 +91,7 @@ func (x *OffsetIndex) Append(offset int64, position int32) (err error) {
 	defer m.wmu.Unlock()
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	defer catchFault(func() { err = fmt.Errorf("index: %s: the mapping faulted (backing filesystem failed)", m.path) })()
+	defer guardFaults().end(func() { err = fmt.Errorf("index: %s: the mapping faulted (backing filesystem failed)", m.path) })
 	switch {
 	case m.closed:
 		return ErrClosed
@@ -133,7 +133,7 @@ func (x *OffsetIndex) Append(offset int64, position int32) (err error) {
 func (x *OffsetIndex) Lookup(target int64) (e OffsetEntry) {
 	x.m.mu.RLock()
 	defer x.m.mu.RUnlock()
-	defer catchFault(func() { e = OffsetEntry{Offset: x.baseOffset} })()
+	defer guardFaults().end(func() { e = OffsetEntry{Offset: x.baseOffset} })
 	i := floorSlot(x.m.countLocked(), offsetWarmEntries, target, offsetKeys{x.m.data, x.baseOffset})
 	if i < 0 {
 		return OffsetEntry{Offset: x.baseOffset}

@@ -57,7 +57,7 @@ func (x *TimeIndex) Entry(i int) TimeEntry {
 func (x *TimeIndex) Last() (e TimeEntry) {
 	x.m.mu.RLock()
 	defer x.m.mu.RUnlock()
-	defer catchFault(func() { e = TimeEntry{Timestamp: -1, Offset: x.baseOffset} })()
+	defer guardFaults().end(func() { e = TimeEntry{Timestamp: -1, Offset: x.baseOffset} })
 	return x.lastLocked()
 }
 
@@ -86,7 +86,7 @@ func (x *TimeIndex) MaybeAppend(ts, offset int64, skipFullCheck bool) (err error
 	defer m.wmu.Unlock()
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	defer catchFault(func() { err = fmt.Errorf("index: %s: the mapping faulted (backing filesystem failed)", m.path) })()
+	defer guardFaults().end(func() { err = fmt.Errorf("index: %s: the mapping faulted (backing filesystem failed)", m.path) })
 	switch {
 	case m.closed:
 		return ErrClosed
@@ -131,7 +131,7 @@ func (x *TimeIndex) MaybeAppend(ts, offset int64, skipFullCheck bool) (err error
 func (x *TimeIndex) Lookup(target int64) (e TimeEntry) {
 	x.m.mu.RLock()
 	defer x.m.mu.RUnlock()
-	defer catchFault(func() { e = TimeEntry{Timestamp: -1, Offset: x.baseOffset} })()
+	defer guardFaults().end(func() { e = TimeEntry{Timestamp: -1, Offset: x.baseOffset} })
 	i := floorSlot(x.m.countLocked(), timeWarmEntries, target, timestampKeys{x.m.data})
 	if i < 0 {
 		return TimeEntry{Timestamp: -1, Offset: x.baseOffset}
