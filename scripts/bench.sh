@@ -181,11 +181,12 @@ bulk() { # run target-kind
 	# Every target starts its run with the pages the last run freed: the
 	# plain file is deleted above, and a segfs run's segments (but run 1's,
 	# which sections 3-5 read) leave the page cache, written back first.
-	# On this VM a write into pages the host has taken back costs ~12 us a
-	# page (a plain `cat` at 330 MB/s spent half its samples in the copy
-	# into the page cache), so a run that found no freed pages waiting ran
-	# at a third of the speed of one that did: the ratio measured the
-	# host's memory, not the filesystems. The discard peer keeps no pages.
+	# On this VM a write into new pages can cost ~12 us a page (a plain
+	# `cat` at 330 MB/s spent half its samples in the copy into the page
+	# cache; most likely pages the host had taken back), so a run that
+	# found no freed pages waiting ran at a third of the speed of one that
+	# did: the ratio measured the host's memory, not the filesystems. The
+	# discard peer keeps no pages.
 	if [ "$k" = segfs ] && [ "$r" != 1 ]; then
 		sync
 		for s in "$MDATA/bulk$r-0"/*.log; do dd if="$s" iflag=nocache count=0 status=none; done

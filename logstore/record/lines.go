@@ -57,10 +57,10 @@ func AppendLinesAfter(dst, head, text []byte, ts int64, keySep []byte) ([]byte, 
 // even the first line fits, it returns dst unchanged, 0 and 0: that line
 // alone makes a batch larger than max.
 //
-// A caller with more text than one batch takes calls it again with the
-// rest; the batches fill up to max exactly, with no counting or walking of
-// the lines first. max is capped at the largest batch an int32
-// BatchLength allows, so any text can be passed.
+// A caller with more text than one batch calls it again with the rest;
+// the batches fill up to max exactly, with no counting or walking of the
+// lines first. max is capped at the largest batch an int32 BatchLength
+// allows, so any text can be passed.
 func AppendLinesMax(dst, head, text []byte, ts int64, keySep []byte, max int) (buf []byte, n int, used int) {
 	total := len(head) + len(text)
 	if total == 0 {
