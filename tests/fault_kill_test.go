@@ -103,13 +103,22 @@ func TestFaultWriterKilled(t *testing.T) {
 	bin := faultwriterBin(t)
 	work := t.TempDir()
 	for i := 0; i < rounds; i++ {
-		// (a) half a line, then the kill.
-		half := faultStart(t, "half", 60, []string{"F=" + data, "I=" + strconv.Itoa(i)}, "bash", "-c",
-			`exec 3>>"$F"; printf 'half %s complete\n' "$I" >&3; printf 'half %s unfinish' "$I" >&3; sleep 60`)
+		// (a) half a line, then the kill. The writer marks a file once
+		// both its writes returned: the complete line showing in data
+		// does not mean the unfinished one was written too, and a kill
+		// between the two (seen in CI beside a soak) leaves nothing to
+		// commit at RELEASE.
+		mark := filepath.Join(work, fmt.Sprintf("half%d", i))
+		half := faultStart(t, "half", 60, []string{"F=" + data, "I=" + strconv.Itoa(i), "MARK=" + mark}, "bash", "-c",
+			`exec 3>>"$F"; printf 'half %s complete\n' "$I" >&3; printf 'half %s unfinish' "$I" >&3; : >"$MARK"; sleep 60`)
 		if !mntWaitFor(10*time.Second, func() bool {
-			return strings.Contains(m.ok(`cat "$M/wk/0/data"`), fmt.Sprintf("half %d complete\n", i))
+			_, err := os.Stat(mark)
+			return err == nil
 		}) {
 			t.Fatal("the half-line writer did not write")
+		}
+		if got := m.ok(`cat "$M/wk/0/data"`); !strings.Contains(got, fmt.Sprintf("half %d complete\n", i)) {
+			t.Fatalf("the complete line of the half-line writer is not in data: %q", tailOf(got, 200))
 		}
 		half.kill()
 		m.ok(`echo "other after half ` + strconv.Itoa(i) + `" >> "$M/wk/0/data"`)
