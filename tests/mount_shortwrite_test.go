@@ -3,6 +3,7 @@ package tests
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -46,6 +47,57 @@ wc -l < ` + d)
 	m.ok(`tail -c +1101 ` + chunk + ` >> ` + d)
 	if got := m.ok(`cat ` + d); got != text.String() {
 		t.Fatalf("after resending the rest the log is\n%s\nwant\n%s", got, text.String())
+	}
+	m.unmount()
+	m.sanityCheck()
+}
+
+// TestMountMiBWrites: `dd bs=1M` of short lines of every length from 0 to
+// 299 bytes, at the default limits, through the mount. Each 1 MiB WRITE is
+// over max.message.bytes (1,048,588 bytes of batch), so it becomes more
+// than one batch: every batch must stay within the limit, the batches
+// must fill up to it (a batch near the limit shows that a write is not
+// cut by an estimate), and the text must read back byte for byte.
+func TestMountMiBWrites(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	m := mntAt(t, data)
+	m.ok(`mkdir "$M/mib"`)
+	var text strings.Builder
+	for i := 0; text.Len() < 5<<20; i++ {
+		n := (i * 7919) % 300
+		text.WriteString(strings.Repeat(string(rune('a'+i%26)), n))
+		text.WriteByte('\n')
+	}
+	in := filepath.Join(t.TempDir(), "in")
+	if err := os.WriteFile(in, []byte(text.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := `"$M/mib/0/data"`
+	if got := m.ok(`dd if=` + in + ` of=` + d + ` oflag=append conv=notrunc bs=1M status=none && cmp ` + in + ` ` + d + ` && echo same`); got != "same\n" {
+		t.Fatalf("after dd bs=1M: %q", got)
+	}
+	logs, _ := filepath.Glob(filepath.Join(data, "mib-0", "*.log"))
+	out := m.ok(segfsBin + ` dump-log ` + strings.Join(logs, " "))
+	const limit = 1048588
+	batches, largest := 0, 0
+	for _, l := range mntLines(out) {
+		i := strings.Index(l, " size: ")
+		if !strings.HasPrefix(l, "baseOffset:") || i < 0 {
+			continue
+		}
+		size, err := strconv.Atoi(strings.Fields(l[i+len(" size: "):])[0])
+		if err != nil {
+			t.Fatalf("dump-log line %q: %v", l, err)
+		}
+		if size > limit {
+			t.Errorf("a batch of %d bytes, over max.message.bytes %d", size, limit)
+		}
+		batches++
+		largest = max(largest, size)
+	}
+	// 5 MiB in 1 MiB WRITEs: at least two batches per WRITE.
+	if batches < 10 || largest < limit-400 {
+		t.Fatalf("%d batches, the largest %d bytes; want at least 10, one within 400 bytes of %d", batches, largest, limit)
 	}
 	m.unmount()
 	m.sanityCheck()
