@@ -103,6 +103,9 @@ func FuzzOpenOffsetIndex(f *testing.F) {
 			if len(b)%OffsetEntrySize != 0 {
 				t.Fatalf("SanityCheck passed a %d-byte file", len(b))
 			}
+			if !sortedOffsets(es) {
+				t.Fatalf("SanityCheck passed entries out of order: %v", es)
+			}
 			if want := linearOffsetFloor(es, base, target); got != want {
 				t.Fatalf("Lookup(%d) = %v, want %v", target, got, want)
 			}
@@ -139,6 +142,9 @@ func FuzzOpenTimeIndex(f *testing.F) {
 		if x.SanityCheck() == nil {
 			if len(b)%TimeEntrySize != 0 {
 				t.Fatalf("SanityCheck passed a %d-byte file", len(b))
+			}
+			if !sortedTimes(es) {
+				t.Fatalf("SanityCheck passed entries out of order: %v", es)
 			}
 			if want := linearTimeFloor(es, base, target); got != want {
 				t.Fatalf("Lookup(%d) = %v, want %v", target, got, want)

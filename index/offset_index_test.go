@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"reflect"
-	"sort"
 	"testing"
 )
 
@@ -534,8 +533,25 @@ func TestOpenErrors(t *testing.T) {
 	}
 }
 
-// sortedOffsets is used by the fuzz and garbage tests to judge whether a
-// decoded index is well ordered.
+// sortedOffsets says whether a decoded offset index is well ordered
+// (offsets strictly increasing), as every index SanityCheck passes must be:
+// Lookup's binary search relies on it.
 func sortedOffsets(es []OffsetEntry) bool {
-	return sort.SliceIsSorted(es, func(i, j int) bool { return es[i].Offset < es[j].Offset })
+	for i := 1; i < len(es); i++ {
+		if es[i].Offset <= es[i-1].Offset {
+			return false
+		}
+	}
+	return true
+}
+
+// sortedTimes is sortedOffsets for a time index: timestamps strictly
+// increasing, offsets never decreasing.
+func sortedTimes(es []TimeEntry) bool {
+	for i := 1; i < len(es); i++ {
+		if es[i].Timestamp <= es[i-1].Timestamp || es[i].Offset < es[i-1].Offset {
+			return false
+		}
+	}
+	return true
 }
