@@ -496,9 +496,8 @@ type dataHandle struct {
 	node *textNode
 	view *logstore.TextView // O_RDWR only
 
-	mu       sync.Mutex
-	asm      lineAssembler
-	released bool
+	mu  sync.Mutex
+	asm lineAssembler
 }
 
 // maxLine is the longest line the handle takes (Config.MaxLineBytes): a

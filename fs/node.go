@@ -165,15 +165,6 @@ func dirSetattr(f *fsys, mode uint32, in *fuse.SetAttrIn, out *fuse.AttrOut) sys
 	return 0
 }
 
-// staticDir lists fixed names.
-func staticDir(names []string, modes []uint32) gofs.DirStream {
-	es := make([]fuse.DirEntry, len(names))
-	for i := range names {
-		es[i] = fuse.DirEntry{Name: names[i], Mode: modes[i]}
-	}
-	return gofs.NewListDirStream(es)
-}
-
 // readOnlyOpen refuses writable opens of a read-only file. Root passes
 // default_permissions' mode check, so the node refuses itself.
 func readOnlyOpen(flags uint32) syscall.Errno {

@@ -687,9 +687,8 @@ func (p *Partition) Status() Status {
 			if err != nil || !found {
 				continue
 			}
-			b := make([]byte, 0)
 			if h, err := s.header(pos, limit); err == nil {
-				b = make([]byte, h.Size())
+				b := make([]byte, h.Size())
 				if s.readFull(b, pos) == nil {
 					dec.Records(b, func(r *record.Record) error {
 						if r.Offset >= st.LogStartOffset {

@@ -236,13 +236,6 @@ func newScanner(f *os.File, path string, pos, end int64, buf []byte) *batchScann
 	return &batchScanner{f: f, path: path, pos: pos, end: end, buf: buf[:cap(buf)], readSize: scanFirstRead}
 }
 
-// newBulkScanner reads a megabyte at a time from the start (recovery).
-func newBulkScanner(f *os.File, path string, pos, end int64, buf []byte) *batchScanner {
-	sc := newScanner(f, path, pos, end, buf)
-	sc.readSize = scanBufSize
-	return sc
-}
-
 // ensure makes [pos, pos+n) available in the buffer.
 func (sc *batchScanner) ensure(pos int64, n int) ([]byte, error) {
 	if pos >= sc.bufPos && pos+int64(n) <= sc.bufPos+int64(sc.bufLen) {
@@ -802,9 +795,6 @@ func (s *segment) loadTail() error {
 	}
 	return nil
 }
-
-// errNotFound is internal: no batch satisfies a lookup in this segment.
-var errNotFound = errors.New("not found")
 
 // buildText rebuilds the text map by reading every batch. A batch that
 // cannot be decoded stops it and is remembered, so that readers reaching it

@@ -445,7 +445,6 @@ func TestRecoveryIndexes(t *testing.T) {
 		},
 		"garbage": func(path string) {
 			b := make([]byte, 96)
-			rand.N(1)
 			copy(b, "garbage garbage garbage")
 			os.WriteFile(path, b, 0o644)
 		},

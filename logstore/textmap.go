@@ -74,21 +74,11 @@ func (m *textMap) floorText(t int64, sepLen int) textEntry {
 	return m.entries[i-1]
 }
 
-// floorOffset returns the last entry whose batch base offset is <= off.
-func (m *textMap) floorOffset(off int64) textEntry {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	i := sort.Search(len(m.entries), func(i int) bool { return m.entries[i].offset > off })
-	if i == 0 {
-		return textEntry{}
-	}
-	return m.entries[i-1]
-}
-
-// floorOffsetSpan is floorOffset with the bytes from the entry to the next
-// one (or to the end of the map): the batches there hold off when the
-// entry does not end below it. found is false when no entry is <= off (the
-// zero entry returned then starts the segment).
+// floorOffsetSpan finds the last entry whose batch base offset is <= off,
+// with the bytes from it to the next entry (or to the end of the map): the
+// batches there hold off when the entry does not end below it. found is
+// false when no entry is <= off (the zero entry returned then starts the
+// segment).
 func (m *textMap) floorOffsetSpan(off int64) (e textEntry, span int64, found bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()

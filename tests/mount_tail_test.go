@@ -22,7 +22,6 @@ func TestMountTailFollow(t *testing.T) {
 	data := m.path("follow", "0", "data")
 	outDir := t.TempDir()
 
-	var tails []*exec.Cmd
 	for _, mode := range []string{"-f", "-F"} {
 		out, err := os.Create(filepath.Join(outDir, "tail"+mode))
 		if err != nil {
@@ -35,7 +34,6 @@ func TestMountTailFollow(t *testing.T) {
 			t.Fatal(err)
 		}
 		out.Close()
-		tails = append(tails, cmd)
 		t.Cleanup(func() {
 			// timeout forwards the signal to tail.
 			cmd.Process.Signal(syscall.SIGTERM)

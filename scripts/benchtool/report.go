@@ -79,7 +79,6 @@ type row struct {
 	digits   int
 	op       string  // "", ">=", "<", "<="
 	bar      float64 // in display units
-	barText  string
 }
 
 func (r row) display(v float64) string {
