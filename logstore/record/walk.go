@@ -88,8 +88,13 @@ func (d *Decoder) AppendTextSplit(dst []byte, b []byte, sp *TextSplit, keySep []
 	if h.Codec() != CodecNone || h.Control() || d.openParsed(b, &it, &h) != nil || sp.pos > len(it.s) || sp.index > it.n {
 		return d.AppendText(dst, b, sp.at, keySep) // not the batch sp is for
 	}
+	// Every record from the split on is rendered, whatever its offset:
+	// by AppendText's fast loop over the rest of the region when it can,
+	// else by the general one, which renders or finds the error.
+	if out, ok := appendTextFast(dst, it.s[sp.pos:], it.n-sp.index, it.baseOffset, math.MinInt64, keySep); ok {
+		return out, nil
+	}
 	it.off, it.i = sp.pos, sp.index
-	// Every record from the split on is rendered, whatever its offset.
 	return appendTextRecords(dst, &it, math.MinInt64, keySep)
 }
 
