@@ -85,7 +85,7 @@ go build -o "$W/bin/segfs" .
 go build -o "$W/bin/discardfs" ./scripts/discardfs
 go build -o "$W/bin/benchtool" ./scripts/benchtool
 SEGFS=$W/bin/segfs BT=$W/bin/benchtool
-KPORT=$((20000 + RANDOM % 10000)) PPORT=$((30000 + RANDOM % 10000)) KFPORT=$((40000 + RANDOM % 10000))
+KPORT=$((20000 + RANDOM % 10000)) PPORT=$((30000 + RANDOM % 10000)) KFPORT=$((40000 + RANDOM % 10000)) SFPORT=$((50000 + RANDOM % 10000))
 
 SPID=
 # smount DATA MNT [flags]: mount segfs, remember the daemon; prints ms.
@@ -146,7 +146,16 @@ sleep 0.2
 rec mem.empty 1 "$(rss "$SPID")"
 sumount "$W/edata" "$SM"
 main_mount
-"$W/bin/discardfs" "$DM" >"$W/discardfs.out" 2>&1 &
+# Every peer server runs in a session of its own (setsid, which does not
+# fork here: a background job of this script is no process group leader,
+# so $! stays its pid), as segfs's daemon does (`segfs mount` starts it
+# with setsid). With the kernel's scheduler autogroups
+# (/proc/sys/kernel/sched_autogroup_enabled, on here) each session is
+# scheduled as one group, and a server sharing the writer's group turns
+# round trips around faster: the discard peer did 17-19 k write(2)s/s in
+# the writer's session against 13-15 k in its own, where segfs's daemon
+# did 14 k (bench-analysis.md, the introduction).
+setsid "$W/bin/discardfs" "$DM" >"$W/discardfs.out" 2>&1 &
 PIDS+=($!)
 MOUNTS+=("$DM")
 for _ in $(seq 100); do grep -qs ready "$W/discardfs.out" && break; sleep 0.05; done
@@ -227,41 +236,54 @@ rm -f "$PL"/plot*
 
 # --- 2. line at a time -----------------------------------------------------------
 N1=${N1:-20000} NE=${NE:-4000}
-log "2. line at a time: $N1 write(2)s with the fd open, $NE 'echo >>' (open/close per line)"
+# Each run alternates the three filesystems in CH chunks (N1/CH write(2)s,
+# then NE/CH echos, into each in turn) and sums each one's time: on this
+# VM the cost of a FUSE round trip moves with where the scheduler puts the
+# threads, so a filesystem's whole run in one piece can meet other
+# conditions than its peer's run just before or after it.
+CH=${CH:-8}
+log "2. line at a time: $N1 write(2)s with the fd open, $NE 'echo >>' (open/close per line), in $CH alternated chunks"
 mkdir "$SM/lines"
-w1() { # run kind: one write(2) per line, fd kept open (exec 3>>)
-	local r=$1 k=$2 f t0 t1 i
-	case $k in segfs) f=$SM/lines/0/data ;; discard) f=$DM/lines ;; plain) f=$PL/lines ;; esac
+declare -A W1US ECHOUS
+lfile() { case $1 in segfs) echo "$SM/lines/0/data" ;; discard) echo "$DM/lines" ;; plain) echo "$PL/lines" ;; esac; }
+w1() { # kind lines: one write(2) per line, fd kept open (exec 3>>); adds to W1US
+	local f t0 t1 i
+	f=$(lfile "$1")
 	exec 3>>"$f"
 	t0=$(us)
-	for ((i = 0; i < N1; i++)); do echo "$LINE99" >&3; done
+	for ((i = 0; i < $2; i++)); do echo "$LINE99" >&3; done
 	t1=$(us)
 	exec 3>&-
-	[ "$r" -gt 0 ] && rec "w1.$k" "$r" "$(div $((N1 * 1000000)) $((t1 - t0)) 0)"
-	return 0
+	W1US[$1]=$((${W1US[$1]:-0} + t1 - t0))
 }
-echoloop() { # run kind: bash `echo line >> file`
-	local r=$1 k=$2 f t0 t1 i
-	case $k in segfs) f=$SM/lines/0/data ;; discard) f=$DM/lines ;; plain) f=$PL/lines ;; esac
+echoloop() { # kind lines: bash `echo line >> file`; adds to ECHOUS
+	local f t0 t1 i
+	f=$(lfile "$1")
 	t0=$(us)
-	for ((i = 0; i < NE; i++)); do echo "$LINE99" >>"$f"; done
+	for ((i = 0; i < $2; i++)); do echo "$LINE99" >>"$f"; done
 	t1=$(us)
-	[ "$r" -gt 0 ] && rec "echo.$k" "$r" "$(div $((NE * 1000000)) $((t1 - t0)) 0)"
-	return 0
+	ECHOUS[$1]=$((${ECHOUS[$1]:-0} + t1 - t0))
 }
 profile write 1.5
-w1 0 segfs
+w1 segfs "$N1"
 wait_prof
-w1 0 discard
+w1 discard "$N1"
 profile echo 1
-echoloop 0 segfs
+echoloop segfs "$NE"
 wait_prof
-echoloop 0 discard
+echoloop discard "$NE"
 for ((r = 1; r <= RUNS; r++)); do
-	for k in $(order "$r" segfs discard plain); do w1 "$r" "$k"; done
-	for k in $(order "$r" segfs discard plain); do echoloop "$r" "$k"; done
+	W1US=() ECHOUS=()
+	for ((c = 0; c < CH; c++)); do
+		for k in $(order $((r + c)) segfs discard plain); do w1 "$k" $((N1 / CH)); done
+		for k in $(order $((r + c)) segfs discard plain); do echoloop "$k" $((NE / CH)); done
+	done
+	for k in segfs discard plain; do
+		rec "w1.$k" "$r" "$(div $((N1 / CH * CH * 1000000)) "${W1US[$k]}" 0)"
+		rec "echo.$k" "$r" "$(div $((NE / CH * CH * 1000000)) "${ECHOUS[$k]}" 0)"
+	done
 done
-want=$(((RUNS + 1) * (N1 + NE)))
+want=$((N1 + NE + RUNS * (N1 / CH + NE / CH) * CH))
 got=$(wc -l <"$SM/lines/0/data")
 [ "$got" = "$want" ] || { echo "bench.sh: lines/0/data has $got lines, want $want" >&2; exit 1; }
 
@@ -326,7 +348,7 @@ hwm_track
 # --- 5. fetch --------------------------------------------------------------------
 NP=${NP:-1000000}
 log "5. fetch: franz-go against segfs and kfake; raw fetch vs sendfile; produce $NP records"
-"$BT" kfake "127.0.0.1:$KFPORT" >"$W/kfake.out" 2>&1 &
+setsid "$BT" kfake "127.0.0.1:$KFPORT" >"$W/kfake.out" 2>&1 &
 KFPID=$!
 PIDS+=("$KFPID")
 for _ in $(seq 100); do grep -qs ready "$W/kfake.out" && break; sleep 0.05; done
@@ -335,6 +357,11 @@ read -r fs fn <<<"$out"
 note "- kfake was filled with the same $fn lines (as record values, franz-go batches of up to 1 MB) in $fs s."
 # The segment files holding bulk1's records, for the plain sendfile.
 SEGS=$(ls "$MDATA"/bulk1-0/*.log)
+# shellcheck disable=SC2086
+setsid "$BT" sendfile-serve "127.0.0.1:$SFPORT" $SEGS >"$W/sendfile.out" 2>&1 &
+SFPID=$!
+PIDS+=("$SFPID")
+for _ in $(seq 100); do grep -qs ready "$W/sendfile.out" && break; sleep 0.05; done
 profile fetch 1
 "$BT" consume "127.0.0.1:$KPORT" bulk1 "$LINES" >/dev/null
 wait_prof
@@ -352,8 +379,7 @@ for ((r = 1; r <= RUNS; r++)); do
 		if [ "$k" = raw ]; then
 			out=$("$BT" rawfetch "127.0.0.1:$KPORT" bulk1)
 		else
-			# shellcheck disable=SC2086
-			out=$("$BT" sendfile $SEGS)
+			out=$("$BT" sendfile "127.0.0.1:$SFPORT")
 		fi
 		read -r sec b <<<"$out"
 		rec "fetch.$k" "$r" "$(awk -v b="$b" -v s="$sec" 'BEGIN { printf "%.1f", b / s / 1e6 }')"
@@ -368,8 +394,8 @@ for ((r = 1; r <= RUNS; r++)); do
 done
 hwm_track
 rec mem.peak 1 "$PEAK"
-kill "$KFPID"
-wait "$KFPID" 2>/dev/null || true
+kill "$KFPID" "$SFPID"
+wait "$KFPID" "$SFPID" 2>/dev/null || true
 
 # --- 6. recovery -------------------------------------------------------------------
 log "6. recovery: 10 closed segments + a 1 GiB active one; kill -9 vs clean remount vs CRC scan"
@@ -481,6 +507,11 @@ again. It took ${SECONDS} s.
   run), $NH \`head\` processes and one \`sed\` per run; produce sends $NP
   records per run. These sample counts were chosen to fit the issue's 10
   minutes on 2 cores; the data sizes are the issue's.
+- Every peer server (the discard-FUSE daemon, kfake, the plain-sendfile
+  server) runs in a session of its own, as segfs's daemon does: with the
+  kernel's scheduler autogroups on (here: sched_autogroup_enabled =
+  $(cat /proc/sys/kernel/sched_autogroup_enabled 2>/dev/null || echo n/a)), a server in
+  the writer's own session answers round trips faster (see "Analysis").
 
 EOF
 	cat "$W/table.md"
@@ -498,6 +529,10 @@ How each is measured (all through real mounts and real tools):
    has taken back while another reuses freed pages (see "Analysis").
 2. bash: \`exec 3>>TARGET; echo LINE >&3\` (one \`write(2)\` per line) and
    \`echo LINE >> TARGET\` (open, write, flush, close per line); 100-byte lines.
+   Each run alternates the three targets in $CH chunks ($((N1 / CH))
+   \`write(2)\`s, then $((NE / CH)) \`echo\`s, into each in turn, the order
+   rotating) and a target's rate is its lines over its summed time, so
+   that both filesystems meet the same scheduling states of the VM.
 3. On a fresh mount (the daemon renders text; the segment files are in the
    page cache), then again (the kernel's page cache, \`FOPEN_KEEP_CACHE\`).
    \`grep -c x\` matches every line; the count is checked. The plain input
@@ -511,7 +546,8 @@ How each is measured (all through real mounts and real tools):
    (\`--kafka-listen\`) and against a one-broker kfake cluster in another
    process holding the same records. \`rawfetch\`: Fetch v11 requests of
    8 MiB over one connection; \`sendfile\`: the partition's segment files
-   sent whole with \`sendfile(2)\` over loopback to a reader that discards.
+   sent whole with \`sendfile(2)\` by a server process over loopback to a
+   reader that discards.
    \`produce\`: franz-go, 100-byte records, acks=all, idempotent.
 6. A separate data directory with \`segment.bytes\` lowered for the first
    1 GB, then raised: \`kill -9\` of the daemon and \`segfs mount\` until it

@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -221,98 +223,116 @@ func cmdCRCScan(args []string) error {
 	return nil
 }
 
-// cmdSendfile sends every FILE whole over one loopback TCP connection
-// with sendfile(2) in 8 MiB calls, to a reader in this process that
-// discards: the plain-sendfile ceiling for the fetch server. Prints
-// seconds and bytes.
-func cmdSendfile(args []string) error {
-	if err := need(args, 1, "sendfile FILE..."); err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// sendFiles sends every file in paths whole over c with sendfile(2) in
+// 8 MiB calls.
+func sendFiles(c net.Conn, paths []string) error {
+	raw, err := c.(*net.TCPConn).SyscallConn()
 	if err != nil {
 		return err
 	}
-	defer ln.Close()
-	var total int64
-	for _, p := range args {
-		fi, err := os.Stat(p)
+	for _, p := range paths {
+		f, err := os.Open(p)
 		if err != nil {
 			return err
 		}
-		total += fi.Size()
+		fi, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return err
+		}
+		var off int64
+		var serr error
+		for off < fi.Size() && serr == nil {
+			werr := raw.Write(func(fd uintptr) bool {
+				for off < fi.Size() {
+					n, err := syscall.Sendfile(int(fd), int(f.Fd()), &off, int(min(8<<20, fi.Size()-off)))
+					if err == syscall.EAGAIN {
+						return false
+					}
+					if err != nil {
+						serr = err
+						return true
+					}
+					if n == 0 {
+						serr = io.ErrUnexpectedEOF
+						return true
+					}
+				}
+				return true
+			})
+			if werr != nil {
+				serr = werr
+			}
+		}
+		f.Close()
+		if serr != nil {
+			return serr
+		}
 	}
-	sent := make(chan error, 1)
+	return nil
+}
+
+// cmdSendfileServe listens on ADDR and sends every FILE whole to each
+// connection in turn, with sendfile(2) in 8 MiB calls, then closes it. It
+// prints "ready" and runs until SIGINT/SIGTERM. It is the plain-sendfile
+// peer of the fetch server: a server process of its own, which bench.sh
+// starts in a session of its own as segfs's daemon runs (see bench.sh on
+// scheduler autogroups).
+func cmdSendfileServe(args []string) error {
+	if err := need(args, 2, "sendfile-serve ADDR FILE..."); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", args[0])
+	if err != nil {
+		return err
+	}
 	go func() {
+		sigc := make(chan os.Signal, 1)
+		signal.Notify(sigc, syscall.SIGINT, syscall.SIGTERM)
+		<-sigc
+		ln.Close()
+	}()
+	fmt.Println("ready")
+	for {
 		c, err := ln.Accept()
 		if err != nil {
-			sent <- err
-			return
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return err
 		}
-		defer c.Close()
-		raw, err := c.(*net.TCPConn).SyscallConn()
+		err = sendFiles(c, args[1:])
+		c.Close()
 		if err != nil {
-			sent <- err
-			return
+			return err
 		}
-		for _, p := range args {
-			f, err := os.Open(p)
-			if err != nil {
-				sent <- err
-				return
-			}
-			fi, _ := f.Stat()
-			var off int64
-			var serr error
-			for off < fi.Size() && serr == nil {
-				werr := raw.Write(func(fd uintptr) bool {
-					for off < fi.Size() {
-						n, err := syscall.Sendfile(int(fd), int(f.Fd()), &off, int(min(8<<20, fi.Size()-off)))
-						if err == syscall.EAGAIN {
-							return false
-						}
-						if err != nil {
-							serr = err
-							return true
-						}
-						if n == 0 {
-							serr = io.ErrUnexpectedEOF
-							return true
-						}
-					}
-					return true
-				})
-				if werr != nil {
-					serr = werr
-				}
-			}
-			f.Close()
-			if serr != nil {
-				sent <- serr
-				return
-			}
-		}
-		sent <- nil
-	}()
-	start := time.Now()
-	c, err := net.Dial("tcp", ln.Addr().String())
+	}
+}
+
+// cmdSendfile reads everything a sendfile-serve at ADDR sends, 1 MiB per
+// read, and discards it. Prints seconds and bytes.
+func cmdSendfile(args []string) error {
+	if err := need(args, 1, "sendfile ADDR"); err != nil {
+		return err
+	}
+	c, err := net.Dial("tcp", args[0])
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	buf := make([]byte, 1<<20)
 	var got int64
-	for got < total {
+	start := time.Now()
+	for {
 		n, err := c.Read(buf)
 		got += int64(n)
+		if err == io.EOF {
+			break
+		}
 		if err != nil {
 			return err
 		}
 	}
-	el := time.Since(start)
-	if err := <-sent; err != nil {
-		return err
-	}
-	fmt.Printf("%.4f %d\n", el.Seconds(), got)
+	fmt.Printf("%.4f %d\n", time.Since(start).Seconds(), got)
 	return nil
 }

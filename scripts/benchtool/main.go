@@ -30,19 +30,20 @@ func main() {
 		os.Exit(2)
 	}
 	cmds := map[string]func([]string) error{
-		"gen":      cmdGen,
-		"lookup":   cmdLookup,
-		"statmany": cmdStatMany,
-		"openmany": cmdOpenMany,
-		"crcscan":  cmdCRCScan,
-		"sendfile": cmdSendfile,
-		"kfake":    cmdKfake,
-		"fill":     cmdFill,
-		"consume":  cmdConsume,
-		"produce":  cmdProduce,
-		"rawfetch": cmdRawFetch,
-		"report":   cmdReport,
-		"median":   cmdMedian,
+		"gen":            cmdGen,
+		"lookup":         cmdLookup,
+		"statmany":       cmdStatMany,
+		"openmany":       cmdOpenMany,
+		"crcscan":        cmdCRCScan,
+		"sendfile":       cmdSendfile,
+		"sendfile-serve": cmdSendfileServe,
+		"kfake":          cmdKfake,
+		"fill":           cmdFill,
+		"consume":        cmdConsume,
+		"produce":        cmdProduce,
+		"rawfetch":       cmdRawFetch,
+		"report":         cmdReport,
+		"median":         cmdMedian,
 	}
 	f, ok := cmds[os.Args[1]]
 	if !ok {
