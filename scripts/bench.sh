@@ -361,6 +361,8 @@ SEGS=$(ls "$MDATA"/bulk1-0/*.log)
 setsid "$BT" sendfile-serve "127.0.0.1:$SFPORT" $SEGS >"$W/sendfile.out" 2>&1 &
 SFPID=$!
 PIDS+=("$SFPID")
+# shellcheck disable=SC2086
+SEGBYTES=$(stat -c %s $SEGS | awk '{ n += $1 } END { print n }')
 for _ in $(seq 100); do grep -qs ready "$W/sendfile.out" && break; sleep 0.05; done
 profile fetch 1
 "$BT" consume "127.0.0.1:$KPORT" bulk1 "$LINES" >/dev/null
@@ -382,6 +384,7 @@ for ((r = 1; r <= RUNS; r++)); do
 			out=$("$BT" sendfile "127.0.0.1:$SFPORT")
 		fi
 		read -r sec b <<<"$out"
+		[ "$k" = raw ] || [ "$b" = "$SEGBYTES" ] || { echo "bench.sh: sendfile server sent $b bytes, want $SEGBYTES" >&2; cat "$W/sendfile.out" >&2; exit 1; }
 		rec "fetch.$k" "$r" "$(awk -v b="$b" -v s="$sec" 'BEGIN { printf "%.1f", b / s / 1e6 }')"
 	done
 	for k in $(order "$r" segfs kfake); do
