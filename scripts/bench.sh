@@ -515,6 +515,9 @@ again. It took ${SECONDS} s.
   kernel's scheduler autogroups on (here: sched_autogroup_enabled =
   $(cat /proc/sys/kernel/sched_autogroup_enabled 2>/dev/null || echo n/a)), a server in
   the writer's own session answers round trips faster (see "Analysis").
+- TCP congestion control: $(cat /proc/sys/net/ipv4/tcp_congestion_control 2>/dev/null || echo n/a)
+  (every connection of section 5 uses it; with bbr it paces each
+  connection at its own estimate of the bandwidth, see "Analysis").
 
 EOF
 	cat "$W/table.md"
