@@ -9,23 +9,34 @@ import (
 //
 // The coordinator of every group is this node. v4 batches keys
 // (CoordinatorKeys, franz-go uses it); earlier versions ask for one key.
-// Transaction coordinators (type 1) are refused with
-// COORDINATOR_NOT_AVAILABLE: transactions are not served. v6 adds share
-// groups and is not served.
+// Transaction coordinators (type 1) are refused with INVALID_REQUEST (and,
+// v1+, an error message saying why), as InitProducerId refuses a
+// transactional id: transactions are not served. The error must not be a
+// retriable one such as COORDINATOR_NOT_AVAILABLE, or a transactional
+// producer retries FindCoordinator until its own timeout and reports only
+// that (franz-go "context deadline exceeded", librdkafka _TIMED_OUT). v6
+// adds share groups and is not served.
 func init() { register(10, 0, 4, handleFindCoordinator) }
 
 const coordinatorTypeGroup = 0
+
+// noTransactionsMsg is the error message of every refusal of a
+// transactional request.
+const noTransactionsMsg = "segfs does not serve transactions"
 
 func handleFindCoordinator(c *conn, h *reqHeader, r kmsg.Request) error {
 	req := r.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	host, port := c.advertised()
 	code := int16(0)
+	var msg *string
 	if req.CoordinatorType != coordinatorTypeGroup {
-		code = kerr.CoordinatorNotAvailable.Code
+		code = kerr.InvalidRequest.Code
+		m := noTransactionsMsg
+		msg = &m
 	}
 	if h.version < 4 {
-		resp.ErrorCode = code
+		resp.ErrorCode, resp.ErrorMessage = code, msg
 		if code == 0 {
 			resp.NodeID, resp.Host, resp.Port = nodeID, host, port
 		} else {
@@ -36,7 +47,7 @@ func handleFindCoordinator(c *conn, h *reqHeader, r kmsg.Request) error {
 	for _, key := range req.CoordinatorKeys {
 		rc := kmsg.NewFindCoordinatorResponseCoordinator()
 		rc.Key = key
-		rc.ErrorCode = code
+		rc.ErrorCode, rc.ErrorMessage = code, msg
 		if code == 0 {
 			rc.NodeID, rc.Host, rc.Port = nodeID, host, port
 		} else {

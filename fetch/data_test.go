@@ -517,6 +517,32 @@ func TestOffsetCommitFetch(t *testing.T) {
 			t.Errorf("find coordinator v4: %+v", r.Coordinators)
 		}
 	}
+	// A transaction coordinator is refused with an error clients do not
+	// retry: with COORDINATOR_NOT_AVAILABLE a transactional producer
+	// looped on FindCoordinator until its own timeout. (v0 has no
+	// coordinator type: it always asks for a group.)
+	for v := int16(1); v <= 4; v++ {
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.Version = v
+		req.CoordinatorType = 1
+		req.CoordinatorKey = "tx"
+		req.CoordinatorKeys = []string{"tx"}
+		r := c.roundTrip(req).(*kmsg.FindCoordinatorResponse)
+		code, msg, node := r.ErrorCode, r.ErrorMessage, r.NodeID
+		if v == 4 {
+			if len(r.Coordinators) != 1 || r.Coordinators[0].Key != "tx" {
+				t.Fatalf("txn coordinator v4: %+v", r.Coordinators)
+			}
+			code, msg, node = r.Coordinators[0].ErrorCode, r.Coordinators[0].ErrorMessage, r.Coordinators[0].NodeID
+		}
+		err := kerr.ErrorForCode(code)
+		if err == nil || kerr.IsRetriable(err) || node != -1 {
+			t.Errorf("txn coordinator v%d: error %v node %d, want a non-retriable error and node -1", v, err, node)
+		}
+		if msg == nil || !strings.Contains(*msg, "transactions") {
+			t.Errorf("txn coordinator v%d: error message %v does not say why", v, msg)
+		}
+	}
 }
 
 // Shutdown answers a parked long poll at once, closes idle connections,
