@@ -8,11 +8,19 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Produce (key 0), versions 3-12.
+// Produce (key 0), versions 3-12, advertised as 0-12.
 //
 // Advertised even for read-only use: librdkafka will not fetch with record
 // batches unless Produce >= 3 is listed (P1). v3 brings record batches, v9
 // the flexible encoding; v13 names topics by ID and is not served.
+//
+// ApiVersions lists Produce from v0 although v0-v2 (message sets) are
+// refused like any unserved version, as Kafka 4.0 does (KAFKA-18659):
+// librdkafka before 2.10 (Debian's kcat and python3-confluent-kafka 2.0.2)
+// enables gzip, snappy and lz4 only if the broker lists Produce v0, and
+// otherwise sends those batches uncompressed without telling the
+// application (librdkafka issue #4956). No client picks v0-2 when v3+ is
+// listed: they all take the highest version both sides know.
 //
 // Each partition's record set goes to logstore's AppendBatch, which
 // validates it like Kafka's leader (one batch, magic 2, base offset 0,
@@ -33,7 +41,10 @@ import (
 //   - Unknown topics are created when auto-creation is on.
 //   - A duplicate of one of the producer's last 5 batches succeeds with the
 //     original offsets and writes nothing.
-func init() { register(0, 3, 12, handleProduce) }
+func init() {
+	register(0, 3, 12, handleProduce)
+	apis[0].adMin = 0
+}
 
 // Record batch header positions this file reads (KAFKA-FORMAT.md §2.1);
 // everything else about the batch is the store's to check.

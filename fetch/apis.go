@@ -17,19 +17,24 @@ type handler func(c *conn, h *reqHeader, req kmsg.Request) error
 type api struct {
 	key      int16
 	min, max int16
-	handle   handler
+	// adMin is the lowest version ApiVersions lists; it equals min except
+	// for Produce, whose listed minimum works around a client bug (see
+	// 00_produce.go). Requests below min are refused all the same.
+	adMin  int16
+	handle handler
 }
 
 // apis is the registry the files NN_name.go fill from init, as kfake does:
 // ApiVersions is built from it, so what is advertised is exactly what is
-// served. Ranges follow KAFKA-PROTOCOL.md §4.2.
+// served (with the one exception of adMin). Ranges follow
+// KAFKA-PROTOCOL.md §4.2.
 var apis = map[int16]*api{}
 
 func register(key, minV, maxV int16, h handler) {
 	if _, dup := apis[key]; dup {
 		panic("fetch: API key registered twice")
 	}
-	apis[key] = &api{key: key, min: minV, max: maxV, handle: h}
+	apis[key] = &api{key: key, min: minV, max: maxV, adMin: minV, handle: h}
 }
 
 // advertised returns the registry as ApiVersions entries, sorted by key.
@@ -43,7 +48,7 @@ func advertised() []kmsg.ApiVersionsResponseApiKey {
 	for _, k := range keys {
 		a := apis[k]
 		e := kmsg.NewApiVersionsResponseApiKey()
-		e.ApiKey, e.MinVersion, e.MaxVersion = a.key, a.min, a.max
+		e.ApiKey, e.MinVersion, e.MaxVersion = a.key, a.adMin, a.max
 		out = append(out, e)
 	}
 	return out

@@ -20,7 +20,7 @@ func TestApiVersionsAdvertised(t *testing.T) {
 	ts := startServer(t, Config{})
 	c := dial(t, ts.addr)
 	want := map[int16][2]int16{
-		0: {3, 12}, 1: {4, 12}, 2: {1, 7}, 3: {0, 12}, 8: {0, 9}, 9: {0, 9}, 10: {0, 4}, 18: {0, 3}, 22: {0, 4},
+		0: {0, 12}, 1: {4, 12}, 2: {1, 7}, 3: {0, 12}, 8: {0, 9}, 9: {0, 9}, 10: {0, 4}, 18: {0, 3}, 22: {0, 4},
 	}
 	for v := int16(0); v <= 3; v++ {
 		req := kmsg.NewPtrApiVersionsRequest()
@@ -102,6 +102,7 @@ func TestUnsupportedRequests(t *testing.T) {
 		{"key kmsg knows, not served (JoinGroup)", 11, 5},
 		{"Fetch v13 (topic ids)", 1, 13},
 		{"Fetch v3 (message sets)", 1, 3},
+		{"Produce v2 (message sets; listed, not served)", 0, 2},
 		{"Produce v13", 0, 13},
 		{"negative key", -5, 0},
 	}
