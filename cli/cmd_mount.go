@@ -77,6 +77,11 @@ func runMount(c *ucli.Context) error {
 	if c.Int("partitions") < 1 {
 		return errors.New("mount: --partitions must be at least 1")
 	}
+	if a := c.String("advertise"); a != "" {
+		if err := fetch.CheckAdvertise(a); err != nil {
+			return fmt.Errorf("mount: --advertise: %w", err)
+		}
+	}
 	dataDir, err := filepath.Abs(args[0])
 	if err != nil {
 		return fmt.Errorf("mount: %w", err)

@@ -67,6 +67,11 @@ func runServe(c *ucli.Context) error {
 	if c.Int("partitions") < 1 {
 		return errors.New("serve: --partitions must be at least 1")
 	}
+	if a := c.String("advertise"); a != "" {
+		if err := fetch.CheckAdvertise(a); err != nil {
+			return fmt.Errorf("serve: --advertise: %w", err)
+		}
+	}
 	level := slog.LevelInfo
 	if c.Bool("debug") {
 		level = slog.LevelDebug

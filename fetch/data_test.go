@@ -574,3 +574,18 @@ func TestShutdownGraceful(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// An advertised address must be HOST:PORT with a real port: anything else
+// used to become port 9092 silently.
+func TestCheckAdvertise(t *testing.T) {
+	for _, ok := range []string{"kafka.example:1234", "127.0.0.1:9092", "[::1]:29092", "h:65535"} {
+		if err := CheckAdvertise(ok); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "kafka.example", "kafka.example:", "kafka.example:abc", "h:0", "h:65536", "h:-1", ":9092", "::1:9092"} {
+		if err := CheckAdvertise(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}

@@ -3,8 +3,10 @@ package fetch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -73,6 +75,25 @@ type Server struct {
 	conns    map[*conn]struct{}
 	shutdown bool
 	connWG   sync.WaitGroup
+}
+
+// CheckAdvertise reports whether addr can be handed to clients as this
+// broker's address: HOST:PORT with a host and a port in 1-65535, as Kafka
+// requires of advertised.listeners at startup. Without the check a typo
+// (a missing port, "host:abc") silently became port 9092, and clients went
+// on retrying an address nobody listens on.
+func CheckAdvertise(addr string) error {
+	host, portText, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not HOST:PORT: %w", addr, err)
+	}
+	if host == "" {
+		return fmt.Errorf("%q has no host", addr)
+	}
+	if port, err := strconv.ParseUint(portText, 10, 16); err != nil || port == 0 {
+		return fmt.Errorf("%q: port %q is not a number from 1 to 65535", addr, portText)
+	}
+	return nil
 }
 
 // New returns a server over store. Committed offsets are loaded by Serve,

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,7 +20,7 @@ import (
 )
 
 // The Kafka door's flags, on the binaries: --advertise is the address
-// Metadata hands out (kcat -L prints it); --auto-create-topics=false makes
+// Metadata hands out (kcat -L prints it), and must be HOST:PORT; --auto-create-topics=false makes
 // a produce to an unknown topic fail with UNKNOWN_TOPIC_OR_PARTITION and
 // creates nothing, on `serve` and on `mount --kafka-listen`;
 // --max-request-bytes closes a connection whose frame claims more, and the
@@ -33,7 +34,39 @@ func TestKafkaServeFlags(t *testing.T) {
 			t.Fatalf("kcat -L with --advertise:\n%s", out)
 		}
 	})
-
+	t.Run("advertise-invalid", func(t *testing.T) {
+		// Refused at startup with the reason, by serve and mount alike,
+		// instead of handing clients HOST:9092.
+		run := func(args ...string) (int, string) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, segfsBin, args...)
+			out, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			switch {
+			case err == nil:
+				return 0, string(out)
+			case errors.As(err, &ee):
+				return ee.ExitCode(), string(out)
+			}
+			t.Fatalf("segfs %v: %v", args, err)
+			return 0, ""
+		}
+		for _, bad := range []string{"kafka.example", "kafka.example:abc", ":1234"} {
+			code, out := run("serve", "--listen", "127.0.0.1:0", "--advertise", bad, t.TempDir())
+			if code == 0 || !strings.Contains(out, "--advertise") {
+				t.Errorf("serve --advertise %q: exit %d, output %q", bad, code, out)
+			}
+			mp := t.TempDir()
+			code, out = run("mount", "--kafka-listen", "127.0.0.1:0", "--advertise", bad, t.TempDir(), mp)
+			if code == 0 {
+				exec.Command("umount", mp).Run()
+			}
+			if code == 0 || !strings.Contains(out, "--advertise") {
+				t.Errorf("mount --advertise %q: exit %d, output %q", bad, code, out)
+			}
+		}
+	})
 	t.Run("auto-create-topics=false/serve", func(t *testing.T) {
 		srv := kafkaServe(t, "", "--auto-create-topics=false")
 		kafkaRefusesUnknownTopic(t, srv.addr, srv.data)
