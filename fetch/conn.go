@@ -110,6 +110,10 @@ func (c *conn) serve() {
 		if size < reqHeaderMin || size > c.s.cfg.MaxRequestBytes {
 			// Kafka closes on an invalid size (InvalidReceiveException); the
 			// claimed size is never allocated.
+			if hint := notKafka(c.size); hint != "" {
+				c.s.log.Warn("fetch: closing connection: not a Kafka client: "+hint, "remote", c.remote)
+				return
+			}
 			c.s.log.Warn("fetch: closing connection: bad frame size", "remote", c.remote, "size", size, "max", c.s.cfg.MaxRequestBytes)
 			return
 		}
@@ -274,4 +278,19 @@ func (c *conn) write(b []byte) error {
 	n, err := c.nc.Write(b)
 	c.s.userBytes.Add(int64(n))
 	return err
+}
+
+// notKafka names the protocol of a connection whose first bytes, read as a
+// frame size, are too large to be Kafka's but are what a TLS or HTTP client
+// sends first: a client configured for SSL/SASL_SSL against this plaintext
+// listener, or a browser or health check pointed at the wrong port. The
+// bare "bad frame size" said nothing useful about either.
+func notKafka(b [4]byte) string {
+	switch {
+	case b[0] == 0x16 && b[1] == 0x03:
+		return "a TLS handshake (the server speaks plaintext Kafka only; use security.protocol=PLAINTEXT)"
+	case string(b[:]) == "GET " || string(b[:]) == "POST" || string(b[:]) == "HEAD" || string(b[:]) == "PUT " || string(b[:]) == "PRI ":
+		return "an HTTP request"
+	}
+	return ""
 }

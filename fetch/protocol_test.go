@@ -1,11 +1,15 @@
 package fetch
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"runtime"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -265,5 +269,47 @@ func TestIdleConnectionsAreCheap(t *testing.T) {
 	t.Logf("%d idle connections: %d KiB in all, %d bytes each (both ends)", n, grown>>10, perConn)
 	if perConn > 32<<10 {
 		t.Fatalf("idle connection costs %d bytes", perConn)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the server's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A TLS or HTTP client on the plaintext port is closed like any bad frame,
+// and the log says what it was instead of quoting a frame size of 369 MB.
+func TestNotKafkaClientLogged(t *testing.T) {
+	var logs syncBuffer
+	ts := startServer(t, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	for _, tc := range []struct {
+		first []byte
+		want  string
+	}{
+		{[]byte{0x16, 0x03, 0x01, 0x02, 0x00, 0x01}, "TLS handshake"}, // ClientHello record header
+		{[]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"), "HTTP request"},
+	} {
+		c := dial(t, ts.addr)
+		if _, err := c.conn.Write(tc.first); err != nil {
+			t.Fatal(err)
+		}
+		expectClosed(t, c, tc.want)
+		waitFor(t, func() bool { return strings.Contains(logs.String(), tc.want) })
+	}
+	if strings.Contains(logs.String(), "bad frame size") {
+		t.Errorf("logged as a bad frame size:\n%s", logs.String())
 	}
 }
