@@ -270,6 +270,11 @@ func (p *Partition) AppendBatch(batch []byte) (AppendResult, error) {
 		if errors.Is(err, ErrInvalidRecord) {
 			return res, err
 		}
+		if errors.Is(err, record.ErrTooBig) {
+			// Valid, but more than a decoder takes: refuse it as too
+			// large (MESSAGE_TOO_LARGE), not as corrupt.
+			return res, fmt.Errorf("%w: %v", ErrMessageTooLarge, err)
+		}
 		return res, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
 	st, err := dec.Stats(batch, 0)

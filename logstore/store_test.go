@@ -825,6 +825,16 @@ func TestProduceBatches(t *testing.T) {
 	if _, err := p.AppendBatch(good[:40]); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("short: %v", err)
 	}
+	// A valid zstd batch of a few KiB whose records decompress past
+	// record.MaxDecompressed is refused as too large, not as corrupt (Kafka
+	// would take it: only the compressed size counts there).
+	bomb := build(-1, -1, -1, record.CodecZstd, string(make([]byte, record.MaxDecompressed+1)))
+	if len(bomb) > 64<<10 {
+		t.Fatalf("bomb batch is %d bytes", len(bomb))
+	}
+	if _, err := p.AppendBatch(bomb); !errors.Is(err, ErrMessageTooLarge) || errors.Is(err, ErrCorrupt) {
+		t.Fatalf("decompression bomb: %v, want ErrMessageTooLarge only", err)
+	}
 	leo := p.LogEndOffset()
 	s.Close()
 	// Producer state survives a restart.

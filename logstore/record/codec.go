@@ -99,8 +99,12 @@ var zstdEncoder = sync.OnceValues(func() (*zstd.Encoder, error) {
 	return zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
 })
 
-// errTooBig is the reason given for a decompression bomb.
-var errTooBig = fmt.Errorf("decompressed records exceed %d bytes", MaxDecompressed)
+// ErrTooBig is the reason given for a batch whose records exceed
+// MaxDecompressed once decompressed (a decompression bomb, or a valid but
+// extreme batch). The *CorruptError that carries it still unwraps to
+// ErrCorrupt as well, so readers treat it as before; a producer-facing
+// caller can tell it apart and answer "too large" rather than "corrupt".
+var ErrTooBig = fmt.Errorf("record: decompressed records exceed %d bytes", MaxDecompressed)
 
 // decompress returns the records region of a batch with codec c, decoded
 // into d.buf. Errors are *CorruptError positioned at the records region.
@@ -137,7 +141,7 @@ func (d *Decoder) decompress(c Codec, src []byte) ([]byte, error) {
 		if zd, err = zstdDecoder(); err == nil {
 			out, err = zd.DecodeAll(src, d.buf[:0])
 			if errors.Is(err, zstd.ErrDecoderSizeExceeded) {
-				err = errTooBig
+				err = ErrTooBig
 			}
 		}
 	default:
@@ -148,7 +152,11 @@ func (d *Decoder) decompress(c Codec, src []byte) ([]byte, error) {
 		d.buf = out[:0]
 	}
 	if err != nil {
-		return nil, errorf(ErrCorrupt, offRecords, "%v records: %v", c, err)
+		e := errorf(ErrCorrupt, offRecords, "%v records: %v", c, err).(*CorruptError)
+		if errors.Is(err, ErrTooBig) {
+			e.Cause = ErrTooBig
+		}
+		return nil, e
 	}
 	return out, nil
 }
@@ -172,7 +180,7 @@ func readBounded(dst []byte, r io.Reader) ([]byte, error) {
 		n, err := r.Read(dst[len(dst):cap(dst)])
 		dst = dst[:len(dst)+n]
 		if len(dst) > MaxDecompressed {
-			return dst, errTooBig
+			return dst, ErrTooBig
 		}
 		if err == io.EOF {
 			return dst, nil
@@ -213,7 +221,7 @@ func decodeSnappy(dst, src []byte) ([]byte, error) {
 			return dst, err
 		}
 		if total += l; total > MaxDecompressed {
-			return dst, errTooBig
+			return dst, ErrTooBig
 		}
 		rem = rem[n:]
 	}
@@ -236,7 +244,7 @@ func snappyBlock(dst, block []byte) ([]byte, error) {
 		return dst, err
 	}
 	if l > MaxDecompressed-len(dst) {
-		return dst, errTooBig
+		return dst, ErrTooBig
 	}
 	dst = slices.Grow(dst, l)
 	out, err := snappy.Decode(dst[len(dst):cap(dst)], block)

@@ -24,6 +24,7 @@ type CorruptError struct {
 	Pos    int64  // position of the batch (or field) in the file; callers may add their base
 	Reason string // human-readable reason
 	Err    error  // ErrShort, ErrCorrupt or ErrCodec
+	Cause  error  // a more specific reason, if any (ErrTooBig)
 }
 
 // Error reads like "corrupt batch at position 123: CRC mismatch (stored 1,
@@ -32,8 +33,15 @@ func (e *CorruptError) Error() string {
 	return "corrupt batch at position " + strconv.FormatInt(e.Pos, 10) + ": " + e.Reason
 }
 
-// Unwrap returns the sentinel, so errors.Is(err, ErrCorrupt) works.
-func (e *CorruptError) Unwrap() error { return e.Err }
+// Unwrap returns the sentinel (and the cause, if set), so
+// errors.Is(err, ErrCorrupt) works, and errors.Is(err, ErrTooBig) for a
+// batch too large to decompress.
+func (e *CorruptError) Unwrap() []error {
+	if e.Cause != nil {
+		return []error{e.Err, e.Cause}
+	}
+	return []error{e.Err}
+}
 
 // errorf builds a *CorruptError at pos wrapping sentinel.
 func errorf(sentinel error, pos int, format string, args ...any) error {
