@@ -6,7 +6,10 @@
 // Requests are decoded and responses encoded with
 // github.com/twmb/franz-go/pkg/kmsg. The advertised API keys and version
 // ranges live in one table (apis.go), from which ApiVersions is built, so
-// the server never advertises what it does not serve. One file per API,
+// the server never advertises what it does not serve, with one exception
+// Kafka 4.0 makes too: Produce is listed from v0 although v0-v2 are
+// refused, because librdkafka before 2.10 compresses only for brokers that
+// list v0 (00_produce.go). One file per API,
 // named by key as in franz-go's kfake (00_produce.go, 01_fetch.go, ...),
 // opens with a comment on versions and behaviour.
 //
