@@ -1,6 +1,7 @@
 package fs
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
 	"os"
@@ -55,6 +56,19 @@ type fsys struct {
 	incarnations atomic.Uint64 // data nodes handed out for writers (textNode.inc)
 	wantWriter   sync.Map      // data st_ino → when a writer answered ESTALE (UnixNano)
 	incs         sync.Map      // data st_ino → incarnation of new data nodes (textNode.retire)
+
+	changed sync.Map // status and config st_ino → *changeTime, which outlives their nodes
+}
+
+// changeTimeFor returns the change time of the status or config file with
+// st_ino ino. It lives here, not in the node: every LOOKUP (each second,
+// as entries time out) builds a new node and answers with its attributes.
+func (f *fsys) changeTimeFor(ino uint64) *changeTime {
+	if c, ok := f.changed.Load(ino); ok {
+		return c.(*changeTime)
+	}
+	c, _ := f.changed.LoadOrStore(ino, &changeTime{})
+	return c.(*changeTime)
 }
 
 // warnDataFailed logs why a lookup or open of an existing partition's data
@@ -98,6 +112,26 @@ func (f *fsys) setAttr(a *fuse.Attr, mode uint32, size int64, mtime time.Time) {
 	a.SetTimes(nil, &mtime, &mtime)
 	a.Blksize = 4096
 	a.Blocks = (uint64(size) + 511) / 512
+}
+
+// changeTime is the mtime (and ctime) of a file whose text is rendered on
+// demand (status, config): when its text was first seen to differ, so that
+// it stays put while the text does. tar compares a file's ctime before and
+// after reading it ("file changed as we read it", exit status 1), and
+// rsync skips a file whose size and mtime match.
+type changeTime struct {
+	mu   sync.Mutex
+	last []byte
+	at   time.Time
+}
+
+func (c *changeTime) of(text []byte) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.at.IsZero() || !bytes.Equal(text, c.last) {
+		c.last, c.at = append(c.last[:0], text...), time.Now()
+	}
+	return c.at
 }
 
 // stopWrites makes every later append fail with EROFS, waits for the

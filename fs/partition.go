@@ -72,7 +72,7 @@ func (n *partNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 		}
 		return n.NewInode(ctx, node, gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: ino}), 0
 	case "status":
-		s := &statusNode{fs: n.fs, part: n.part}
+		s := &statusNode{fs: n.fs, part: n.part, changed: n.fs.changeTimeFor(ino)}
 		s.attr(&out.Attr)
 		return n.NewInode(ctx, s, gofs.StableAttr{Mode: syscall.S_IFREG, Ino: ino}), 0
 	}
@@ -189,8 +189,9 @@ func (l *timeLink) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.Att
 // statusNode is N/status.
 type statusNode struct {
 	gofs.Inode
-	fs   *fsys
-	part *logstore.Partition
+	fs      *fsys
+	part    *logstore.Partition
+	changed *changeTime // fsys.changeTimeFor
 }
 
 var (
@@ -206,7 +207,8 @@ func renderStatus(s logstore.Status) []byte {
 }
 
 func (n *statusNode) attr(a *fuse.Attr) {
-	n.fs.setAttr(a, modeReadOnly, int64(len(renderStatus(n.part.Status()))), time.Now())
+	text := renderStatus(n.part.Status())
+	n.fs.setAttr(a, modeReadOnly, int64(len(text)), n.changed.of(text))
 }
 
 func (n *statusNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {

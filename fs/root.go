@@ -125,9 +125,10 @@ func (n *topicNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.Set
 
 func (n *topicNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	if name == "config" {
-		c := &configNode{fs: n.fs, topic: n.topic}
+		ino := inoFor(n.topic.Name(), "config")
+		c := &configNode{fs: n.fs, topic: n.topic, changed: n.fs.changeTimeFor(ino)}
 		c.attr(&out.Attr)
-		return n.NewInode(ctx, c, gofs.StableAttr{Mode: syscall.S_IFREG, Ino: inoFor(n.topic.Name(), "config")}), 0
+		return n.NewInode(ctx, c, gofs.StableAttr{Mode: syscall.S_IFREG, Ino: ino}), 0
 	}
 	num, ok := parsePartitionName(name)
 	if !ok {
@@ -180,8 +181,9 @@ func (n *topicNode) Mkdir(ctx context.Context, name string, mode uint32, out *fu
 // accepted and means nothing: only the written keys change.
 type configNode struct {
 	gofs.Inode
-	fs    *fsys
-	topic *logstore.Topic
+	fs      *fsys
+	topic   *logstore.Topic
+	changed *changeTime // fsys.changeTimeFor
 }
 
 var (
@@ -192,7 +194,8 @@ var (
 )
 
 func (n *configNode) attr(a *fuse.Attr) {
-	n.fs.setAttr(a, modeConfig, int64(len(n.topic.Config().Text())), n.fs.mounted)
+	text := n.topic.Config().Text()
+	n.fs.setAttr(a, modeConfig, int64(len(text)), n.changed.of(text))
 }
 
 func (n *configNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {

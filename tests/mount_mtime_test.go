@@ -1,0 +1,44 @@
+package tests
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestMountStatusConfigMtime: status and config are rendered on demand,
+// and their mtime and ctime are when their text last changed, not the time
+// of the stat. They used to be "now" (status) or stuck at the mount
+// time (config): `tar cf` of a quiet topic always failed with "file changed
+// as we read it" (exit 1, tar compares ctime around the read), and rsync's
+// size+mtime check skipped a config change of the same length.
+func TestMountStatusConfigMtime(t *testing.T) {
+	m := mntNew(t)
+	m.ok(`mkdir "$M/q" && seq 1 100 >> "$M/q/0/data" && echo retention.ms=1000 > "$M/q/config"`)
+	times := func() string {
+		return strings.TrimSpace(m.ok(`stat -c '%.9Y %.9Z' "$M/q/0/status" "$M/q/config" | tr '\n' ' '`))
+	}
+	before := times()
+	// Past the 1 s entry and attribute timeouts, so that the kernel looks
+	// the files up again and asks for their attributes anew.
+	m.ok(`sleep 2.2`)
+	if after := times(); after != before {
+		t.Fatalf("status/config mtimes moved with no change:\nbefore %s\nafter  %s", before, after)
+	}
+	if r := m.sh(`cd "$M" && tar cf "$OLDPWD/q.tar" q && tar tf "$OLDPWD/q.tar" | sort | tr '\n' ' '`); r.code != 0 {
+		t.Fatalf("tar of a quiet topic: exit %d\n%s", r.code, r.err)
+	} else if !strings.Contains(r.out, "q/0/status") || !strings.Contains(r.out, "q/config") {
+		t.Fatalf("tar archived %q", r.out)
+	}
+
+	// A change moves them: config of the same length, status by an append.
+	m.ok(`sleep 1.1 && echo retention.ms=2000 > "$M/q/config" && echo 101 >> "$M/q/0/data"`)
+	changed := times()
+	// status mtime ctime, config mtime ctime
+	b, c := strings.Fields(before), strings.Fields(changed)
+	if len(b) != 4 || len(c) != 4 || b[0] == c[0] || b[1] == c[1] || b[2] == c[2] || b[3] == c[3] {
+		t.Fatalf("a change left the mtime as it was:\nbefore %s\nafter  %s", before, changed)
+	}
+	if got := m.ok(`grep -c . "$M/q/0/data"; grep '^retention.ms=' "$M/q/config"`); got != "101\nretention.ms=2000\n" {
+		t.Fatalf("after the change: %q", got)
+	}
+}
