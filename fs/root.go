@@ -242,6 +242,18 @@ func (h *configHandle) Write(ctx context.Context, data []byte, off int64) (uint3
 	if err != nil {
 		return 0, syscall.EINVAL
 	}
+	unfinished := keep
+	if head == nil && lines == nil {
+		unfinished = append(append([]byte(nil), h.asm.partial...), keep...)
+	}
+	if err := logstore.CheckUnfinishedConfigLine(unfinished); err != nil {
+		// Refused now: a shell ignores the error close(2) would report.
+		h.node.fs.log.Info("config write refused", "topic", h.node.topic.Name(), "err", err)
+		if head == nil && lines == nil {
+			h.asm.abort(false) // the unfinished line was this one
+		}
+		return 0, syscall.EINVAL
+	}
 	if head != nil || lines != nil {
 		// Config writes are small: join the pieces for the parser.
 		text := append(append([]byte(nil), head...), lines...)

@@ -253,6 +253,22 @@ func withOverrides(overrides map[string]string) (Config, error) {
 	return c, nil
 }
 
+// CheckUnfinishedConfigLine reports an unfinished config line (no '\n'
+// yet) that no continuation can make valid: its key, complete once the
+// '=' is there, is unknown. A writer learns it from that write(2), not
+// only from close(2), whose error `printf 'k=v' > config` in a shell
+// ignores.
+func CheckUnfinishedConfigLine(line []byte) error {
+	k, _, ok := strings.Cut(strings.TrimSuffix(string(line), "\r"), "=")
+	if !ok || strings.HasPrefix(strings.TrimSpace(k), "#") {
+		return nil
+	}
+	if _, known := configKeys[strings.TrimSpace(k)]; !known {
+		return fmt.Errorf("%w: unknown key %q", ErrInvalidConfig, strings.TrimSpace(k))
+	}
+	return nil
+}
+
 // ParseConfigText parses key=value lines (blank lines and # comments
 // skipped) into changes for SetConfig; a malformed line is ErrInvalidConfig
 // naming its line number.

@@ -1,0 +1,40 @@
+package tests
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestMountConfigUnfinishedUnknownKey: `printf 'KEY=VALUE' > config`
+// writes a line without its newline, which used to wait for close(2); a
+// shell ignores close's error, so a misspelt key exited 0 and changed
+// nothing. An unfinished line whose key is complete (the '=' came) and
+// unknown now fails the write(2) that brings it with EINVAL, and nothing
+// of that write is applied. A key or a line split over several writes
+// still works, and a valid unfinished line is still applied at close.
+func TestMountConfigUnfinishedUnknownKey(t *testing.T) {
+	m := mntNew(t)
+	m.ok(`mkdir "$M/c"`)
+	m.fails(`printf 'retension.ms=1000' > "$M/c/config"`, "Invalid argument")
+	// One write(2) of several lines: all or nothing.
+	m.fails(`python3 -c 'import os,sys; fd=os.open(sys.argv[1], os.O_WRONLY); os.write(fd, b"segment.ms=70000\nbogus=1")' "$M/c/config"`, "Invalid argument")
+	got := m.ok(`grep -E '^(retention|segment)\.ms=' "$M/c/config"`)
+	if got != "retention.ms=604800000\nsegment.ms=604800000\n" {
+		t.Fatalf("a refused write changed the config:\n%s", got)
+	}
+	// Split keys and values across writes; the last line unfinished.
+	m.ok(`python3 -c '
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY)
+for c in [b"reten", b"tion.ms", b"=5", b"000\nsegment.", b"ms=7", b"0000"]:
+    os.write(fd, c)
+os.close(fd)' "$M/c/config"`)
+	m.ok(`printf '# a comment = not a key' > "$M/c/config"`)
+	got = m.ok(`grep -E '^(retention|segment)\.ms=' "$M/c/config"`)
+	if got != "retention.ms=5000\nsegment.ms=70000\n" {
+		t.Fatalf("split writes:\n%s", got)
+	}
+	if log := m.daemonLog(); !strings.Contains(log, `unknown key \"retension.ms\"`) {
+		t.Errorf("the daemon log does not name the refused key:\n%s", log)
+	}
+}
