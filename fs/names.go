@@ -3,6 +3,7 @@ package fs
 import (
 	"hash/fnv"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -61,12 +62,14 @@ func parseTimeName(name string) (int64, bool) {
 	if len(name) < 20 || (name[10] != 'T' && name[10] != 't') {
 		return 0, false
 	}
-	t, err := time.Parse(time.RFC3339Nano, name)
+	// RFC 3339 (§5.6) allows a lower-case 't' and 'z'; time.Parse does
+	// not. Nothing else in a valid time has a letter.
+	t, err := time.Parse(time.RFC3339Nano, strings.ToUpper(name))
 	if err != nil {
 		return 0, false
 	}
-	// time.Parse accepts a lower-case 't'/'z' and years outside what
-	// milliseconds since the epoch hold; keep the arithmetic in range.
+	// time.Parse accepts years outside what milliseconds since the epoch
+	// hold; keep the arithmetic in range.
 	if t.Year() < 1 || t.Year() > 9999 {
 		return 0, false
 	}

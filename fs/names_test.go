@@ -29,6 +29,8 @@ func TestParseTimeName(t *testing.T) {
 		"2026-11-29T11:00:00+01:00":      time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC).UnixMilli(),
 		"2026-11-29T10:00:00.250Z":       time.Date(2026, 11, 29, 10, 0, 0, 250e6, time.UTC).UnixMilli(),
 		"2026-11-29T10:00:00.000000001Z": time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC).UnixMilli() + 1,
+		"2026-11-29t10:00:00z":           time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC).UnixMilli(),
+		"2026-11-29t11:00:00.250+01:00":  time.Date(2026, 11, 29, 10, 0, 0, 250e6, time.UTC).UnixMilli(),
 	}
 	for name, want := range good {
 		if got, ok := parseTimeName(name); !ok || got != want {
@@ -36,7 +38,7 @@ func TestParseTimeName(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"", "yesterday", "2026-11-29", "2026-11-29 10:00:00Z", "01", "-5",
-		"2026-11-29T10:00:00", "2026-13-29T10:00:00Z", "1e3", "99999999999999999999"} {
+		"2026-11-29T10:00:00", "2026-13-29T10:00:00Z", "2026-11-29T10:00:00Zz", "2026-11-29x10:00:00Z", "1e3", "99999999999999999999"} {
 		if got, ok := parseTimeName(name); ok {
 			t.Errorf("parseTimeName(%q) = %d, accepted", name, got)
 		}
