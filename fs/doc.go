@@ -48,7 +48,10 @@
 // comes once per close of every dup and may come before the first write.
 // FLUSH has nothing to do for data but is answered, not ENOSYS: ENOSYS
 // would stop FLUSH for every file of the mount, and config reports an
-// invalid unfinished line from it.
+// invalid unfinished line from it. A shell ignores close(2)'s error, so
+// config also refuses an unfinished line at its write(2) as soon as it
+// cannot become valid: an unknown key, or a value the key can never take
+// (logstore.CheckUnfinishedConfigLine).
 // The reply is sent after the append returned: a write(2) that returned
 // is in the segment file. A line too long for a batch of its own
 // (Config.MaxLineBytes: the smaller of max.message.bytes and segment.bytes,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -65,6 +66,26 @@ func DefaultConfig() Config {
 type configKey struct {
 	get func(c *Config) string
 	set func(c *Config, v string) error
+	// doomed reports a value, still being written, that no continuation
+	// can make valid (nil: no check before the line is complete). It must
+	// never refuse a prefix of a valid value.
+	doomed func(v string) bool
+}
+
+// intPrefix matches every prefix of what an int key accepts once
+// complete: strconv.ParseInt of the trimmed value.
+var intPrefix = regexp.MustCompile(`^[ \t]*[+-]?[0-9]*[ \t]*$`)
+
+// choicePrefix reports whether v, with blanks around it as
+// ParseConfigText trims them, is or may become one of choices.
+func choicePrefix(v string, choices ...string) bool {
+	v = strings.TrimLeft(v, " \t")
+	for _, c := range choices {
+		if strings.HasPrefix(c, v) || strings.HasPrefix(v, c) && strings.TrimSpace(v[len(c):]) == "" {
+			return true
+		}
+	}
+	return false
 }
 
 func intKey(field func(c *Config) *int64, min, max int64) configKey {
@@ -81,6 +102,7 @@ func intKey(field func(c *Config) *int64, min, max int64) configKey {
 			*field(c) = n
 			return nil
 		},
+		doomed: func(v string) bool { return !intPrefix.MatchString(v) },
 	}
 }
 
@@ -96,6 +118,7 @@ func enumKey(field func(c *Config) *string, allowed ...string) configKey {
 			}
 			return fmt.Errorf("%q is not one of %s", v, strings.Join(allowed, ", "))
 		},
+		doomed: func(v string) bool { return !choicePrefix(v, allowed...) },
 	}
 }
 
@@ -142,6 +165,15 @@ var configKeys = map[string]configKey{
 			}
 			return nil
 		},
+		doomed: func(v string) bool {
+			parts := strings.Split(v, ",")
+			for _, p := range parts[:len(parts)-1] {
+				if p := strings.TrimSpace(p); p != "delete" && p != "compact" {
+					return true
+				}
+			}
+			return !choicePrefix(parts[len(parts)-1], "delete", "compact")
+		},
 	},
 	"min.cleanable.dirty.ratio": {
 		get: func(c *Config) string { return strconv.FormatFloat(c.MinCleanableDirtyRatio, 'g', -1, 64) },
@@ -163,6 +195,7 @@ var configKeys = map[string]configKey{
 			c.KeySeparator = v
 			return nil
 		},
+		doomed: func(v string) bool { return strings.Contains(v, "\x00") || len(v) > 64 },
 	},
 }
 
@@ -255,16 +288,23 @@ func withOverrides(overrides map[string]string) (Config, error) {
 
 // CheckUnfinishedConfigLine reports an unfinished config line (no '\n'
 // yet) that no continuation can make valid: its key, complete once the
-// '=' is there, is unknown. A writer learns it from that write(2), not
-// only from close(2), whose error `printf 'k=v' > config` in a shell
-// ignores.
+// '=' is there, is unknown, or its value already holds what the key can
+// never take (`retention.ms=abc`, `compression.type=brotli`). A writer
+// learns it from that write(2), not only from close(2), whose error
+// `printf 'k=v' > config` in a shell ignores. Values are checked as far
+// as a prefix can be: a number's range only once the line is complete.
 func CheckUnfinishedConfigLine(line []byte) error {
-	k, _, ok := strings.Cut(strings.TrimSuffix(string(line), "\r"), "=")
+	k, v, ok := strings.Cut(strings.TrimSuffix(string(line), "\r"), "=")
 	if !ok || strings.HasPrefix(strings.TrimSpace(k), "#") {
 		return nil
 	}
-	if _, known := configKeys[strings.TrimSpace(k)]; !known {
-		return fmt.Errorf("%w: unknown key %q", ErrInvalidConfig, strings.TrimSpace(k))
+	k = strings.TrimSpace(k)
+	key, known := configKeys[k]
+	if !known {
+		return fmt.Errorf("%w: unknown key %q", ErrInvalidConfig, k)
+	}
+	if key.doomed != nil && key.doomed(v) {
+		return fmt.Errorf("%w: %s: %q cannot become a valid value", ErrInvalidConfig, k, v)
 	}
 	return nil
 }

@@ -9,17 +9,21 @@ import (
 // writes a line without its newline, which used to wait for close(2); a
 // shell ignores close's error, so a misspelt key exited 0 and changed
 // nothing. An unfinished line whose key is complete (the '=' came) and
-// unknown now fails the write(2) that brings it with EINVAL, and nothing
-// of that write is applied. A key or a line split over several writes
+// unknown, or whose value can no longer become valid, now fails the
+// write(2) that brings it with EINVAL, and nothing of that write is
+// applied. A key or a line split over several writes
 // still works, and a valid unfinished line is still applied at close.
 func TestMountConfigUnfinishedUnknownKey(t *testing.T) {
 	m := mntNew(t)
 	m.ok(`mkdir "$M/c"`)
 	m.fails(`printf 'retension.ms=1000' > "$M/c/config"`, "Invalid argument")
+	// A known key whose value cannot become valid, however it goes on.
+	m.fails(`printf 'retention.ms=abc' > "$M/c/config"`, "Invalid argument")
+	m.fails(`printf 'compression.type=brotli' > "$M/c/config"`, "Invalid argument")
 	// One write(2) of several lines: all or nothing.
 	m.fails(`python3 -c 'import os,sys; fd=os.open(sys.argv[1], os.O_WRONLY); os.write(fd, b"segment.ms=70000\nbogus=1")' "$M/c/config"`, "Invalid argument")
-	got := m.ok(`grep -E '^(retention|segment)\.ms=' "$M/c/config"`)
-	if got != "retention.ms=604800000\nsegment.ms=604800000\n" {
+	got := m.ok(`grep -E '^(retention|segment)\.ms=|^compression' "$M/c/config"`)
+	if got != "compression.type=producer\nretention.ms=604800000\nsegment.ms=604800000\n" {
 		t.Fatalf("a refused write changed the config:\n%s", got)
 	}
 	// Split keys and values across writes; the last line unfinished.

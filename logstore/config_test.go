@@ -1,0 +1,87 @@
+package logstore
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// TestCheckUnfinishedConfigLine: the mount refuses an unfinished config
+// line at write(2) when no continuation can make it valid. The check must
+// never refuse a prefix of a line that is valid once complete (the user
+// is still typing it), so every prefix of every valid line below must
+// pass; and the lines that are doomed must be refused.
+func TestCheckUnfinishedConfigLine(t *testing.T) {
+	valid := map[string][]string{
+		"segment.bytes":             {"14", "1073741824", " +2147483647 ", "\t100\t"},
+		"retention.ms":              {"-1", "0", "604800000", "9223372036854775807", "  -1  "},
+		"retention.bytes":           {"-1", "+5"},
+		"max.message.bytes":         {"1048588", "0"},
+		"compression.type":          {"producer", "uncompressed", "gzip", "snappy", "lz4", "zstd", " zstd  "},
+		"message.timestamp.type":    {"CreateTime", "LogAppendTime", " LogAppendTime "},
+		"cleanup.policy":            {"delete", "compact", "compact,delete", "delete, compact", " compact , delete ", "compact,compact"},
+		"min.cleanable.dirty.ratio": {"0.5", "1", "0", "1e-1", " 0.25 "},
+		"key.separator":             {"=", " ", "\t", "::", strings.Repeat("x", 64)},
+	}
+	for k, values := range valid {
+		for _, v := range values {
+			if _, err := withOverrides(map[string]string{k: trimValue(k, v)}); err != nil {
+				t.Fatalf("test value %s=%q is not valid: %v", k, v, err)
+			}
+			line := k + "=" + v
+			for i := 0; i <= len(line); i++ {
+				if err := CheckUnfinishedConfigLine([]byte(line[:i])); err != nil {
+					t.Errorf("prefix %q of the valid line %q refused: %v", line[:i], line, err)
+				}
+			}
+		}
+	}
+
+	doomed := []string{
+		"retension.ms=1000",
+		"retention.ms=abc",
+		"retention.ms=1x",
+		"retention.ms=--1",
+		"retention.ms=1 2",
+		"segment.bytes=1.5",
+		"compression.type=brotli",
+		"compression.type=gzipp",
+		"compression.type=gzip x",
+		"message.timestamp.type=createtime",
+		"cleanup.policy=delete,bogus",
+		"cleanup.policy=comp,delete",
+		"cleanup.policy=delete,,compact",
+		"cleanup.policy=deletex",
+		"key.separator=" + strings.Repeat("x", 65),
+		"key.separator=a\x00",
+	}
+	for _, line := range doomed {
+		err := CheckUnfinishedConfigLine([]byte(line))
+		if !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("doomed unfinished line %q: %v, want ErrInvalidConfig", line, err)
+		}
+		// What it guards: the complete line is refused too.
+		if changes, perr := ParseConfigText([]byte(line + "\n")); perr == nil {
+			if _, serr := withOverrides(changes); serr == nil {
+				t.Errorf("%q is refused unfinished but valid complete", line)
+			}
+		}
+	}
+
+	// Not checked until complete: comments, lines without '=', a number's
+	// range, and a float's syntax.
+	for _, line := range []string{"# x=y", "  #retention.ms=abc", "retention", "segment.bytes=1", "retention.ms=99999999999999999999", "min.cleanable.dirty.ratio=x"} {
+		if err := CheckUnfinishedConfigLine([]byte(line)); err != nil {
+			t.Errorf("unfinished %q refused: %v", line, err)
+		}
+	}
+}
+
+// trimValue is what ParseConfigText makes of a value: trimmed, except the
+// separator, which is taken verbatim.
+func trimValue(k, v string) string {
+	if k == "key.separator" {
+		return v
+	}
+	return strings.TrimSpace(v)
+}
