@@ -24,7 +24,15 @@ import (
 //     of the response is always whole even if larger (KIP-74, P16); a later
 //     partition whose first batch does not fit returns nothing this time.
 //   - High watermark = last stable offset = log end offset: a single node has
-//     nothing to replicate and there are no transactions (P5).
+//     nothing to replicate and segfs writes no transactions (P5). A data
+//     directory copied from Kafka may hold transactions: open ones (no
+//     marker yet) are left alone, LSO stays = HW, so read_committed
+//     consumers see their records as read_uncommitted ones do.
+//   - Isolation level: read_uncommitted (0) always gets an empty
+//     AbortedTransactions list. read_committed (1) gets the aborted
+//     transactions of the partition's imported .txnindex files that overlap
+//     the batches sent (abortedTxns), so the consumer drops their records;
+//     logs segfs wrote have none.
 //   - A partition with no data has an empty, non-null record set (P4).
 //   - Long poll: below min_bytes the request waits on every fetched
 //     partition's change channel, the max_wait timer and shutdown, and reads
@@ -118,6 +126,9 @@ func (s *Server) readFetch(req *kmsg.FetchRequest) *fetchRead {
 					res.Release()
 				default:
 					sp.RecordBatches = marker(len(fr.data))
+					if req.IsolationLevel == 1 {
+						sp.AbortedTransactions = abortedTxns(p, rp.FetchOffset, res.Next)
+					}
 					fr.data = append(fr.data, res)
 					fr.bytes += res.Bytes
 					remaining -= res.Bytes
@@ -133,6 +144,26 @@ func (s *Server) readFetch(req *kmsg.FetchRequest) *fetchRead {
 		resp.Topics = append(resp.Topics, st)
 	}
 	return fr
+}
+
+// abortedTxns lists, for a read_committed fetch, the aborted transactions
+// (from the imported .txnindex files) that overlap the batches sent:
+// [fetchOffset, next), next being the offset after the last batch of the
+// response. Kafka (LocalLog.read) bounds the lookup by the offset index
+// entry past the bytes read, or the next segment's base, or the log end:
+// a coarser bound that can list a few transactions the response does not
+// reach. Ours is exact, and any transaction with a record in the response
+// starts below next, so the consumer drops everything it should.
+func abortedTxns(p *logstore.Partition, fetchOffset, next int64) []kmsg.FetchResponseTopicPartitionAbortedTransaction {
+	txns := p.AbortedTxns(fetchOffset, next)
+	out := make([]kmsg.FetchResponseTopicPartitionAbortedTransaction, 0, len(txns))
+	for _, t := range txns {
+		a := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+		a.ProducerID = t.ProducerID
+		a.FirstOffset = t.FirstOffset
+		out = append(out, a)
+	}
+	return out
 }
 
 // sendFetch writes the response of one pass with the record sets spliced

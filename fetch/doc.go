@@ -32,6 +32,18 @@
 // arrived, so a hostile size prefix costs nothing and an idle connection
 // holds no buffer at all.
 //
+// # Transactions
+//
+// segfs writes no transactions: transactional Produce is refused. A data
+// directory copied from a Kafka broker may still hold transactional batches,
+// COMMIT/ABORT control batches and .txnindex files. For read_committed
+// fetches the partition's aborted transactions, read from those .txnindex
+// files when the partition loads (logstore/txnindex.go), fill each
+// partition's AbortedTransactions, so consumers drop the aborted records;
+// read_uncommitted fetches get an empty list, as always. The last stable
+// offset equals the high watermark: transactions left open (no marker) are
+// not held back.
+//
 // # Committed offsets
 //
 // OffsetCommit stores offsets in a JSON file of segfs's own name in the data

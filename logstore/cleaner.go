@@ -394,6 +394,19 @@ func (p *Partition) cleanSegments(group []*segment, m *offsetMap, dec *record.De
 		return 0, 0, err
 	}
 	ns := newSegmentStruct(p.dir, old.base)
+	// The cleaner keeps transactional batches and their markers, so the
+	// group's aborted transactions all still apply: the merged segment
+	// takes them, in a .txnindex of its own (the old ones were renamed
+	// .deleted with their segments). A crash before this write loses them
+	// (read_committed would then show those aborted records).
+	for _, s := range group {
+		ns.txns = append(ns.txns, s.txns...)
+	}
+	if len(ns.txns) > 0 {
+		if err := WriteFileAtomic(ns.path(txnIndexSuffix), encodeTxnIndex(ns.txns)); err != nil {
+			return 0, 0, err
+		}
+	}
 	lf, err := os.OpenFile(ns.path(logSuffix), os.O_RDWR, 0)
 	if err != nil {
 		return 0, 0, err

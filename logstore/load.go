@@ -48,7 +48,7 @@ func (s *Store) loadPartition(t *Topic, n int32, clean bool, recoveryPoint, logS
 	}
 	for _, e := range ents {
 		name := e.Name()
-		for _, suf := range []string{indexSuffix, timeIndexSuffix, textIndexSuffix, ".txnindex"} {
+		for _, suf := range []string{indexSuffix, timeIndexSuffix, textIndexSuffix, txnIndexSuffix} {
 			if base, ok := parseSegmentBase(name, suf); ok && !logs[base] {
 				os.Remove(filepath.Join(dir, name))
 				log.Info("removed orphan index", "file", name)
@@ -106,7 +106,7 @@ func (s *Store) loadPartition(t *Topic, n int32, clean bool, recoveryPoint, logS
 				// Everything after a damaged segment is unreachable in
 				// order: Kafka deletes it, and so do we.
 				for _, later := range bases[i+1:] {
-					for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, textIndexSuffix} {
+					for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, textIndexSuffix, txnIndexSuffix} {
 						os.Remove(filepath.Join(dir, segmentName(later)+suf))
 					}
 					log.Warn("deleted segment after truncation", "segment", segmentName(later))
@@ -147,6 +147,10 @@ func (s *Store) loadPartition(t *Topic, n int32, clean bool, recoveryPoint, logS
 	if p.logStart.Load() > leo {
 		p.logStart.Store(leo)
 	}
+	for _, s := range p.segs {
+		s.loadTxnIndex(leo, log)
+	}
+	p.updateHasTxnsLocked()
 	if clean {
 		p.recoveryPoint.Store(leo)
 	} else {

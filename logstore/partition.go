@@ -39,6 +39,7 @@ type Partition struct {
 	// latestDeleteHorizon: once it passes, the cleaner runs without new
 	// dirty records to remove them.
 	deleteHorizon atomic.Int64
+	hasTxns       atomic.Bool // some segment has aborted transactions (txnindex.go)
 
 	cleanMu sync.Mutex // serialises retention and compaction passes
 
@@ -455,6 +456,7 @@ type FileSlice struct {
 type ReadResult struct {
 	Slices []FileSlice
 	Bytes  int64 // sum of Slices[i].Len
+	Next   int64 // the offset after the last batch returned (0 when Bytes is 0)
 	segs   []*segment
 	once   sync.Once
 }
@@ -524,6 +526,7 @@ func (p *Partition) Read(offset int64, maxBytes int64) (*ReadResult, error) {
 				break
 			}
 			end += h.Size()
+			res.Next = h.NextOffset()
 		}
 		if end > pos {
 			res.Slices = append(res.Slices, FileSlice{File: s.log, Pos: pos, Len: end - pos})

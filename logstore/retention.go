@@ -131,7 +131,7 @@ func (p *Partition) deleteOldestLocked(del []*segment, next int64, cfg *Config) 
 // markDeleted renames the segment's files with the .deleted suffix; open
 // descriptors keep working.
 func (s *segment) markDeleted() {
-	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, textIndexSuffix} {
+	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, textIndexSuffix, txnIndexSuffix} {
 		os.Rename(s.path(suf), s.path(suf)+deletedSuffix)
 	}
 	s.deleted.Store(true)

@@ -39,6 +39,7 @@ type segment struct {
 	oidx *index.OffsetIndex
 	tidx *index.TimeIndex
 	text textMap
+	txns []AbortedTxn // the imported .txnindex (txnindex.go); fixed once the segment is shared
 
 	size         atomic.Int64 // committed bytes of the .log
 	next         atomic.Int64 // offset after the last batch (base when empty)
@@ -80,7 +81,7 @@ func newSegmentStruct(dir string, base int64) *segment {
 // a power cut.
 func createSegment(dir string, base int64, cfg *Config) (*segment, error) {
 	s := newSegmentStruct(dir, base)
-	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, textIndexSuffix} {
+	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, textIndexSuffix, txnIndexSuffix} {
 		os.Remove(s.path(suf))
 	}
 	f, err := os.OpenFile(s.path(logSuffix), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
@@ -136,7 +137,7 @@ func (s *segment) release() {
 	if s.refs.Add(-1) == 0 {
 		s.closeFiles()
 		if s.deleted.Load() {
-			for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, textIndexSuffix} {
+			for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, textIndexSuffix, txnIndexSuffix} {
 				os.Remove(s.path(suf) + deletedSuffix)
 			}
 		}
