@@ -1,0 +1,214 @@
+package tests
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/segfs/segfs/index"
+	"github.com/segfs/segfs/logstore/record"
+)
+
+// A data directory as a Kafka broker leaves it after transactions: the
+// partition txn-0 holds, by offset,
+//
+//	segment 0:  0 plain-1                       non-transactional
+//	            1 committed-1, 2 committed-2    producer 100, committed at 7
+//	            3 aborted-1, 4 aborted-2        producer 200, aborted at 8
+//	            5 plain-2
+//	            6 aborted-3                     producer 200
+//	            7 COMMIT (100)
+//	            8 ABORT (200)
+//	            9 aborted-5                     producer 300, aborted at 11
+//	segment 10: 10 plain-3
+//	            11 ABORT (300)
+//
+// with a .txnindex per segment holding its ABORT markers' transactions:
+// producer 300's starts in segment 0 and is indexed in segment 10.
+type txnBatch struct {
+	base    int64
+	pid     int64 // -1: not transactional
+	seq     int32
+	values  []string
+	control int16 // -1: data; 0 ABORT, 1 COMMIT
+}
+
+var (
+	txnAllValues = []string{"plain-1", "committed-1", "committed-2", "aborted-1", "aborted-2",
+		"plain-2", "aborted-3", "aborted-5", "plain-3"}
+	txnCommittedValues = []string{"plain-1", "committed-1", "committed-2", "plain-2", "plain-3"}
+)
+
+func txnBuild(t *testing.T, b txnBatch, ts int64) []byte {
+	t.Helper()
+	spec := record.DefaultSpec()
+	spec.BaseOffset = b.base
+	if b.pid >= 0 {
+		spec.ProducerID, spec.ProducerEpoch, spec.BaseSequence, spec.Transactional = b.pid, 0, b.seq, true
+	}
+	if b.control >= 0 {
+		spec.BaseSequence, spec.Control = -1, true
+	}
+	var bl record.Builder
+	bl.Reset(spec)
+	if b.control >= 0 {
+		// Key: version 0, type; value: version 0, coordinator epoch 3
+		// (KAFKA-FORMAT.md, control records).
+		bl.Add(ts, []byte{0, 0, 0, byte(b.control)}, []byte{0, 0, 0, 0, 0, 3}, nil)
+	}
+	for i, v := range b.values {
+		bl.Add(ts+int64(i), nil, []byte(v), nil)
+	}
+	out, err := bl.Build(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// txnWriteSegment writes a segment's .log, .index, .timeindex (an entry
+// per batch but the first) and .txnindex (entries of pid, first, last,
+// lso; none: no file).
+func txnWriteSegment(t *testing.T, dir string, base int64, batches []txnBatch, txns [][4]int64) {
+	t.Helper()
+	var log, idx, tidx, txn []byte
+	for i, b := range batches {
+		ts := 1700000000000 + b.base*1000
+		raw := txnBuild(t, b, ts)
+		pos := int64(len(log))
+		log = append(log, raw...)
+		n := int64(max(len(b.values), 1))
+		if i > 0 {
+			idx = index.AppendOffsetEntry(idx, base, index.OffsetEntry{Offset: b.base + n - 1, Position: int32(pos)})
+			tidx = index.AppendTimeEntry(tidx, base, index.TimeEntry{Timestamp: ts + n - 1, Offset: b.base + n - 1})
+		}
+	}
+	for _, e := range txns {
+		txn = binary.BigEndian.AppendUint16(txn, 0)
+		for _, v := range e {
+			txn = binary.BigEndian.AppendUint64(txn, uint64(v))
+		}
+	}
+	files := map[string][]byte{".log": log, ".index": idx, ".timeindex": tidx}
+	if len(txns) > 0 {
+		files[".txnindex"] = txn
+	}
+	for suf, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%020d", base)+suf), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func txnDataDir(t *testing.T) string {
+	t.Helper()
+	data := t.TempDir()
+	pdir := filepath.Join(data, "txn-0")
+	if err := os.MkdirAll(pdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	txnWriteSegment(t, pdir, 0, []txnBatch{
+		{base: 0, pid: -1, values: []string{"plain-1"}, control: -1},
+		{base: 1, pid: 100, seq: 0, values: []string{"committed-1", "committed-2"}, control: -1},
+		{base: 3, pid: 200, seq: 0, values: []string{"aborted-1", "aborted-2"}, control: -1},
+		{base: 5, pid: -1, values: []string{"plain-2"}, control: -1},
+		{base: 6, pid: 200, seq: 2, values: []string{"aborted-3"}, control: -1},
+		{base: 7, pid: 100, control: 1},
+		{base: 8, pid: 200, control: 0},
+		{base: 9, pid: 300, seq: 0, values: []string{"aborted-5"}, control: -1},
+	}, [][4]int64{{200, 3, 8, 9}})
+	txnWriteSegment(t, pdir, 10, []txnBatch{
+		{base: 10, pid: -1, values: []string{"plain-3"}, control: -1},
+		{base: 11, pid: 300, control: 0},
+	}, [][4]int64{{300, 9, 11, 12}})
+	return data
+}
+
+// txnKgoValues consumes txn-0 from the start with the given isolation
+// level until the record at offset 10 (the last data record) arrives.
+func txnKgoValues(t *testing.T, addr string, iso kgo.IsolationLevel) []string {
+	t.Helper()
+	cl := kafkaClient(t, addr, kgo.FetchIsolationLevel(iso),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"txn": {0: kgo.NewOffset().AtStart()}}))
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out []string
+	for {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("no record at offset 10 before the timeout; got %q", out)
+		}
+		fs.EachError(func(tp string, p int32, err error) { t.Fatalf("fetch %s/%d: %v", tp, p, err) })
+		done := false
+		for _, r := range fs.Records() {
+			out = append(out, string(r.Value))
+			done = done || r.Offset >= 10
+		}
+		if done {
+			return out
+		}
+	}
+}
+
+// TestKafkaTxnImported: a log with committed and aborted transactions,
+// copied from Kafka with its .txnindex files, passes verify; read_committed
+// consumers (kcat, franz-go) get the committed and non-transactional
+// records only, read_uncommitted ones get every data record; no one sees a
+// control record.
+func TestKafkaTxnImported(t *testing.T) {
+	data := txnDataDir(t)
+	if r := cliRun(t, "verify", data); r.Code != 0 || !strings.Contains(r.Stdout, "txn-0: ok") {
+		t.Fatalf("verify: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+
+	srv := kafkaServe(t, data)
+	kcatValues := func(iso string, extra ...string) []string {
+		args := append([]string{"-C", "-t", "txn", "-p", "0", "-o", "beginning", "-e", "-q",
+			"-X", "isolation.level=" + iso, "-f", "%s\n"}, extra...)
+		out := kcat(t, srv.addr, "", args...)
+		return strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	}
+	// One batch per response (KIP-74 returns the first whole): each
+	// response's aborted list is bounded by its own last batch, and the
+	// transaction of producer 300 (offset 9) is indexed in the next segment.
+	if got := kcatValues("read_committed", "-X", "fetch.message.max.bytes=1"); !reflect.DeepEqual(got, txnCommittedValues) {
+		t.Errorf("kcat read_committed, a batch per fetch: %q, want %q", got, txnCommittedValues)
+	}
+	// From the middle of producer 200's aborted transaction.
+	if got := kcatValues("read_committed", "-o", "4"); !reflect.DeepEqual(got, []string{"plain-2", "plain-3"}) {
+		t.Errorf("kcat read_committed from 4: %q, want [plain-2 plain-3]", got)
+	}
+	if got := kcatValues("read_committed"); !reflect.DeepEqual(got, txnCommittedValues) {
+		t.Errorf("kcat read_committed: %q, want %q", got, txnCommittedValues)
+	}
+	if got := kcatValues("read_uncommitted"); !reflect.DeepEqual(got, txnAllValues) {
+		t.Errorf("kcat read_uncommitted: %q, want %q", got, txnAllValues)
+	}
+	if got := txnKgoValues(t, srv.addr, kgo.ReadCommitted()); !reflect.DeepEqual(got, txnCommittedValues) {
+		t.Errorf("franz-go read_committed: %q, want %q", got, txnCommittedValues)
+	}
+	if got := txnKgoValues(t, srv.addr, kgo.ReadUncommitted()); !reflect.DeepEqual(got, txnAllValues) {
+		t.Errorf("franz-go read_uncommitted: %q, want %q", got, txnAllValues)
+	}
+	srv.stop()
+
+	// The file view renders every data record, aborted ones included (what
+	// read_uncommitted shows), and never a control record.
+	m := mntAt(t, data)
+	got, err := os.ReadFile(m.path("txn", "0", "data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.Join(txnAllValues, "\n") + "\n"; string(got) != want {
+		t.Errorf("cat txn/0/data: %q, want %q", got, want)
+	}
+}
