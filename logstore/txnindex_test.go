@@ -174,3 +174,69 @@ func TestTxnIndexFollowsSegment(t *testing.T) {
 		t.Fatalf("after the last release: %v", err)
 	}
 }
+
+// TestTxnIndexSurvivesCompaction: the cleaner keeps transactional batches
+// and markers, so the segment it merges a group into carries the group's
+// aborted transactions, in memory and in its own .txnindex after a restart.
+func TestTxnIndexSurvivesCompaction(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, newClock())
+	if _, err := s.CreateTopic("c", 1, map[string]string{
+		"cleanup.policy": "compact", "key.separator": "=", "segment.bytes": "1000",
+		"min.cleanable.dirty.ratio": "0", "file.delete.delay.ms": "0",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	p := mustPartition(t, s, "c")
+	for i := 0; len(p.segs) < 4; i++ {
+		if _, _, err := p.AppendLines(fmt.Appendf(nil, "k%d=value %d %s\n", i%3, i, strings.Repeat("z", 20))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var bases []int64
+	for _, sg := range p.segs {
+		bases = append(bases, sg.base)
+	}
+	pdir, leo := p.dir, p.LogEndOffset()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	want := []AbortedTxn{{1, bases[0], bases[0] + 1, bases[0] + 2}, {2, bases[0] + 3, bases[1] + 1, bases[1] + 2}}
+	writeTxnIndex(t, pdir, bases[0], encodeTxnIndex(want[:1]))
+	writeTxnIndex(t, pdir, bases[1], encodeTxnIndex(want[1:]))
+
+	s = openStore(t, dir, newClock())
+	p = mustPartition(t, s, "c")
+	// Larger segments: the closed ones now fit one group.
+	if err := p.Topic().SetConfig(map[string]string{"segment.bytes": "100000"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(p.acquireSegmentsReleased()); n >= len(bases) {
+		t.Fatalf("compaction merged nothing: %d segments", n)
+	}
+	if got := p.AbortedTxns(bases[0], leo); !reflect.DeepEqual(got, want) {
+		t.Errorf("after compaction: %v, want %v", got, want)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(pdir, segmentName(bases[1])+txnIndexSuffix)); !os.IsNotExist(err) {
+		t.Errorf("merged segment's .txnindex still there: %v", err)
+	}
+	s = openStore(t, dir, newClock())
+	defer s.Close()
+	p = mustPartition(t, s, "c")
+	if got := p.AbortedTxns(bases[0], leo); !reflect.DeepEqual(got, want) {
+		t.Errorf("after compaction and restart: %v, want %v", got, want)
+	}
+}
+
+// acquireSegmentsReleased is the current segment list (references dropped).
+func (p *Partition) acquireSegmentsReleased() []*segment {
+	segs := p.acquireSegments(0)
+	releaseAll(segs)
+	return segs
+}
