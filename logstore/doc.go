@@ -14,6 +14,10 @@
 // directory has Kafka's NNN.log/.index/.timeindex, partition.metadata,
 // leader-epoch-checkpoint and producer .snapshot files, plus NNN.textindex,
 // segfs's sparse map from rendered text positions to batches.
+// A NNN.txnindex copied from Kafka (aborted transactions) is read when the
+// partition loads and served to read_committed fetches (txnindex.go);
+// segfs never writes one, except when compaction merges segments that had
+// one. Retention and compaction move it with its segment.
 //
 // # Durability
 //
