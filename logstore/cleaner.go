@@ -373,10 +373,29 @@ func (p *Partition) cleanSegments(group []*segment, m *offsetMap, dec *record.De
 	if err := retire(group[tail:]); err != nil {
 		return 0, 0, err
 	}
+	// The cleaner keeps transactional batches and their markers, so the
+	// group's aborted transactions all still apply: the merged segment
+	// takes them, in a .txnindex of its own, which segfs cannot rebuild
+	// from the log. It is written as a swap file before the log's swap
+	// exists, and the loader completes it like the log's (completeSwaps):
+	// dropped while the .cleaned log is still there, renamed into place
+	// once the log's swap is.
+	var txns []AbortedTxn
+	for _, s := range group {
+		txns = append(txns, s.txns...)
+	}
+	txnSwap := old.path(txnIndexSuffix) + swapSuffix
+	if len(txns) > 0 {
+		if err := WriteFileAtomic(txnSwap, encodeTxnIndex(txns)); err != nil {
+			os.Remove(cleanedPath)
+			return 0, 0, err
+		}
+	}
 	// The swap: from here on a crash is completed by the loader.
 	swapPath := old.path(logSuffix) + swapSuffix
 	if err := os.Rename(cleanedPath, swapPath); err != nil {
 		os.Remove(cleanedPath)
+		os.Remove(txnSwap)
 		return 0, 0, err
 	}
 	if err := syncDir(p.dir); err != nil {
@@ -390,23 +409,22 @@ func (p *Partition) cleanSegments(group []*segment, m *offsetMap, dec *record.De
 	if err := os.Rename(swapPath, old.path(logSuffix)); err != nil {
 		return 0, 0, err
 	}
+	if cleanerCrash != nil {
+		if err := cleanerCrash("renamed"); err != nil {
+			return 0, 0, err
+		}
+	}
+	if len(txns) > 0 {
+		// The old segments' .txnindex files are .deleted by now.
+		if err := os.Rename(txnSwap, old.path(txnIndexSuffix)); err != nil {
+			return 0, 0, err
+		}
+	}
 	if err := syncDir(p.dir); err != nil {
 		return 0, 0, err
 	}
 	ns := newSegmentStruct(p.dir, old.base)
-	// The cleaner keeps transactional batches and their markers, so the
-	// group's aborted transactions all still apply: the merged segment
-	// takes them, in a .txnindex of its own (the old ones were renamed
-	// .deleted with their segments). A crash before this write loses them
-	// (read_committed would then show those aborted records).
-	for _, s := range group {
-		ns.txns = append(ns.txns, s.txns...)
-	}
-	if len(ns.txns) > 0 {
-		if err := WriteFileAtomic(ns.path(txnIndexSuffix), encodeTxnIndex(ns.txns)); err != nil {
-			return 0, 0, err
-		}
-	}
+	ns.txns = txns
 	lf, err := os.OpenFile(ns.path(logSuffix), os.O_RDWR, 0)
 	if err != nil {
 		return 0, 0, err

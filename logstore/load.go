@@ -253,28 +253,45 @@ func completeSwaps(dir string, log interface{ Info(string, ...any) }) error {
 		}
 		if strings.HasSuffix(name, swapSuffix) {
 			inner := strings.TrimSuffix(name, swapSuffix)
-			for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, textIndexSuffix} {
+			for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, textIndexSuffix, txnIndexSuffix} {
 				if base, ok := parseSegmentBase(inner, suf); ok {
 					swaps = append(swaps, swap{base, name})
 				}
 			}
 		}
 	}
-	var logSwaps []swap
+	var logSwaps, kept []swap
 	for _, sw := range swaps {
 		if minCleaned >= 0 && sw.base >= minCleaned {
 			os.Remove(filepath.Join(dir, sw.name))
 			log.Info("removed incomplete swap", "file", sw.name)
 			continue
 		}
+		kept = append(kept, sw)
 		if strings.HasSuffix(sw.name, logSuffix+swapSuffix) {
 			logSwaps = append(logSwaps, sw)
 		}
 	}
+	swaps = kept
 	if len(logSwaps) == 0 {
-		// Index swaps without their log are meaningless.
+		// Index swaps without their log are meaningless, and rebuilt,
+		// except a .txnindex: segfs cannot rebuild one, and the cleaner
+		// renames its swap after the log's (cleanSegments), so one left
+		// alone belongs to a log already in place.
+		renamed := false
 		for _, sw := range swaps {
+			if strings.HasSuffix(sw.name, txnIndexSuffix+swapSuffix) {
+				if err := os.Rename(filepath.Join(dir, sw.name), filepath.Join(dir, strings.TrimSuffix(sw.name, swapSuffix))); err != nil {
+					return err
+				}
+				log.Info("completed interrupted swap", "file", sw.name)
+				renamed = true
+				continue
+			}
 			os.Remove(filepath.Join(dir, sw.name))
+		}
+		if renamed {
+			return syncDir(dir)
 		}
 		return nil
 	}
@@ -299,7 +316,7 @@ func completeSwaps(dir string, log interface{ Info(string, ...any) }) error {
 		if strings.HasSuffix(name, swapSuffix) {
 			continue
 		}
-		for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, textIndexSuffix} {
+		for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, textIndexSuffix, txnIndexSuffix} {
 			if base, ok := parseSegmentBase(name, suf); ok && base >= lo && base < hi {
 				os.Remove(filepath.Join(dir, name))
 			}

@@ -1,6 +1,7 @@
 package logstore
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -176,61 +177,96 @@ func TestTxnIndexFollowsSegment(t *testing.T) {
 }
 
 // TestTxnIndexSurvivesCompaction: the cleaner keeps transactional batches
-// and markers, so the segment it merges a group into carries the group's
-// aborted transactions, in memory and in its own .txnindex after a restart.
+// and markers, so a merged segment takes its group's aborted transactions
+// in a .txnindex of its own, which segfs cannot rebuild from the log. A
+// crash at any step of the pass (the cleaner's test hook) must leave every
+// entry in place after the reload, as the completed pass and a clean
+// restart do.
 func TestTxnIndexSurvivesCompaction(t *testing.T) {
-	dir := t.TempDir()
-	s := openStore(t, dir, newClock())
-	if _, err := s.CreateTopic("c", 1, map[string]string{
-		"cleanup.policy": "compact", "key.separator": "=", "segment.bytes": "1000",
-		"min.cleanable.dirty.ratio": "0", "file.delete.delay.ms": "0",
-	}); err != nil {
-		t.Fatal(err)
-	}
-	p := mustPartition(t, s, "c")
-	for i := 0; len(p.segs) < 4; i++ {
-		if _, _, err := p.AppendLines(fmt.Appendf(nil, "k%d=value %d %s\n", i%3, i, strings.Repeat("z", 20))); err != nil {
+	// run builds four segments, gives the first two a .txnindex, then
+	// compacts them into one group, stopping where stop says; it returns
+	// the aborted transactions found after a reload, the ones written,
+	// and the number of steps the pass took.
+	run := func(stop func(step string) error) (got, want []AbortedTxn, steps int) {
+		dir := t.TempDir()
+		s := openStore(t, dir, newClock())
+		if _, err := s.CreateTopic("c", 1, map[string]string{
+			"cleanup.policy": "compact", "key.separator": "=", "segment.bytes": "1000",
+			"min.cleanable.dirty.ratio": "0", "file.delete.delay.ms": "0",
+		}); err != nil {
 			t.Fatal(err)
 		}
-	}
-	var bases []int64
-	for _, sg := range p.segs {
-		bases = append(bases, sg.base)
-	}
-	pdir, leo := p.dir, p.LogEndOffset()
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	want := []AbortedTxn{{1, bases[0], bases[0] + 1, bases[0] + 2}, {2, bases[0] + 3, bases[1] + 1, bases[1] + 2}}
-	writeTxnIndex(t, pdir, bases[0], encodeTxnIndex(want[:1]))
-	writeTxnIndex(t, pdir, bases[1], encodeTxnIndex(want[1:]))
+		p := mustPartition(t, s, "c")
+		for i := 0; len(p.segs) < 4; i++ {
+			if _, _, err := p.AppendLines(fmt.Appendf(nil, "k%d=value %d %s\n", i%3, i, strings.Repeat("z", 20))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var bases []int64
+		for _, sg := range p.segs {
+			bases = append(bases, sg.base)
+		}
+		pdir, leo := p.dir, p.LogEndOffset()
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		want = []AbortedTxn{{1, bases[0], bases[0] + 1, bases[0] + 2}, {2, bases[0] + 3, bases[1] + 1, bases[1] + 2}}
+		writeTxnIndex(t, pdir, bases[0], encodeTxnIndex(want[:1]))
+		writeTxnIndex(t, pdir, bases[1], encodeTxnIndex(want[1:]))
 
-	s = openStore(t, dir, newClock())
-	p = mustPartition(t, s, "c")
-	// Larger segments: the closed ones now fit one group.
-	if err := p.Topic().SetConfig(map[string]string{"segment.bytes": "100000"}); err != nil {
-		t.Fatal(err)
+		s = openStore(t, dir, newClock())
+		p = mustPartition(t, s, "c")
+		// Larger segments: the closed ones now fit one group.
+		if err := p.Topic().SetConfig(map[string]string{"segment.bytes": "100000"}); err != nil {
+			t.Fatal(err)
+		}
+		cleanerCrash = func(step string) error {
+			steps++
+			return stop(step)
+		}
+		_, err := p.Compact()
+		cleanerCrash = nil
+		if err != nil {
+			s.abandon()
+		} else {
+			if n := len(p.acquireSegmentsReleased()); n >= len(bases) {
+				t.Fatalf("compaction merged nothing: %d segments", n)
+			}
+			if got := p.AbortedTxns(bases[0], leo); !reflect.DeepEqual(got, want) {
+				t.Errorf("after compaction: %v, want %v", got, want)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(filepath.Join(pdir, segmentName(bases[1])+txnIndexSuffix)); !os.IsNotExist(err) {
+				t.Errorf("merged segment's .txnindex still there: %v", err)
+			}
+		}
+		s = openStore(t, dir, newClock())
+		defer s.Close()
+		for _, pat := range []string{"*.swap", "*.cleaned", "*.deleted", "*.tmp"} {
+			if m, _ := filepath.Glob(filepath.Join(pdir, pat)); len(m) != 0 {
+				t.Fatalf("leftover %v", m)
+			}
+		}
+		return mustPartition(t, s, "c").AbortedTxns(bases[0], leo), want, steps
 	}
-	if _, err := p.Compact(); err != nil {
-		t.Fatal(err)
+	got, want, steps := run(func(string) error { return nil })
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("after compaction and restart: %v, want %v", got, want)
 	}
-	if n := len(p.acquireSegmentsReleased()); n >= len(bases) {
-		t.Fatalf("compaction merged nothing: %d segments", n)
-	}
-	if got := p.AbortedTxns(bases[0], leo); !reflect.DeepEqual(got, want) {
-		t.Errorf("after compaction: %v, want %v", got, want)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(pdir, segmentName(bases[1])+txnIndexSuffix)); !os.IsNotExist(err) {
-		t.Errorf("merged segment's .txnindex still there: %v", err)
-	}
-	s = openStore(t, dir, newClock())
-	defer s.Close()
-	p = mustPartition(t, s, "c")
-	if got := p.AbortedTxns(bases[0], leo); !reflect.DeepEqual(got, want) {
-		t.Errorf("after compaction and restart: %v, want %v", got, want)
+	errStop := errors.New("stopped by the test")
+	for crashAt := 1; crashAt <= steps; crashAt++ {
+		n := 0
+		got, want, _ := run(func(string) error {
+			if n++; n == crashAt {
+				return errStop
+			}
+			return nil
+		})
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("crash at step %d of %d: after the reload %v, want %v", crashAt, steps, got, want)
+		}
 	}
 }
 
