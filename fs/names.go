@@ -3,7 +3,6 @@ package fs
 import (
 	"hash/fnv"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -62,9 +61,7 @@ func parseTimeName(name string) (int64, bool) {
 	if len(name) < 20 || (name[10] != 'T' && name[10] != 't') {
 		return 0, false
 	}
-	// RFC 3339 (§5.6) allows a lower-case 't' and 'z'; time.Parse does
-	// not. Nothing else in a valid time has a letter.
-	t, err := time.Parse(time.RFC3339Nano, strings.ToUpper(name))
+	t, err := time.Parse(time.RFC3339Nano, rfc3339Upper(name))
 	if err != nil {
 		return 0, false
 	}
@@ -78,6 +75,24 @@ func parseTimeName(name string) (int64, bool) {
 		ms++
 	}
 	return ms, true
+}
+
+// rfc3339Upper turns the lower-case 't' (at index 10, checked by the
+// caller) and a final 'z' that RFC 3339 (§5.6) allows into the upper-case
+// ones time.Parse requires. Only those two places: anything else stays as
+// it was for time.Parse to judge.
+func rfc3339Upper(name string) string {
+	if name[10] != 't' && name[len(name)-1] != 'z' {
+		return name
+	}
+	b := []byte(name)
+	if b[10] == 't' {
+		b[10] = 'T'
+	}
+	if b[len(b)-1] == 'z' {
+		b[len(b)-1] = 'Z'
+	}
+	return string(b)
 }
 
 // inoFor derives a deterministic inode number from a node's path inside

@@ -2,6 +2,7 @@ package fs
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -88,7 +89,7 @@ func FuzzParseOffsetName(f *testing.F) {
 }
 
 func FuzzParseTimeName(f *testing.F) {
-	for _, s := range []string{"1732875600000", "2026-11-29T10:00:00Z", "2026-11-29T10:00:00.5+05:30", "x"} {
+	for _, s := range []string{"1732875600000", "2026-11-29T10:00:00Z", "2026-11-29T10:00:00.5+05:30", "x", "2026-11-29t10:00:00z", "2026-11-29t10:00:00.5+05:30"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, name string) {
@@ -102,7 +103,18 @@ func FuzzParseTimeName(f *testing.F) {
 			}
 			return
 		}
-		tm, err := time.Parse(time.RFC3339Nano, name)
+		// RFC 3339 allows a lower-case 't' and 'z' (§5.6); time.Parse
+		// takes only upper case, and no other letter may differ.
+		upper := strings.ToUpper(name)
+		if len(upper) != len(name) {
+			t.Fatalf("%q accepted with non-ASCII letters", name)
+		}
+		for i := range name {
+			if name[i] != upper[i] && i != 10 && i != len(name)-1 {
+				t.Fatalf("%q accepted with a lower-case letter at %d", name, i)
+			}
+		}
+		tm, err := time.Parse(time.RFC3339Nano, upper)
 		if err != nil {
 			t.Fatalf("%q accepted but not RFC 3339: %v", name, err)
 		}
