@@ -319,13 +319,7 @@ func TestInterruptedGroupSwapEmptyTail(t *testing.T) {
 		if n != 4 {
 			t.Fatalf("%d segments, the test needs A, D, E and the active one", n)
 		}
-		steps := 0
-		cleanerCrash = func(step string) error {
-			steps++
-			return stop(step)
-		}
-		_, err := p.Compact()
-		cleanerCrash = nil
+		steps, err := compactStopping(p, stop)
 		if err != nil {
 			s.abandon()
 		} else {

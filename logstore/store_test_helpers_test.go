@@ -14,3 +14,16 @@ func (s *Store) abandon() {
 	s.probe.close()
 	s.lock.release()
 }
+
+// compactStopping runs one compaction pass with the cleaner's test hook
+// calling stop at each step (a non-nil error there is a crash), and
+// counts the steps it reached.
+func compactStopping(p *Partition, stop func(step string) error) (steps int, err error) {
+	cleanerCrash = func(step string) error {
+		steps++
+		return stop(step)
+	}
+	defer func() { cleanerCrash = nil }()
+	_, err = p.Compact()
+	return steps, err
+}

@@ -220,12 +220,7 @@ func TestTxnIndexSurvivesCompaction(t *testing.T) {
 		if err := p.Topic().SetConfig(map[string]string{"segment.bytes": "100000"}); err != nil {
 			t.Fatal(err)
 		}
-		cleanerCrash = func(step string) error {
-			steps++
-			return stop(step)
-		}
-		_, err := p.Compact()
-		cleanerCrash = nil
+		steps, err := compactStopping(p, stop)
 		if err != nil {
 			s.abandon()
 		} else {
