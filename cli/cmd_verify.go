@@ -19,6 +19,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/segfs/segfs/logstore"
 	"github.com/segfs/segfs/logstore/record"
 )
 
@@ -30,7 +31,8 @@ func verifyCommand() *ucli.Command {
 		Description: `Reads every partition of DATA_DIR: every batch of every segment (length,
 magic, CRC-32C, record layout, offsets increasing within and across
 segments), every .index and .timeindex (their own rules, and against their
-.log: positions past the log end, offsets not found, timestamps), and the
+.log: positions past the log end, offsets not found, timestamps), every
+.txnindex a Kafka broker left (its rules; ABORT markers inside the segment), and the
 checkpoint files (format; recovery points and log start offsets not past the
 log end). Each problem is printed with its file and byte position.
 
@@ -309,6 +311,37 @@ func (v *verifier) indexes(s *segmentFiles, sum *logSummary, active bool) {
 		}
 		if c.Untrimmed > 0 && !active {
 			v.warnf(ix.path, "%d unused preallocated slots after %d entries: not trimmed at roll (unclean shutdown?)", c.Untrimmed, c.Used)
+		}
+	}
+	if s.TxnIndex != "" {
+		v.txnIndex(s.TxnIndex, s.Base, sum)
+	}
+}
+
+// txnIndex checks a .txnindex (aborted transactions, in a data directory
+// copied from Kafka; segfs writes none): Kafka's rules, and each entry's
+// ABORT marker inside the segment. A bad file is an error: the daemon
+// ignores it, so read_committed consumers would get the records of its
+// aborted transactions. A marker past the log's end is a warning: the next
+// mount drops such entries (a truncated tail).
+func (v *verifier) txnIndex(path string, base int64, sum *logSummary) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		v.warnf(path, "deleted while being checked (retention or compaction of a running daemon): skipped")
+		return
+	}
+	if err != nil {
+		v.errorf(path, "%v", err)
+		return
+	}
+	txns, err := logstore.ParseTxnIndex(b, base)
+	if err != nil {
+		v.errorf(path, "%v (the daemon ignores this file: read_committed consumers would get its aborted transactions)", err)
+		return
+	}
+	for i, t := range txns {
+		if t.LastOffset >= sum.NextOffset {
+			v.warnf(path, "entry %d (position %d): ABORT marker at offset %d is past the log's end %d: the next mount drops it", i, i*txnEntrySize, t.LastOffset, sum.NextOffset)
 		}
 	}
 }

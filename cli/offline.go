@@ -293,6 +293,7 @@ type segmentFiles struct {
 	Log       string // path; "" if the .log is missing
 	Index     string // path; "" if missing
 	TimeIndex string // path; "" if missing
+	TxnIndex  string // path; "" if missing (the normal case: only aborted transactions make one)
 }
 
 // partitionDir is one topic-partition directory of a data directory.
@@ -408,6 +409,8 @@ func listSegments(dir string) ([]segmentFiles, error) {
 			get(base).Index = path
 		case timeIndexSuffix:
 			get(base).TimeIndex = path
+		case txnIndexSuffix:
+			get(base).TxnIndex = path
 		}
 	}
 	segs := make([]segmentFiles, 0, len(byBase))

@@ -41,8 +41,11 @@ type AbortedTxn struct {
 	LastStableOffset int64
 }
 
-// parseTxnIndex decodes and checks the entries of a segment's .txnindex.
-func parseTxnIndex(b []byte, base int64) ([]AbortedTxn, error) {
+// ParseTxnIndex decodes the entries of the .txnindex of the segment at
+// base and checks them as Kafka's sanity check does (version 0, whole
+// entries, LastOffset >= base and strictly increasing, FirstOffset <=
+// LastOffset). segfs verify uses it too.
+func ParseTxnIndex(b []byte, base int64) ([]AbortedTxn, error) {
 	if len(b)%txnEntrySize != 0 {
 		return nil, fmt.Errorf("size %d is not a multiple of %d", len(b), txnEntrySize)
 	}
@@ -106,7 +109,7 @@ func (s *segment) loadTxnIndex(leo int64, log *slog.Logger) {
 	}
 	var txns []AbortedTxn
 	if err == nil {
-		txns, err = parseTxnIndex(b, s.base)
+		txns, err = ParseTxnIndex(b, s.base)
 	}
 	if err != nil {
 		log.Warn("ignoring unreadable transaction index; read_committed fetches will not skip its aborted transactions",

@@ -14,11 +14,11 @@ import (
 
 func TestParseTxnIndex(t *testing.T) {
 	good := []AbortedTxn{{7, 100, 105, 100}, {8, 101, 110, 101}}
-	got, err := parseTxnIndex(encodeTxnIndex(good), 100)
+	got, err := ParseTxnIndex(encodeTxnIndex(good), 100)
 	if err != nil || !reflect.DeepEqual(got, good) {
 		t.Fatalf("good file: %v %v", got, err)
 	}
-	if got, err := parseTxnIndex(nil, 0); err != nil || len(got) != 0 {
+	if got, err := ParseTxnIndex(nil, 0); err != nil || len(got) != 0 {
 		t.Fatalf("empty file: %v %v", got, err)
 	}
 	badVersion := encodeTxnIndex(good)
@@ -33,7 +33,7 @@ func TestParseTxnIndex(t *testing.T) {
 		"all bytes garbage": []byte(strings.Repeat("\xff", 2*txnEntrySize)),
 	}
 	for name, b := range bad {
-		if got, err := parseTxnIndex(b, 100); err == nil {
+		if got, err := ParseTxnIndex(b, 100); err == nil {
 			t.Errorf("%s: accepted as %v", name, got)
 		}
 	}
