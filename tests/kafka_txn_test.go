@@ -212,3 +212,22 @@ func TestKafkaTxnImported(t *testing.T) {
 		t.Errorf("cat txn/0/data: %q, want %q", got, want)
 	}
 }
+
+// TestVerifyTxnIndexDamage: `segfs verify` on the imported log with a torn
+// .txnindex exits 1 and names the file: the daemon would ignore that
+// index, and read_committed consumers would get the aborted records.
+func TestVerifyTxnIndexDamage(t *testing.T) {
+	data := txnDataDir(t)
+	path := filepath.Join(data, "txn-0", "00000000000000000000.txnindex")
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, fi.Size()-1); err != nil {
+		t.Fatal(err)
+	}
+	r := cliRun(t, "verify", data)
+	if want := "error: " + path + ": size"; r.Code != 1 || !strings.Contains(r.Stdout, want) {
+		t.Fatalf("verify of a torn .txnindex: exit %d, want 1 and %q\n%s%s", r.Code, want, r.Stdout, r.Stderr)
+	}
+}
