@@ -349,6 +349,11 @@ func (n *textNode) stale() bool {
 // the lookup retrying an ESTALE handed out (see retryWindow). Handles
 // already open keep their view.
 func (n *textNode) usable() bool {
+	// The retry's pass is for the one request that follows the lookup,
+	// stale or not: left unspent by a fresh open, it let the node serve a
+	// later open after the next generation change, with its old text
+	// (`tail -n1 data` right after a key.separator change).
+	at := n.retried.Swap(0)
 	if !n.stale() {
 		return true
 	}
@@ -358,7 +363,6 @@ func (n *textNode) usable() bool {
 	if !held {
 		return true
 	}
-	at := n.retried.Swap(0)
 	return at != 0 && time.Since(time.Unix(0, at)) < retryWindow
 }
 

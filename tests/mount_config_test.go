@@ -42,3 +42,28 @@ os.close(fd)' "$M/c/config"`)
 		t.Errorf("the daemon log does not name the refused key:\n%s", log)
 	}
 }
+
+// TestMountKeySeparatorChangeSeenAtOnce: a read of data opened after the
+// write(2) that changes key.separator returned renders with the new
+// separator. A lookup that retried an ESTALE gave its node a pass for one
+// stale request; a fresh open left it unspent, and the next separator
+// change then let that node serve its old text from the page cache (7 of
+// 80 `tail -n1` in a row of changes showed the old separator).
+func TestMountKeySeparatorChangeSeenAtOnce(t *testing.T) {
+	m := mntNew(t)
+	m.ok(`mkdir "$M/ks" && echo key.separator=: > "$M/ks/config" && printf 'a1:b1\na2:b2\n' >> "$M/ks/0/data"`)
+	out := m.ok(`cat "$M/ks/0/data" > /dev/null
+bad=0
+for i in $(seq 1 100); do
+	if [ $((i % 2)) = 0 ]; then s=':'; else s='|'; fi
+	echo "key.separator=$s" >> "$M/ks/config"
+	got=$(tail -n1 "$M/ks/0/data")
+	[ "$got" = "a2${s}b2" ] || { bad=$((bad + 1)); echo "change $i: tail -n1 printed $got"; }
+	got=$(cat "$M/ks/0/data" | head -n1)
+	[ "$got" = "a1${s}b1" ] || { bad=$((bad + 1)); echo "change $i: cat printed $got"; }
+done
+echo "stale=$bad"`)
+	if !strings.HasSuffix(out, "stale=0\n") {
+		t.Fatalf("reads opened after a key.separator change showed the old separator:\n%s", out)
+	}
+}
