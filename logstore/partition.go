@@ -269,9 +269,17 @@ func (p *Partition) appendEncodedLocked(b []byte, textLen, now int64, sep []byte
 		if p.zbuf, err = p.rc.Recompress(p.zbuf[:0], b, codec); err != nil {
 			return -1, -1, err
 		}
-		b = p.zbuf
-		if h, err = record.ParseHeader(b); err != nil {
-			return -1, -1, err
+		// Incompressible lines (random bytes, base64) come out larger
+		// than they went in, and a batch the encoder cut to the limits
+		// can then exceed max.message.bytes or segment.bytes. A broker
+		// would refuse a producer's such batch, but the mount checked
+		// these lines as fitting before it stored any of the write, so
+		// the batch is stored as it is, uncompressed.
+		if int64(len(p.zbuf)) <= min(cfg.MaxMessageBytes, cfg.SegmentBytes) {
+			b = p.zbuf
+			if h, err = record.ParseHeader(b); err != nil {
+				return -1, -1, err
+			}
 		}
 	}
 	var st record.TextStats

@@ -1,6 +1,9 @@
 package tests
 
 import (
+	"bytes"
+	"crypto/rand"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -49,4 +52,69 @@ func TestMountCompressionType(t *testing.T) {
 	if last := lines[len(lines)-1]; err != nil || !strings.HasPrefix(last, "baseOffset: ") || !strings.Contains(last, " compresscodec: none ") {
 		t.Fatalf("after the reset, the last batch is not uncompressed: %v\n%s", err, out)
 	}
+}
+
+// TestMountCompressionIncompressibleLine: on a compressed topic, a line
+// as long as the mount accepts (max.message.bytes less the framing) of
+// random bytes grows when compressed, and was stored as a batch over
+// max.message.bytes (1,048,912 bytes with snappy). Such a batch is now
+// stored uncompressed, within the limit; compressible lines still go in
+// compressed, and everything reads back byte for byte.
+func TestMountCompressionIncompressibleLine(t *testing.T) {
+	for _, codec := range []string{"snappy", "lz4", "zstd", "gzip"} {
+		t.Run(codec, func(t *testing.T) {
+			m := mntNew(t)
+			m.ok(`mkdir "$M/r" && echo compression.type=` + codec + ` >> "$M/r/config"`)
+			// Random bytes without a newline, then one: the longest line
+			// max.message.bytes lets the mount take.
+			line := make([]byte, 0, 1048505)
+			for len(line) < 1048504 {
+				var b [4096]byte
+				if _, err := rand.Read(b[:]); err != nil {
+					t.Fatal(err)
+				}
+				line = append(line, bytes.ReplaceAll(b[:], []byte{'\n'}, nil)...)
+			}
+			line = append(line[:1048504], '\n')
+			path := filepath.Join(t.TempDir(), "line")
+			if err := os.WriteFile(path, line, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			m.ok(`cat "` + path + `" >> "$M/r/0/data"
+seq 1 1000 >> "$M/r/0/data"
+{ cat "` + path + `"; seq 1 1000; } | cmp - "$M/r/0/data"`)
+			logs, _ := filepath.Glob(filepath.Join(m.data, "r-0", "*.log"))
+			out, err := exec.Command(segfsBin, append([]string{"dump-log"}, logs...)...).CombinedOutput()
+			if err != nil {
+				t.Fatalf("dump-log: %v\n%s", err, out)
+			}
+			var sizes []string
+			for _, l := range strings.Split(string(out), "\n") {
+				if !strings.HasPrefix(l, "baseOffset: ") {
+					continue
+				}
+				f := strings.Fields(l[strings.Index(l, " size: ")+len(" size: "):])
+				size, err := strconv.Atoi(f[0])
+				if err != nil || size > 1048588 {
+					t.Errorf("batch over max.message.bytes (1048588): %s", l)
+				}
+				sizes = append(sizes, f[0])
+			}
+			if len(sizes) != 2 || !strings.Contains(lastBatchLine(string(out)), "compresscodec: "+codec) {
+				t.Fatalf("want the random line's batch and a %s batch of the numbers:\n%s", codec, out)
+			}
+		})
+	}
+}
+
+// lastBatchLine returns the last line of dump-log's output that describes a
+// batch.
+func lastBatchLine(out string) string {
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.HasPrefix(lines[i], "baseOffset: ") {
+			return lines[i]
+		}
+	}
+	return ""
 }
