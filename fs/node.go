@@ -109,7 +109,10 @@ func (f *fsys) setAttr(a *fuse.Attr, mode uint32, size int64, mtime time.Time) {
 	if mtime.IsZero() {
 		mtime = f.mounted
 	}
-	a.SetTimes(nil, &mtime, &mtime)
+	// Reads are not tracked, so atime is the mtime, as on a noatime
+	// mount after the last write. Left at zero it read as 1970 in
+	// `stat` and `ls -lu`, and `find -atime`/`-amin` never matched.
+	a.SetTimes(&mtime, &mtime, &mtime)
 	a.Blksize = 4096
 	a.Blocks = (uint64(size) + 511) / 512
 }

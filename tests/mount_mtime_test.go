@@ -42,3 +42,28 @@ func TestMountStatusConfigMtime(t *testing.T) {
 		t.Fatalf("after the change: %q", got)
 	}
 }
+
+// TestMountAtime: every file and directory of the mount reports an atime,
+// the same as its mtime (reads are not tracked, as on a noatime mount). It
+// was zero: `stat` showed "Access: 1970-01-01", `ls -lu` listed every file
+// as from 1970, and `find -amin -N` matched nothing.
+func TestMountAtime(t *testing.T) {
+	m := mntNew(t)
+	m.ok(`mkdir "$M/q" && seq 1 100 >> "$M/q/0/data"`)
+	paths := []string{".", "q", "q/config", "q/0", "q/0/data", "q/0/status", "q/0/offset", "q/0/offset/5",
+		"q/0/time", "q/0/time/0", "q/0/segments", "q/0/segments/00000000000000000000.log"}
+	out := m.ok(`cd "$M" && stat -c '%n %X %Y' -- ` + strings.Join(paths, " "))
+	if n := len(mntLines(out)); n != len(paths) {
+		t.Fatalf("stat printed %d lines for %d paths:\n%s", n, len(paths), out)
+	}
+	for _, l := range mntLines(out) {
+		f := strings.Fields(l)
+		if len(f) != 3 || f[1] == "0" || f[1] != f[2] {
+			t.Errorf("%s: want atime = mtime, not 0 (name atime mtime)", l)
+		}
+	}
+	// The user's view of it: find -amin matches what was just written.
+	if got := m.ok(`find "$M/q/0" -maxdepth 1 -name data -amin -60`); strings.TrimSpace(got) != m.path("q/0/data") {
+		t.Fatalf("find -amin -60 of a file just appended to: %q", got)
+	}
+}
