@@ -398,6 +398,9 @@ func (s *Store) CreateTopic(name string, n int, overrides map[string]string) (*T
 	if _, ok := s.topics[name]; ok {
 		return nil, fmt.Errorf("%w: %q", ErrTopicExists, name)
 	}
+	if other := s.collidingTopicLocked(name); other != "" {
+		return nil, fmt.Errorf("%w: %q collides with existing topic %q ('.' and '_' are the same in Kafka's metric names)", ErrInvalidName, name, other)
+	}
 	t := &Topic{store: s, name: name, id: newTopicID(), overrides: ov}
 	t.cfg.Store(&cfg)
 	for i := 0; i < n; i++ {
@@ -416,6 +419,24 @@ func (s *Store) CreateTopic(name string, n int, overrides map[string]string) (*T
 		return nil, err
 	}
 	return t, nil
+}
+
+// collidingTopicLocked returns an existing topic whose name differs from
+// name only by '.' against '_', "" if there is none. Kafka refuses to
+// create such a topic (InvalidTopicException, "collides with existing
+// topic"): the two would share their metric names. The caller holds
+// topicsMu.
+func (s *Store) collidingTopicLocked(name string) string {
+	if !strings.ContainsAny(name, "._") {
+		return ""
+	}
+	unified := strings.ReplaceAll(name, ".", "_")
+	for other := range s.topics {
+		if other != name && strings.ReplaceAll(other, ".", "_") == unified {
+			return other
+		}
+	}
+	return ""
 }
 
 // createPartition makes the directory, metadata files and first segment.
