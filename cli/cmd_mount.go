@@ -245,7 +245,7 @@ func mountForeground(c *ucli.Context, dataDir, mp string, ready *os.File) error 
 		return err
 	}
 	opts.Logger, opts.DefaultPartitions = logger, c.Int("partitions")
-	store, err := logstore.Open(dataDir, opts)
+	store, err := openStore(dataDir, opts, logger)
 	if err != nil {
 		if errors.Is(err, logstore.ErrLocked) {
 			return fmt.Errorf("data directory %s is in use by another process: %w", dataDir, err)
@@ -303,6 +303,58 @@ func mountForeground(c *ucli.Context, dataDir, mp string, ready *os.File) error 
 	}
 	logger.Info("store closed", "data", dataDir)
 	return nil
+}
+
+// lockWait bounds how long a mount waits for a daemon that is shutting
+// down to let go of the data directory (openStore).
+const lockWait = 30 * time.Second
+
+// openStore opens the data directory for a mount. umount(8) returns once
+// the kernel has detached the mount, while its daemon is still closing the
+// store (the fetch server, the last appends, checkpoints, fsyncs: a second
+// or more with many partitions) and holds the lock until it exits, so
+// `umount M && segfs mount D M` found D locked about one time in ten even
+// for a small D. While the lock's holder serves no mount of D and is not
+// `segfs serve`, it is taken to be such a daemon, and the lock is tried
+// again for up to lockWait. A holder still serving fails at once.
+func openStore(dataDir string, opts logstore.Options, logger *slog.Logger) (*logstore.Store, error) {
+	deadline := time.Now().Add(lockWait)
+	waited := false
+	for {
+		store, err := logstore.Open(dataDir, opts)
+		if err == nil || !errors.Is(err, logstore.ErrLocked) || time.Now().After(deadline) || !holderLeaving(dataDir) {
+			if waited && err == nil {
+				logger.Info("the previous owner released the data directory", "data", dataDir)
+			}
+			return store, err
+		}
+		if !waited {
+			logger.Info("data directory held by a segfs that is shutting down; waiting for it", "data", dataDir, "err", err, "for", lockWait)
+			waited = true
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// holderLeaving reports whether the process holding dataDir's lock looks
+// like a daemon on its way out: no segfs mount of dataDir is left in this
+// mount namespace, and the holder (the pid in the lock file) is not
+// `segfs serve`, which holds a data directory without mounting it.
+func holderLeaving(dataDir string) bool {
+	if serving, err := segfs.ServesDir(dataDir); err != nil || serving {
+		return false
+	}
+	b, err := os.ReadFile(filepath.Join(dataDir, ".lock"))
+	pid := strings.TrimSpace(string(b))
+	if err != nil || pid == "" {
+		return true // emptied by the holder as it unlocks
+	}
+	cmdline, err := os.ReadFile(filepath.Join("/proc", pid, "cmdline"))
+	if err != nil {
+		return true // gone meanwhile, emptied while unlocking, or not visible here
+	}
+	args := strings.Split(string(cmdline), "\x00")
+	return !(len(args) > 1 && args[1] == "serve")
 }
 
 // startFetch starts the Kafka fetch server when --kafka-listen is given and

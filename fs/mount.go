@@ -226,6 +226,39 @@ func DetachStale(mountpoint string) (bool, error) {
 	}
 }
 
+// ServesDir reports whether a segfs mount of the data directory dir is in
+// this mount namespace: a mountinfo entry of type fuse.segfs whose source
+// (the FsName, the data directory) is dir. It reads only mountinfo and
+// stats the source directories, never a mount.
+func ServesDir(dir string) (bool, error) {
+	want, err := os.Stat(dir)
+	if err != nil {
+		return false, err
+	}
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		for i := 6; i+2 < len(fields); i++ {
+			if fields[i] != "-" {
+				continue
+			}
+			if fields[i+1] == "fuse.segfs" {
+				if st, err := os.Stat(unescapeMount(fields[i+2])); err == nil && os.SameFile(st, want) {
+					return true, nil
+				}
+			}
+			break
+		}
+	}
+	return false, sc.Err()
+}
+
 type mountInfo struct {
 	dev, fstype, source string
 }

@@ -1,0 +1,110 @@
+package tests
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMountRemountWhileOldDaemonExits: umount(8) returns once the kernel
+// has detached the mount, while the daemon is still shutting down and
+// holds the data directory's lock, so `umount M && segfs mount D M` failed
+// with "data directory ... is in use by another process" about one time in
+// ten (every time with a few hundred partitions). The new mount now waits
+// for a daemon that serves no mount any more to let go.
+//
+// Here a `tail -f` keeps the old daemon serving after `umount -l` (a lazy
+// detach waits for open files), so its shutdown lasts as long as the test
+// wants: the new mount must wait, not fail, and come up once tail exits.
+func TestMountRemountWhileOldDaemonExits(t *testing.T) {
+	m := mntNew(t)
+	m.ok(`mkdir "$M/q" && seq 3 >> "$M/q/0/data"`)
+
+	tail := exec.Command("timeout", "60", "tail", "-f", m.path("q", "0", "data"))
+	out, err := tail.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tail.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tail.Process.Kill(); tail.Wait() })
+	sc := bufio.NewScanner(out)
+	for sc.Scan() && sc.Text() != "3" {
+	}
+
+	if b, err := exec.Command("umount", "-l", m.dir).CombinedOutput(); err != nil {
+		t.Fatalf("umount -l: %v %s", err, b)
+	}
+	if !pidAlive(m.pid) {
+		t.Fatalf("the old daemon exited with tail -f still reading")
+	}
+	logPath := filepath.Join(m.data, "segfs-mount.out")
+	st, err := os.Stat(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logFrom := st.Size()
+
+	mount := exec.Command("timeout", "-k", "5", "60", segfsBin, "mount", m.data, m.dir)
+	var mountOut strings.Builder
+	mount.Stdout, mount.Stderr = &mountOut, &mountOut
+	if err := mount.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mount.Wait() }()
+	oldPid := m.pid
+	t.Cleanup(func() {
+		mount.Process.Kill()
+		// tail first: while it reads, the old daemon cannot exit.
+		// (Killing timeout leaves tail to exit on its closed stdout.)
+		tail.Process.Kill()
+		tail.Wait()
+		if pid := m.findDaemon(); pid != 0 && pid != oldPid {
+			m.teardown(pid)
+		}
+	})
+
+	// The new mount either fails at once (the defect) or says it waits.
+	waiting := func() bool {
+		b, _ := os.ReadFile(logPath)
+		return int64(len(b)) > logFrom && strings.Contains(string(b[logFrom:]), "shutting down; waiting")
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !waiting() {
+		select {
+		case err := <-done:
+			t.Fatalf("segfs mount while the old daemon was shutting down: %v\n%s", err, mountOut.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("segfs mount neither failed nor waited\n%s", m.daemonLog())
+		}
+	}
+
+	// The old daemon's last file closes: it exits, and the new mount
+	// comes up on the same mountpoint with the same data.
+	tail.Process.Kill()
+	tail.Wait()
+	if err := <-done; err != nil {
+		t.Fatalf("segfs mount after the old daemon exited: %v\n%s\n%s", err, mountOut.String(), m.daemonLog())
+	}
+	if !waitExit(oldPid, 10*time.Second) {
+		t.Fatalf("old daemon %d still running", oldPid)
+	}
+	if got := m.ok(`cat "$M/q/0/data"`); got != "1\n2\n3\n" {
+		t.Fatalf("after the remount: %q", got)
+	}
+	// A data directory a live mount serves still fails at once.
+	other := filepath.Join(t.TempDir(), "other")
+	os.Mkdir(other, 0o755)
+	b, err := exec.Command("timeout", "60", segfsBin, "mount", m.data, other).CombinedOutput()
+	if err == nil || !strings.Contains(string(b), "in use") {
+		t.Fatalf("second mount of a served data directory: %v %q", err, b)
+	}
+}
