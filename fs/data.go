@@ -417,13 +417,40 @@ func (n *textNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetA
 	return 0
 }
 
-// Flush has nothing to do: no handle of data or offset/N holds anything
-// for close to push (a WRITE is answered once its lines are appended; an
-// unfinished line waits for RELEASE). It must not answer ENOSYS, although
-// that would save a round trip per close: the kernel would then stop
-// sending FLUSH for every file of the mount (fc->no_flush), and config
-// reports an invalid unfinished line at close(2) from its FLUSH.
+// Flush pushes nothing: no handle of data or offset/N holds anything for
+// close to push (a WRITE is answered once its lines are appended; an
+// unfinished line waits for RELEASE). It reports, though, an unfinished
+// line that RELEASE will not be able to store (dataHandle.flush). It must
+// not answer ENOSYS, although that would save a round trip per close: the
+// kernel would then stop sending FLUSH for every file of the mount
+// (fc->no_flush), and config reports an invalid unfinished line at
+// close(2) from its FLUSH.
 func (n *textNode) Flush(ctx context.Context, f gofs.FileHandle) syscall.Errno {
+	if h, ok := f.(*dataHandle); ok {
+		return h.flush()
+	}
+	return 0
+}
+
+// flush fails close(2) with EINVAL while the unfinished line is one the
+// append would refuse: on a compacted topic, a line with no key so far.
+// RELEASE, which comes after close(2) returned and whose error no one
+// sees, would drop it with only a line in the daemon's log, so
+// `open(p, "a").write("no key")` then close() succeeded and lost the
+// line. The line stays pending: more bytes (the key separator) may still
+// come through another descriptor of the same open file, since FLUSH is
+// sent for every close of every dup. A shell ignores close(2)'s error,
+// so `printf 'no key' >> data` still loses it silently; a write(2) cannot
+// refuse it earlier, as the separator may still follow.
+func (h *dataHandle) flush() syscall.Errno {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.asm.pending() {
+		return 0
+	}
+	if h.lineRefused(append(append([]byte(nil), h.asm.partial...), '\n')) {
+		return syscall.EINVAL
+	}
 	return 0
 }
 

@@ -3,6 +3,7 @@ package tests
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestMountRefusedLineKeepsPartial: on a compacted topic a write whose
@@ -41,5 +42,49 @@ func TestMountLineLimitAtWrite(t *testing.T) {
 	m.ok(`printf '%s\n' "$(head -c 1187 /dev/zero | tr '\0' b)" >> ` + d)
 	if got := m.ok(`cat ` + d); got != strings.Repeat("b", 1187)+"\n" {
 		t.Fatalf("want one line of 1187 b; got %d bytes", len(got))
+	}
+}
+
+// TestMountKeylessUnfinishedLineFailsClose: on a compacted topic an
+// unfinished last line without a key cannot become a record at RELEASE,
+// which comes after close(2) returned; close(2) now fails with EINVAL
+// (from FLUSH), so a program that checks it learns the line was not
+// stored. It used to succeed, the line vanishing with only a warning in
+// the daemon's log. A keyed unfinished line is stored as before, and an
+// unfinished line whose key comes through the same open file after a dup
+// of it was closed (bash runs /bin/true with fd 3 inherited) is whole.
+func TestMountKeylessUnfinishedLineFailsClose(t *testing.T) {
+	m := mntNew(t)
+	m.ok(`mkdir "$M/cmp" && printf 'cleanup.policy=compact\nkey.separator==\n' > "$M/cmp/config"`)
+	d := m.path("cmp", "0", "data")
+	out := m.ok(`python3 - "` + d + `" <<'PY'
+import errno, sys
+f = open(sys.argv[1], "a")
+f.write("no key")
+try:
+    f.close()
+    print("close succeeded")
+except OSError as e:
+    print("close failed:", errno.errorcode[e.errno])
+f = open(sys.argv[1], "a")
+f.write("k1=v1")
+f.close()
+print("keyed closed")
+PY
+exec 3>>"` + d + `"
+printf 'k2' >&3
+/bin/true
+printf '=v2\n' >&3
+exec 3>&-
+`)
+	if out != "close failed: EINVAL\nkeyed closed\n" {
+		t.Fatalf("python: %q", out)
+	}
+	// The keyed unfinished line becomes a record at RELEASE, just after
+	// close(2) returned (FUSE-NOTES §1.1).
+	want := "k1=v1\nk2=v2\n"
+	var got string
+	if !mntWaitFor(10*time.Second, func() bool { got = m.ok(`cat "` + d + `"`); return got == want }) {
+		t.Fatalf("records: %q, want %q", got, want)
 	}
 }
