@@ -190,6 +190,15 @@ func (noChanges) Symlink(ctx context.Context, target, name string, out *fuse.Ent
 	return nil, syscall.EPERM
 }
 
+// Fsync of a directory (FSYNCDIR; `sync DIR`, the fsync of a parent after
+// a mkdir) has nothing to do: the only entries ever added, topics and
+// partitions, are on disk and their data directory synced when the mkdir
+// returns (logstore.CreateTopic, AddPartition). Without it go-fuse answered
+// ENOTSUP, and `sync /mnt/orders` failed with "Operation not supported".
+func (noChanges) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) syscall.Errno {
+	return 0
+}
+
 // dirSetattr is Setattr for directories: times only.
 func dirSetattr(f *fsys, mode uint32, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	if size, errno := setattrCommon(in); errno != 0 || size {
