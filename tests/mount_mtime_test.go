@@ -67,3 +67,27 @@ func TestMountAtime(t *testing.T) {
 		t.Fatalf("find -amin -60 of a file just appended to: %q", got)
 	}
 }
+
+// TestMountDataExplicitTimes: data is append-only like chattr +a, and
+// Linux refuses explicit times on such a file (touch -d, touch -r, utime
+// with times: EPERM) while letting `touch` (now) through. segfs answered
+// success to explicit times and changed nothing, the mtime being the
+// log's own: `touch -d 2020-01-01 data` exited 0 and `stat` still showed
+// today. status and config keep taking and ignoring any times.
+func TestMountDataExplicitTimes(t *testing.T) {
+	m := mntNew(t)
+	m.ok(`mkdir "$M/q" && seq 3 >> "$M/q/0/data"`)
+	d := `"$M/q/0/data"`
+	m.ok(`touch ` + d + ` && touch -a ` + d + ` && touch -m ` + d + ` && python3 -c 'import os, sys; os.utime(sys.argv[1])' ` + d)
+	before := m.ok(`stat -c %Y ` + d)
+	m.fails(`touch -d 2020-01-01 `+d, "Operation not permitted")
+	m.fails(`touch -r /etc/passwd `+d, "Operation not permitted")
+	m.fails(`python3 -c 'import os, sys; os.utime(sys.argv[1], (1, 1))' `+d, "Operation not permitted")
+	if after := m.ok(`stat -c %Y ` + d); after != before {
+		t.Fatalf("mtime %s, then %s", before, after)
+	}
+	m.ok(`touch -d 2020-01-01 "$M/q/0/status" "$M/q/config"`)
+	if got := m.ok(`cat ` + d); got != "1\n2\n3\n" {
+		t.Fatalf("data reads %q", got)
+	}
+}
