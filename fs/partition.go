@@ -253,7 +253,7 @@ func (n *segDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*
 		return nil, syscall.ENOENT
 	}
 	f := &segFile{fs: n.fs, part: n.part, name: name}
-	n.fs.setAttr(&out.Attr, modeReadOnly, size, time.Time{})
+	n.fs.setAttr(&out.Attr, modeReadOnly, size, f.mtime())
 	// Compaction replaces a file under the same name in a new
 	// generation: a new inode then.
 	return n.NewInode(ctx, f, gofs.StableAttr{Mode: syscall.S_IFREG,
@@ -294,8 +294,20 @@ func (n *segFile) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.Attr
 		}
 		size = s
 	}
-	n.fs.setAttr(&out.Attr, modeReadOnly, size, time.Time{})
+	n.fs.setAttr(&out.Attr, modeReadOnly, size, n.mtime())
 	return 0
+}
+
+// mtime is the file's own mtime in the data directory, so that rsync's
+// size-and-mtime check and find -newer see a segment appended to or a
+// compacted file rewritten at the same size; it was always the mount time.
+// The mount time stands in for a file gone meanwhile (zero time).
+func (n *segFile) mtime() time.Time {
+	t, err := n.part.SegmentFileModTime(n.name)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
 }
 
 func (n *segFile) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {

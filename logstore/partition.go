@@ -748,6 +748,21 @@ func (p *Partition) SegmentFiles() []SegmentFile {
 	return out
 }
 
+// SegmentFileModTime returns the modification time the data directory has
+// for name, one of the files SegmentFiles lists: when its segment was last
+// appended to or rewritten. A file gone meanwhile (retention, a compaction
+// swap) is an error.
+func (p *Partition) SegmentFileModTime(name string) (time.Time, error) {
+	if name != filepath.Base(name) {
+		return time.Time{}, fmt.Errorf("%s: %w", name, os.ErrNotExist)
+	}
+	fi, err := os.Stat(filepath.Join(p.dir, name))
+	if err != nil {
+		return time.Time{}, err
+	}
+	return fi.ModTime(), nil
+}
+
 // SegmentFileHandle is an open raw segment file.
 type SegmentFileHandle struct {
 	seg  *segment
