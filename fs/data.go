@@ -448,7 +448,8 @@ func (n *textNode) Flush(ctx context.Context, f gofs.FileHandle) syscall.Errno {
 }
 
 // flush fails close(2) with EINVAL while the unfinished line is one the
-// append would refuse: on a compacted topic, a line with no key so far.
+// append would refuse: on a compacted topic, a line with no key so far
+// (EMSGSIZE for one longer than a max.message.bytes lowered since).
 // RELEASE, which comes after close(2) returned and whose error no one
 // sees, would drop it with only a line in the daemon's log, so
 // `open(p, "a").write("no key")` then close() succeeded and lost the
@@ -463,7 +464,11 @@ func (h *dataHandle) flush() syscall.Errno {
 	if !h.asm.pending() {
 		return 0
 	}
-	if h.lineRefused(append(append([]byte(nil), h.asm.partial...), '\n')) {
+	if len(h.asm.partial) > h.maxLine() {
+		return syscall.EMSGSIZE // max.message.bytes lowered since it was taken
+	}
+	cfg := h.node.part.Topic().Config()
+	if cfg.KeyError(h.asm.partial) != nil {
 		return syscall.EINVAL
 	}
 	return 0

@@ -88,3 +88,33 @@ exec 3>&-
 		t.Fatalf("records: %q, want %q", got, want)
 	}
 }
+
+// TestMountUnfinishedLineTooLongAtClose: an unfinished line taken under
+// one max.message.bytes and too long for a lower one set before the close
+// cannot become a record at RELEASE; close(2) fails with EMSGSIZE, as the
+// write(2) would have, and nothing is stored.
+func TestMountUnfinishedLineTooLongAtClose(t *testing.T) {
+	m := mntNew(t)
+	m.ok(`mkdir "$M/q"`)
+	out := m.ok(`python3 - "$M/q" <<'PY'
+import errno, sys
+d = sys.argv[1]
+f = open(d + "/0/data", "a")
+f.write("x" * 2000)
+f.flush()
+with open(d + "/config", "w") as c:
+    c.write("max.message.bytes=1000\n")
+try:
+    f.close()
+    print("close succeeded")
+except OSError as e:
+    print("close failed:", errno.errorcode[e.errno])
+PY
+`)
+	if out != "close failed: EMSGSIZE\n" {
+		t.Fatalf("python: %q", out)
+	}
+	if got := m.ok(`grep -c . "$M/q/0/data" || true`); got != "0\n" {
+		t.Fatalf("%s lines stored", got)
+	}
+}
