@@ -43,7 +43,9 @@ the background and logs to DATA_DIR/` + daemonLogName + `. With --foreground it
 stays attached and logs to stderr. "umount MOUNTPOINT", SIGINT or SIGTERM
 unmount cleanly: appends in flight finish, then checkpoints and the
 clean-shutdown marker are written. A dead mount left by a killed daemon
-("Transport endpoint is not connected") is detached first.
+("Transport endpoint is not connected") is detached first, and a data
+directory still held by a daemon that is shutting down (umount returns
+before it has exited) is waited for, up to 30 s.
 
 Example:
 
