@@ -46,9 +46,16 @@
 // handle (lineAssembler) and becomes a record at RELEASE, that is shortly
 // after the last close of the open file description, not at FLUSH, which
 // comes once per close of every dup and may come before the first write.
-// FLUSH has nothing to do for data but is answered, not ENOSYS: ENOSYS
-// would stop FLUSH for every file of the mount, and config reports an
-// invalid unfinished line from it. A shell ignores close(2)'s error, so
+// The kernel sends RELEASE after close(2) returned, and go-fuse serves
+// requests concurrently, so that record can land after lines another
+// process appends right after the close: `printf a >> data; echo b >>
+// data` stores b first now and then. A writer that needs its order ends
+// its lines. FLUSH stores nothing for data, but it fails close(2) for an
+// unfinished line RELEASE could not store (EINVAL for a keyless line on a
+// compacted topic, EMSGSIZE for one longer than a max.message.bytes
+// lowered since), leaving it pending, as another dup may still complete
+// it. It is answered, not ENOSYS: ENOSYS would stop FLUSH for every file
+// of the mount, and config reports an invalid unfinished line from it. A shell ignores close(2)'s error, so
 // config also refuses an unfinished line at its write(2) as soon as it
 // cannot become valid: an unknown key, or a value the key can never take
 // (logstore.CheckUnfinishedConfigLine).
