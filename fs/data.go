@@ -160,7 +160,13 @@ func lookupText(ctx context.Context, f *fsys, parent *gofs.Inode, p *logstore.Pa
 	}
 	n.lastSize = v.Size()
 	n.pub = v.Size()
-	n.mtime = time.Now()
+	// The last append, as a file's mtime is, also for a node born long
+	// after it (a remount, a kernel forget); the size's next change
+	// moves it to that moment (attr).
+	n.mtime = p.LastModified()
+	if n.mtime.IsZero() {
+		n.mtime = time.Now()
+	}
 	// A writer that met cached readers retries its walk (startWriter);
 	// every node handed out meanwhile is one it can open.
 	wanted := isData && f.writerWaits(ino)

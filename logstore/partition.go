@@ -763,6 +763,17 @@ func (p *Partition) SegmentFileModTime(name string) (time.Time, error) {
 	return fi.ModTime(), nil
 }
 
+// LastModified is when the log last changed on disk: the modification
+// time of the active segment's .log, that is its last append, or its
+// creation at a roll. The zero time if it cannot be read.
+func (p *Partition) LastModified() time.Time {
+	fi, err := p.active().log.Stat()
+	if err != nil {
+		return time.Time{}
+	}
+	return fi.ModTime()
+}
+
 // SegmentFileHandle is an open raw segment file.
 type SegmentFileHandle struct {
 	seg  *segment

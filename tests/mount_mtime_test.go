@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -106,5 +107,28 @@ func TestMountSegmentMtime(t *testing.T) {
 		if l := mntLines(got); len(l) != 2 || l[0] != l[1] {
 			t.Errorf("%s: mtime through the mount, then in the data directory:\n%s", name, got)
 		}
+	}
+}
+
+// TestMountDataMtimeIsLastAppend: the mtime of data and offset/N is the
+// time of the partition's last append, also when the kernel looks the file
+// up long after it: after a remount it used to be the time of the lookup,
+// so `ls -lt` and `find -newer` saw every partition as just written.
+func TestMountDataMtimeIsLastAppend(t *testing.T) {
+	m := mntNew(t)
+	m.ok(`mkdir "$M/q" && seq 1 10 >> "$M/q/0/data"`)
+	seg := filepath.Join(m.data, "q-0", "00000000000000000000.log")
+	appended := m.ok(`stat -c %.9Y "` + seg + `"`)
+	m.ok(`sleep 1.2`)
+	m.unmount()
+	m.mount()
+	got := m.ok(`stat -c %.9Y "$M/q/0/data" "$M/q/0/offset/3"`)
+	if got != appended+appended {
+		t.Fatalf("after a remount, data and offset/3 have mtimes\n%swant the last append's\n%s", got, appended)
+	}
+	// An append moves it.
+	m.ok(`sleep 1.1 && echo 11 >> "$M/q/0/data"`)
+	if after := m.ok(`stat -c %.9Y "$M/q/0/data"`); after <= appended {
+		t.Fatalf("an append left data's mtime at %s (was %s)", after, appended)
 	}
 }
