@@ -125,8 +125,13 @@ func (s *Server) produce(req *kmsg.ProduceRequest, topic string, rp *kmsg.Produc
 	if err != nil {
 		sp.ErrorCode = errorCode(err)
 		sp.LogStartOffset = p.LogStartOffset()
-		if sp.ErrorCode == kerr.UnknownServerError.Code {
+		switch sp.ErrorCode {
+		case kerr.UnknownServerError.Code:
 			s.log.Error("fetch: produce failed", "topic", topic, "partition", rp.Partition, "err", err)
+		case kerr.KafkaStorageError.Code:
+			// Retriable for the client (a full disk), but the operator
+			// must learn why producers stall.
+			s.log.Warn("fetch: produce failed; the client will retry", "topic", topic, "partition", rp.Partition, "err", err)
 		}
 		return
 	}

@@ -2,6 +2,7 @@ package fetch
 
 import (
 	"errors"
+	"syscall"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -35,6 +36,13 @@ var errorCodes = []struct {
 	// A fenced partition had a write or fsync fail: Kafka's answer for a
 	// failed log directory, retriable for the client.
 	{logstore.ErrFenced, kerr.KafkaStorageError},
+	// A full disk or quota (the append failed cleanly, the partition is
+	// not fenced, and the next append may succeed once space returns) is
+	// Kafka's KAFKA_STORAGE_ERROR too: retriable, so producers retry
+	// until their delivery timeout instead of dropping the records on a
+	// non-retriable UNKNOWN_SERVER_ERROR.
+	{syscall.ENOSPC, kerr.KafkaStorageError},
+	{syscall.EDQUOT, kerr.KafkaStorageError},
 	// The store is closing under us: "not the leader any more" makes
 	// clients refresh metadata and retry elsewhere (here: after restart).
 	{logstore.ErrClosed, kerr.NotLeaderForPartition},

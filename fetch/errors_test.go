@@ -3,6 +3,8 @@ package fetch
 import (
 	"errors"
 	"fmt"
+	"os"
+	"syscall"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -32,6 +34,10 @@ func TestErrorCode(t *testing.T) {
 		{logstore.ErrUnknownProducerID, kerr.UnknownProducerID},
 		{logstore.ErrFenced, kerr.KafkaStorageError},
 		{logstore.ErrClosed, kerr.NotLeaderForPartition},
+		// A clean append failure on a full disk or quota, as the store
+		// wraps it: retriable, not UNKNOWN_SERVER_ERROR.
+		{fmt.Errorf("append to x.log: %w", &os.PathError{Op: "write", Path: "x.log", Err: syscall.ENOSPC}), kerr.KafkaStorageError},
+		{fmt.Errorf("roll: %w", &os.PathError{Op: "open", Path: "y.log", Err: syscall.EDQUOT}), kerr.KafkaStorageError},
 		{logstore.ErrInvalidName, kerr.InvalidTopicException},
 		{logstore.ErrTopicExists, kerr.TopicAlreadyExists},
 		{logstore.ErrInvalidConfig, kerr.InvalidConfig},
