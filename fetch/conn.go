@@ -8,10 +8,12 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"runtime/debug"
 	"slices"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -123,6 +125,9 @@ func (c *conn) serve() {
 			return
 		}
 		if err := c.handle(frame); err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				err = fmt.Errorf("the client read nothing of its response for %v: %w", c.s.cfg.MaxWriteIdle, err)
+			}
 			c.s.log.Warn("fetch: closing connection", "remote", c.remote, "err", err)
 			return
 		}
@@ -273,8 +278,18 @@ func (c *conn) writeFrame(buf []byte) error {
 	return c.write(buf)
 }
 
+// writeProgress (re)arms the write deadline: a response must move a byte
+// to the client at least every MaxWriteIdle. Called before each write and
+// after each sendfile that made progress, so a slow but live client is
+// never cut off, while one that stopped reading is, and its connection's
+// goroutine and the segment files of its response are freed.
+func (c *conn) writeProgress() {
+	c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.MaxWriteIdle))
+}
+
 // write writes b from user space and counts it.
 func (c *conn) write(b []byte) error {
+	c.writeProgress()
 	n, err := c.nc.Write(b)
 	c.s.userBytes.Add(int64(n))
 	return err

@@ -30,7 +30,10 @@
 // concurrency open more connections). A long-poll Fetch blocks only its
 // connection. Frames are read into buffers sized by the bytes that actually
 // arrived, so a hostile size prefix costs nothing and an idle connection
-// holds no buffer at all.
+// holds no buffer at all. A response that moves no byte to its client for
+// Config.MaxWriteIdle (Kafka's connections.max.idle.ms, 10 minutes) closes
+// the connection, so a client that stops reading does not hold its
+// goroutine and the segment files of its Fetch forever.
 //
 // # Transactions
 //

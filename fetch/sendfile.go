@@ -36,6 +36,7 @@ func (c *conn) writePieces(pieces []piece) error {
 		if len(bufs) == 0 {
 			return nil
 		}
+		c.writeProgress()
 		n, err := bufs.WriteTo(c.nc)
 		c.s.userBytes.Add(n)
 		bufs = bufs[:0]
@@ -76,13 +77,18 @@ func (c *conn) sendFile(fs logstore.FileSlice) error {
 	}
 	off, remain := fs.Pos, fs.Len
 	var sendErr error
+	c.writeProgress()
 	ctlErr := frc.Control(func(ffd uintptr) {
+		// The poller's wait for writability (return false) honours the
+		// write deadline, which each sendfile that moved bytes pushes
+		// back (SetWriteDeadline does not take the write lock held here).
 		werr := c.raw.Write(func(sfd uintptr) bool {
 			for remain > 0 {
 				n, err := unix.Sendfile(int(sfd), int(ffd), &off, int(min(remain, maxSendfileChunk)))
 				if n > 0 {
 					remain -= int64(n)
 					c.s.sendfileBytes.Add(int64(n))
+					c.writeProgress()
 				}
 				switch {
 				case err == unix.EAGAIN:

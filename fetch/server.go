@@ -17,6 +17,9 @@ import (
 // DefaultMaxRequestBytes is Kafka's socket.request.max.bytes default.
 const DefaultMaxRequestBytes = 100 << 20
 
+// DefaultMaxWriteIdle is Kafka's connections.max.idle.ms default.
+const DefaultMaxWriteIdle = 10 * time.Minute
+
 // nodeID is this broker's id: the server is a single-node cluster.
 const nodeID = 0
 
@@ -33,6 +36,14 @@ type Config struct {
 	// MaxRequestBytes is the largest request frame accepted
 	// (socket.request.max.bytes); <= 0 means DefaultMaxRequestBytes.
 	MaxRequestBytes int32
+	// MaxWriteIdle is how long a response may go without a byte reaching
+	// the client before the connection is closed; <= 0 means
+	// DefaultMaxWriteIdle. A client that stops reading (stopped, hung, or
+	// gone without a FIN) otherwise blocks its connection's goroutine for
+	// good, and a Fetch response it never reads keeps its segment files
+	// open: segments that retention or compaction removed stay on disk.
+	// Kafka closes such a connection after connections.max.idle.ms.
+	MaxWriteIdle time.Duration
 	// Logger receives connection and request errors; nil = slog.Default().
 	Logger *slog.Logger
 
@@ -101,6 +112,9 @@ func CheckAdvertise(addr string) error {
 func New(store *logstore.Store, cfg Config) *Server {
 	if cfg.MaxRequestBytes <= 0 {
 		cfg.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if cfg.MaxWriteIdle <= 0 {
+		cfg.MaxWriteIdle = DefaultMaxWriteIdle
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
