@@ -49,8 +49,11 @@ func handleMetadata(c *conn, h *reqHeader, r kmsg.Request) error {
 			t   *logstore.Topic
 			err error
 		)
-		if rt.Topic == nil || *rt.Topic == "" {
-			// v10+: by topic ID only.
+		if h.version >= 10 && (rt.Topic == nil || (*rt.Topic == "" && rt.TopicID != [16]byte{})) {
+			// v10+: by topic ID only. An empty name without an ID is a
+			// name, an invalid one (Kafka's rule too): before v10 there
+			// are no IDs, and an UNKNOWN_TOPIC_ID answer reached
+			// librdkafka's Metadata v4 as an error it cannot name.
 			t = c.s.topicByID(rt.TopicID)
 			if t == nil {
 				mt := kmsg.NewMetadataResponseTopic()

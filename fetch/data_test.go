@@ -307,6 +307,13 @@ func TestMetadata(t *testing.T) {
 	if r := meta(12, []string{"bad/name"}, true); r.Topics[0].ErrorCode != kerr.InvalidTopicException.Code {
 		t.Fatalf("invalid name: %+v", r.Topics[0])
 	}
+	// The empty name is an invalid name, not a lookup by a (zero) topic
+	// id: there are no ids before v10.
+	for _, v := range []int16{4, 12} {
+		if r := meta(v, []string{""}, true); r.Topics[0].ErrorCode != kerr.InvalidTopicException.Code {
+			t.Fatalf("v%d empty name: %+v", v, r.Topics[0])
+		}
+	}
 	// Metadata by topic id (v10+).
 	topic, _ := ts.store.Topic("a")
 	req := kmsg.NewPtrMetadataRequest()

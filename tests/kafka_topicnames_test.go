@@ -1,0 +1,59 @@
+package tests
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// kcatRun runs kcat like kcat() but returns its output and exit code
+// instead of failing on a non-zero exit.
+func kcatRun(t testing.TB, addr, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	bin := kafkaNeedKcat(t)
+	cmd := exec.Command("timeout", append([]string{"-k", "5", "60", bin, "-b", addr}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("kcat %s: %v", strings.Join(args, " "), err)
+	}
+	if code == 124 || code == 137 {
+		t.Fatalf("kcat %s timed out\nstderr: %s", strings.Join(args, " "), errb.String())
+	}
+	return out.String(), errb.String(), code
+}
+
+// Invalid topic names get Kafka's INVALID_TOPIC_EXCEPTION from Metadata and
+// Produce, which librdkafka names "Broker: Invalid topic" — the empty name
+// too. segfs took an empty name for a lookup by topic ID, which does not
+// exist before Metadata v10: librdkafka (v4) got UNKNOWN_TOPIC_ID and
+// printed "Err-100?". Nothing is created for any of them.
+func TestKafkaInvalidTopicNames(t *testing.T) {
+	kafkaNeedKcat(t)
+	srv := kafkaServe(t, "")
+	for _, name := range []string{"", "bad topic", "..", strings.Repeat("n", 250)} {
+		_, stderr, code := kcatRun(t, srv.addr, "x\n", "-P", "-t", name, "-p", "0")
+		if code == 0 || !strings.Contains(stderr, "Broker: Invalid topic") {
+			t.Errorf("kcat -P -t %.20q: exit %d, stderr %q; want a failure \"Broker: Invalid topic\"", name, code, stderr)
+		}
+		out, _, _ := kcatRun(t, srv.addr, "", "-L", "-t", name)
+		if !strings.Contains(out, "Broker: Invalid topic") {
+			t.Errorf("kcat -L -t %.20q:\n%s\nwant the topic listed with \"Broker: Invalid topic\"", name, out)
+		}
+	}
+	ents, err := os.ReadDir(srv.data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if e.IsDir() {
+			t.Errorf("a directory was created for an invalid topic: %q", e.Name())
+		}
+	}
+}
