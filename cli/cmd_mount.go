@@ -55,7 +55,7 @@ Example:
    umount /mnt/segfs`,
 		Flags: append([]ucli.Flag{
 			&ucli.BoolFlag{Name: "foreground", Aliases: []string{"f"}, Usage: "stay attached and log to stderr"},
-			&ucli.IntFlag{Name: "partitions", Value: 1, Usage: "`N` partitions for topics created with mkdir"},
+			&ucli.IntFlag{Name: "partitions", Value: 1, Usage: "`N` partitions for topics created with mkdir, and with --kafka-listen for auto-created ones (Kafka's num.partitions)"},
 			&ucli.StringFlag{Name: "kafka-listen", Usage: "also serve the Kafka protocol on `ADDR` (host:port)"},
 			&ucli.StringFlag{Name: "advertise", Usage: "`ADDR` Kafka clients are told to connect to"},
 			&ucli.BoolFlag{Name: "auto-create-topics", Value: true, Usage: "with --kafka-listen: create unknown topics on produce and metadata requests, as Kafka's auto.create.topics.enable"},

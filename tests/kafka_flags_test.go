@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -81,6 +82,22 @@ func TestKafkaServeFlags(t *testing.T) {
 		kafkaProduce(t, kafkaClient(t, addr), "made", 0, "hello")
 		if !mntWaitFor(10*time.Second, func() bool { return m.ok(`cat "$M/made/0/data"`) == "hello\n" }) {
 			t.Fatalf("produced record not in the mount: %q", m.ok(`cat "$M/made/0/data"`))
+		}
+	})
+
+	// mount --partitions sizes auto-created topics too, and says so in its
+	// help (it used to name mkdir only).
+	t.Run("partitions/mount", func(t *testing.T) {
+		addr := kafkaFreeAddr(t)
+		m := mntNew(t, "--kafka-listen", addr, "--partitions", "2")
+		kafkaWaitListening(t, addr)
+		kcat(t, addr, "x\n", "-P", "-t", "auto", "-p", "1")
+		if got := m.ok(`ls "$M/auto"; cat "$M/auto/1/data"`); got != "0\n1\nconfig\nx\n" {
+			t.Fatalf("auto-created topic under mount --partitions 2: %q", got)
+		}
+		r := cliRun(t, "mount", "--help")
+		if r.Code != 0 || !regexp.MustCompile(`--partitions N +N partitions for topics created with mkdir, and with --kafka-listen for auto-created ones`).MatchString(r.Stdout) {
+			t.Fatalf("mount --help (exit %d) does not say --partitions applies to auto-created topics:\n%s", r.Code, r.Stdout)
 		}
 	})
 
