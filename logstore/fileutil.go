@@ -18,6 +18,13 @@ import (
 // of the directory. Readers see the old or the new content, never a mix,
 // and after it returns the new content survives a power cut.
 func WriteFileAtomic(path string, data []byte) error {
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
+		// Unchanged (every open rewrites the topics file and the
+		// checkpoints): make sure it and its name are on disk, which
+		// takes no space, so that a data directory on a full disk still
+		// opens for reading and for the settings that free space.
+		return syncFileAndDir(path)
+	}
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
@@ -39,6 +46,20 @@ func WriteFileAtomic(path string, data []byte) error {
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		os.Remove(tmp)
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// syncFileAndDir fsyncs the file at path and its directory.
+func syncFileAndDir(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	f.Close()
+	if err != nil {
 		return err
 	}
 	return syncDir(filepath.Dir(path))

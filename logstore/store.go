@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -323,7 +324,20 @@ func (s *Store) load() error {
 	if err != nil {
 		return err
 	}
-	return s.writeCheckpoints()
+	if err := s.writeCheckpoints(); err != nil {
+		if !errors.Is(err, syscall.ENOSPC) && !errors.Is(err, syscall.EDQUOT) {
+			return err
+		}
+		// A full disk must not keep the log from opening: reading it
+		// and lowering retention are how space comes back. The
+		// checkpoints on disk are from before, never ahead of the log
+		// (a recovery point only moves to flushed data), so the next
+		// open has at most more to validate and the cleaner more to
+		// clean; the next checkpoint (a change, the close) rewrites them.
+		s.log.Warn("checkpoints not written at open: the disk is full; the previous ones stay until there is space", "err", err)
+		s.markDirty()
+	}
+	return nil
 }
 
 // saveTopicsLocked persists topic ids and overrides (topicsMu held).

@@ -116,3 +116,40 @@ grep -c -x rest ` + d + ` || true`)
 	m.unmount()
 	m.sanityCheck()
 }
+
+// TestMountOpensOnFullDisk: a data directory whose disk filled up while
+// it was mounted mounts again, reads, and loses nothing once space is
+// back. Every open rewrote the topics file and the checkpoints; after a
+// close that could not write its checkpoints (so no clean-shutdown marker
+// either, and no file left to free), `segfs mount` exited 1 with "no space
+// left on device" and the log could not even be read, nor retention
+// lowered to free space. An unchanged metadata file is now only synced,
+// and the open keeps the previous checkpoints when the disk is full.
+func TestMountOpensOnFullDisk(t *testing.T) {
+	mntRequireFuse(t)
+	disk := faultTmpfs(t, "8m")
+	m := mntAt(t, filepath.Join(disk, "data"))
+	m.ok(`mkdir "$M/f" && seq 1 1000 >> "$M/f/0/data"`)
+	// The disk fills to the last block while mounted; one more line
+	// still fits the segment's reserved blocks.
+	exec.Command("dd", "if=/dev/zero", "of="+filepath.Join(disk, "filler"), "bs=64k", "status=none").Run()
+	out, _ := exec.Command("df", "--output=avail", disk).Output()
+	if f := strings.Fields(string(out)); len(f) != 2 || f[1] != "0" {
+		t.Fatalf("the disk is not full: %s", out)
+	}
+	m.ok(`echo 1001 >> "$M/f/0/data"`)
+	m.unmount()
+	m.mount()
+	if got := m.ok(`wc -l < "$M/f/0/data"; tail -n1 "$M/f/0/data"`); got != "1001\n1001\n" {
+		t.Fatalf("on a full disk, data reads %q", got)
+	}
+	m.unmount()
+	if err := os.Remove(filepath.Join(disk, "filler")); err != nil {
+		t.Fatal(err)
+	}
+	m.mount()
+	m.ok(`echo 1002 >> "$M/f/0/data"`)
+	if got := m.ok(`wc -l < "$M/f/0/data"; tail -n1 "$M/f/0/data"`); got != "1002\n1002\n" {
+		t.Fatalf("after space came back, data reads %q", got)
+	}
+}
