@@ -9,7 +9,9 @@ import (
 //
 // Timestamp -1 is the log end offset (which is also the last stable offset:
 // there are no transactions, so read_committed gets the same answer, P5),
-// -2 the log start offset, -3 (v7+) the record with the largest timestamp,
+// -2 the log start offset, -3 the record with the largest timestamp (at
+// every version, as Kafka's broker answers it: KIP-734 gave it v7, but
+// librdkafka 2.0 sends it at v2 for `kcat -Q -t T:P:-3`),
 // and ts >= 0 the first offset whose timestamp is >= ts via the time index,
 // or -1 when there is none (Kafka's answer; clients then use the end).
 // v0's legacy multi-offset form is not served. Leader epochs are returned
@@ -34,7 +36,7 @@ func handleListOffsets(c *conn, h *reqHeader, r kmsg.Request) error {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.Timestamp, sp.Offset = -1, -1
-			sp.ErrorCode = c.s.listOffset(rt.Topic, rp.Partition, rp.Timestamp, h.version, &sp)
+			sp.ErrorCode = c.s.listOffset(rt.Topic, rp.Partition, rp.Timestamp, &sp)
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
@@ -43,7 +45,7 @@ func handleListOffsets(c *conn, h *reqHeader, r kmsg.Request) error {
 }
 
 // listOffset fills sp for one partition and returns its error code.
-func (s *Server) listOffset(topic string, part int32, ts int64, version int16, sp *kmsg.ListOffsetsResponseTopicPartition) int16 {
+func (s *Server) listOffset(topic string, part int32, ts int64, sp *kmsg.ListOffsetsResponseTopicPartition) int16 {
 	p, err := s.store.Partition(topic, part)
 	if err != nil {
 		return errorCode(err)
@@ -53,7 +55,7 @@ func (s *Server) listOffset(topic string, part int32, ts int64, version int16, s
 		sp.Offset = p.LogEndOffset()
 	case ts == listEarliest:
 		sp.Offset = p.LogStartOffset()
-	case ts == listMaxTimestamp && version >= 7:
+	case ts == listMaxTimestamp:
 		maxTS, off, ok, err := p.MaxTimestamp()
 		if err != nil {
 			return errorCode(err)

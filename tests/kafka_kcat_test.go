@@ -65,6 +65,14 @@ func TestKafkaKcat(t *testing.T) {
 	if !strings.Contains(out, "offset 15") {
 		t.Fatalf("kcat -Q at %d: %q, want offset 15", tMid, out)
 	}
+	// -3, the record with the largest timestamp: one of franz-go's two,
+	// the last records (the same millisecond or not). librdkafka 2.0 asks
+	// at ListOffsets v2, which Kafka's broker answers as at v7; it used
+	// to be INVALID_REQUEST.
+	out = kcat(t, srv.addr, "", "-Q", "-t", "lines:0:-3")
+	if !strings.Contains(out, "offset 15") && !strings.Contains(out, "offset 16") {
+		t.Fatalf("kcat -Q -3: %q, want offset 15 or 16", out)
+	}
 	// ... and a time after everything gives -1 (no such record).
 	out = kcat(t, srv.addr, "", "-Q", "-t", fmt.Sprintf("lines:0:%d", time.Now().UnixMilli()+3600_000))
 	if !strings.Contains(out, "offset -1") {
