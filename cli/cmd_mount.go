@@ -399,13 +399,15 @@ func cleanupFlags() []ucli.Flag {
 			Usage: "`DURATION` between the compaction cleaner's looks for work (Kafka's log.cleaner.backoff.ms)"},
 		&ucli.IntFlag{Name: "cleaner-buffer-size", Value: 16 << 20,
 			Usage: "size in `BYTES` of the cleaner's offset map, 24 a key per pass (Kafka's log.cleaner.dedupe.buffer.size)"},
+		&ucli.DurationFlag{Name: "producer-id-expiration", Value: 24 * time.Hour,
+			Usage: "`DURATION` an idempotent producer's state is kept after its last batch's timestamp (Kafka's producer.id.expiration.ms); checked every 10 minutes or DURATION if shorter"},
 	}
 }
 
 // cleanupOptions reads the cleanupFlags into store options.
 func cleanupOptions(c *ucli.Context) (logstore.Options, error) {
 	var o logstore.Options
-	for _, name := range []string{"retention-check-interval", "cleaner-interval"} {
+	for _, name := range []string{"retention-check-interval", "cleaner-interval", "producer-id-expiration"} {
 		if c.Duration(name) <= 0 {
 			return o, fmt.Errorf("--%s must be positive", name)
 		}
@@ -416,6 +418,7 @@ func cleanupOptions(c *ucli.Context) (logstore.Options, error) {
 	o.RetentionCheckInterval = c.Duration("retention-check-interval")
 	o.CleanerInterval = c.Duration("cleaner-interval")
 	o.CleanerBufferBytes = c.Int("cleaner-buffer-size")
+	o.ProducerIDExpiration = c.Duration("producer-id-expiration")
 	return o, nil
 }
 
@@ -425,5 +428,6 @@ func cleanupArgs(c *ucli.Context) []string {
 		"--retention-check-interval", c.Duration("retention-check-interval").String(),
 		"--cleaner-interval", c.Duration("cleaner-interval").String(),
 		"--cleaner-buffer-size", strconv.Itoa(c.Int("cleaner-buffer-size")),
+		"--producer-id-expiration", c.Duration("producer-id-expiration").String(),
 	}
 }

@@ -13,7 +13,10 @@
 // Kafka keeps in its controller) and segfs-producer-id. Each partition
 // directory has Kafka's NNN.log/.index/.timeindex, partition.metadata,
 // leader-epoch-checkpoint and producer .snapshot files, plus NNN.textindex,
-// segfs's sparse map from rendered text positions to batches.
+// segfs's sparse map from rendered text positions to batches. A producer
+// snapshot holds the idempotence state (the last five batches of each
+// producer id); a producer is dropped ProducerIDExpiration (Kafka's
+// producer.id.expiration.ms, a day) after its last batch's timestamp.
 // A NNN.txnindex copied from Kafka (aborted transactions) is read when the
 // partition loads and served to read_committed fetches (txnindex.go);
 // segfs never writes one, except when compaction merges segments that had

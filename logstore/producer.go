@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/segfs/segfs/logstore/record"
 )
@@ -94,6 +95,41 @@ func (ps *producerState) update(h *record.Header) {
 		firstOff: h.BaseOffset, lastOff: h.LastOffset(), ts: h.MaxTimestamp,
 	})
 	ps.dirty = true
+}
+
+// expire drops the producers whose last batch's timestamp is at least exp
+// before now (ms), as Kafka's removeExpiredProducers does, and reports how
+// many. A retry from one of them is then taken as a new producer's batch;
+// clients give up retrying long before (delivery.timeout.ms, 2 minutes).
+func (ps *producerState) expire(nowMs, expMs int64) int {
+	n := 0
+	for id, e := range ps.m {
+		if len(e.batches) == 0 || nowMs-e.batches[len(e.batches)-1].ts >= expMs {
+			delete(ps.m, id)
+			n++
+		}
+	}
+	if n > 0 {
+		ps.dirty = true
+	}
+	return n
+}
+
+// expireProducers drops expired idempotent producers in every partition;
+// the next snapshot (a roll, the close) leaves them out.
+func (s *Store) expireProducers(now time.Time) {
+	exp := s.opts.ProducerIDExpiration.Milliseconds()
+	for _, t := range s.topicsSnapshot() {
+		for _, p := range t.Partitions() {
+			p.amu.Lock()
+			n := p.producers.expire(now.UnixMilli(), exp)
+			left := len(p.producers.m)
+			p.amu.Unlock()
+			if n > 0 {
+				s.log.Info("expired idempotent producers", "partition", p.name(), "expired", n, "left", left)
+			}
+		}
+	}
 }
 
 // Producer snapshots use Kafka's .snapshot format (KAFKA-FORMAT.md §9.7):

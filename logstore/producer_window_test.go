@@ -2,6 +2,8 @@ package logstore
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -86,5 +88,70 @@ func TestProducerWindowSurvivesRestart(t *testing.T) {
 				t.Fatalf("next batch after restart: %+v %v", res, err)
 			}
 		})
+	}
+}
+
+// Idempotent producers expire a day (ProducerIDExpiration) after their
+// last batch's timestamp, as in Kafka: every producer run is a new id, and
+// their state used to stay in memory and in every snapshot for good. An
+// expired producer's next batch starts it afresh; one still live keeps its
+// retries recognised, and the snapshot of the close holds only it.
+func TestProducerIDExpiration(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, nil)
+	tp, err := s.CreateTopic("idem", 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := tp.Partition(0)
+	now := time.Now()
+	batch := func(pid int64, seq int32, ts time.Time) []byte {
+		var bl record.Builder
+		spec := record.DefaultSpec()
+		spec.ProducerID, spec.ProducerEpoch, spec.BaseSequence = pid, 0, seq
+		bl.Reset(spec)
+		bl.Add(ts.UnixMilli(), nil, []byte("v"), nil)
+		b, err := bl.Build(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	// 100 producers whose last batch is 25 hours old, one 23 hours old.
+	for pid := int64(1); pid <= 100; pid++ {
+		if _, err := p.AppendBatch(batch(pid, 0, now.Add(-25*time.Hour))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	live, err := p.AppendBatch(batch(1000, 0, now.Add(-23*time.Hour)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.expireProducers(now)
+	p.amu.Lock()
+	left := len(p.producers.m)
+	p.amu.Unlock()
+	if left != 1 {
+		t.Fatalf("%d producers left after expiry, want 1", left)
+	}
+	// The live one's retry is still a duplicate; an expired one's next
+	// batch, at any sequence, starts it again.
+	if res, err := p.AppendBatch(batch(1000, 0, now.Add(-23*time.Hour))); err != nil || !res.Duplicate || res.BaseOffset != live.BaseOffset {
+		t.Fatalf("retry of the live producer: %+v %v", res, err)
+	}
+	if res, err := p.AppendBatch(batch(7, 5, now)); err != nil || res.Duplicate {
+		t.Fatalf("an expired producer's next batch: %+v %v", res, err)
+	}
+	s.Close()
+	snaps := listSnapshots(p.dir)
+	if len(snaps) != 1 {
+		t.Fatalf("snapshots %v", snaps)
+	}
+	b, err := os.ReadFile(filepath.Join(p.dir, segmentName(snaps[0])+snapshotSuffix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 10 + 2*snapshotEntrySize; len(b) != want {
+		t.Fatalf("snapshot of %d bytes, want %d (producers 1000 and 7)", len(b), want)
 	}
 }

@@ -47,6 +47,17 @@ type Options struct {
 	// CleanerBufferBytes sizes the compaction offset map (24 bytes a key);
 	// default 16 MiB, about 600,000 keys per pass.
 	CleanerBufferBytes int
+	// ProducerIDExpiration is how long an idempotent producer's state
+	// outlives its last batch's timestamp (Kafka's
+	// producer.id.expiration.ms); default 1 day, negative = never.
+	// Every producer run of franz-go, and of any client with idempotence
+	// on, is a new producer id, so without it the state of each one ever
+	// seen stays in memory and in every .snapshot for good.
+	ProducerIDExpiration time.Duration
+	// ProducerIDExpirationCheckInterval is how often expired producers
+	// are dropped (Kafka's producer.id.expiration.check.interval.ms);
+	// default the smaller of 10 minutes and ProducerIDExpiration.
+	ProducerIDExpirationCheckInterval time.Duration
 }
 
 // Store owns a data directory (exclusively, through a lock file).
@@ -116,6 +127,12 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	if opts.CleanerBufferBytes <= 0 {
 		opts.CleanerBufferBytes = 16 << 20
+	}
+	if opts.ProducerIDExpiration == 0 {
+		opts.ProducerIDExpiration = 24 * time.Hour
+	}
+	if opts.ProducerIDExpirationCheckInterval == 0 {
+		opts.ProducerIDExpirationCheckInterval = min(10*time.Minute, opts.ProducerIDExpiration)
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -582,7 +599,7 @@ func (s *Store) background() {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	lastCk := time.Now()
-	lastRetention, lastClean := time.Now(), time.Now()
+	lastRetention, lastClean, lastExpiry := time.Now(), time.Now(), time.Now()
 	for {
 		select {
 		case <-s.stop:
@@ -608,6 +625,10 @@ func (s *Store) background() {
 		if d := s.opts.RetentionCheckInterval; d > 0 && time.Since(lastRetention) >= d {
 			s.runCleanup("retention", (*Partition).ApplyRetention)
 			lastRetention = time.Now()
+		}
+		if d := s.opts.ProducerIDExpirationCheckInterval; d > 0 && s.opts.ProducerIDExpiration > 0 && time.Since(lastExpiry) >= d {
+			s.expireProducers(now)
+			lastExpiry = time.Now()
 		}
 		if d := s.opts.CleanerInterval; d > 0 && time.Since(lastClean) >= d {
 			s.runCleanup("compaction", (*Partition).Compact)
