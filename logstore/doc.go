@@ -44,7 +44,10 @@
 // written); sealing gives back the unused tail, and a failed reservation
 // only stops reserving. Close writes checkpoints and the
 // clean-shutdown marker; without the marker, Open validates every batch
-// from the recovery point on and truncates at the first torn or corrupt one.
+// from the recovery point on and truncates at the first torn or corrupt one,
+// deleting the segments after it. A segment below the recovery point whose
+// indexes do not match its .log is recovered the same way, but the
+// segments after it stay: they reached the disk before the checkpoint.
 //
 // # Cleaners
 //

@@ -103,8 +103,18 @@ func (s *Store) loadPartition(t *Topic, n int32, clean bool, recoveryPoint, logS
 			if dropped > 0 {
 				log.Warn("truncated torn or corrupt tail", "segment", segmentName(base),
 					"valid_bytes", before-dropped, "dropped_bytes", dropped)
-				// Everything after a damaged segment is unreachable in
-				// order: Kafka deletes it, and so do we.
+			}
+			if dropped > 0 && i < recoverFrom && i < len(bases)-1 {
+				// Below the recovery point every later segment was on
+				// disk before the checkpoint said so: damage here is the
+				// disk's or someone's, not a crash's, and what follows is
+				// intact. Kafka's recoverSegment keeps it; so do we, with
+				// a gap in the offsets where the damage was.
+				log.Warn("kept the segments after the damaged one: they are below the recovery point", "segment", segmentName(base), "kept", len(bases)-1-i)
+			} else if dropped > 0 {
+				// Past the recovery point, everything after a damaged
+				// segment is unreachable in order: Kafka deletes it, and
+				// so do we.
 				for _, later := range bases[i+1:] {
 					for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, textIndexSuffix, txnIndexSuffix} {
 						os.Remove(filepath.Join(dir, segmentName(later)+suf))
@@ -114,7 +124,7 @@ func (s *Store) loadPartition(t *Topic, n int32, clean bool, recoveryPoint, logS
 				bases = bases[:i+1]
 				isActive = true
 			}
-			if dropped > 0 && !wasActive {
+			if dropped > 0 && isActive && !wasActive {
 				// A closed segment became the active one: its sealed
 				// indexes must take appends again.
 				seg.closeIndexes()

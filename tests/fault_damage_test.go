@@ -139,6 +139,56 @@ func TestFaultTornBatch(t *testing.T) {
 	}
 }
 
+// TestFaultTornSealedSegment: a sealed segment below the recovery point
+// cut short inside its last batch (by a disk or a hand, not by a crash:
+// every later segment was on disk before the checkpoint said so) loses
+// only that batch. The mount used to truncate it and delete every later
+// segment as well, intact as they were, after a clean shutdown and after a
+// kill -9 alike; Kafka's recoverSegment keeps them. The lost batch leaves
+// a gap in the offsets: offset/N inside it reads from the next record.
+func TestFaultTornSealedSegment(t *testing.T) {
+	rng := faultSeed(t)
+	for _, clean := range []bool{true, false} {
+		m, lines := faultDamageSetup(t, rng, 3000)
+		if clean {
+			m.unmount()
+		} else {
+			// Past the rolls' flushes and the next checkpoint, so that
+			// the recovery point is in the active segment.
+			m.ok(`sync && sleep 1.5`)
+			m.kill9()
+		}
+		logs := m.segmentLogs()
+		if len(logs) < 3 {
+			t.Fatalf("%d segments, want at least 3", len(logs))
+		}
+		bs := faultBatches(t, logs[1])
+		last := bs[len(bs)-1]
+		if err := os.Truncate(logs[1], last.pos+last.size/2); err != nil {
+			t.Fatal(err)
+		}
+		m.mount()
+		want := append(slices.Clone(lines[:last.base]), lines[last.last+1:]...)
+		got := mntLines(m.ok(`cat "$M/dmg/0/data"`))
+		if !slices.Equal(got, want) {
+			t.Fatalf("clean=%v, batch %d-%d of %s torn: %d lines read, want %d (first difference near %d)\n%s",
+				clean, last.base, last.last, filepath.Base(logs[1]), len(got), len(want), firstDiff(got, want), m.daemonLog())
+		}
+		if got := m.ok(`head -n1 "$M/dmg/0/offset/` + strconv.FormatInt(last.base, 10) + `"`); got != lines[last.last+1]+"\n" {
+			t.Fatalf("offset/%d in the gap reads %q, want %q", last.base, got, lines[last.last+1])
+		}
+		if !strings.Contains(m.daemonLog(), "kept the segments after the damaged one") {
+			t.Fatalf("the daemon did not say why it kept the later segments:\n%s", m.daemonLog())
+		}
+		m.ok(`echo next >> "$M/dmg/0/data"`)
+		if got := m.ok(`cat "$M/dmg/0/offset/` + strconv.Itoa(len(lines)) + `"`); got != "next\n" {
+			t.Fatalf("the next append is not at offset %d: %q", len(lines), got)
+		}
+		m.unmount()
+		m.sanityCheck()
+	}
+}
+
 // TestFaultGarbageTail is F4: 1 to 1024 random bytes, or zeros (a
 // preallocated or torn sector), appended to the active .log and garbage
 // to its .index after a SIGKILL: truncated away, nothing else changes.
