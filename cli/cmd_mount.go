@@ -76,6 +76,9 @@ func runMount(c *ucli.Context) error {
 	if len(args) != 2 {
 		return errors.New("mount: usage: segfs mount [flags] DATA_DIR MOUNTPOINT")
 	}
+	if err := rejectEmptyArgs(args, []string{"DATA_DIR", "MOUNTPOINT"}); err != nil {
+		return fmt.Errorf("mount: %w", err)
+	}
 	if c.Int("partitions") < 1 {
 		return errors.New("mount: --partitions must be at least 1")
 	}

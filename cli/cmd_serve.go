@@ -63,6 +63,9 @@ func runServe(c *ucli.Context) error {
 	if len(args) != 1 {
 		return errors.New("serve: usage: segfs serve DATA_DIR [--listen ADDR] [--advertise ADDR]")
 	}
+	if err := rejectEmptyArgs(args, []string{"DATA_DIR"}); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
 	dir := args[0]
 	if c.Int("partitions") < 1 {
 		return errors.New("serve: --partitions must be at least 1")

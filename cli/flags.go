@@ -24,3 +24,15 @@ func rejectLateFlags(args []string) error {
 	}
 	return nil
 }
+
+// rejectEmptyArgs refuses an empty positional argument. filepath.Abs("")
+// is the working directory, so `segfs mount "$DATA" /mnt/segfs` with DATA
+// unset would otherwise lock and fill whatever directory the shell is in.
+func rejectEmptyArgs(args, names []string) error {
+	for i, a := range args {
+		if a == "" && i < len(names) {
+			return fmt.Errorf("%s is an empty string", names[i])
+		}
+	}
+	return nil
+}

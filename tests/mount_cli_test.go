@@ -64,3 +64,49 @@ func TestMountPartitionsFlag(t *testing.T) {
 	}
 	m.fails(`mkdir "$M/orders/5"`, "Invalid argument")
 }
+
+// TestMountServeEmptyArgument: an empty DATA_DIR or MOUNTPOINT (a shell
+// variable that is unset: `segfs mount "$DATA" /mnt/segfs`) is refused.
+// filepath.Abs("") is the working directory, which mount and serve used to
+// take as the data directory: they locked it, wrote checkpoints into it
+// and served it.
+func TestMountServeEmptyArgument(t *testing.T) {
+	mntRequireFuse(t)
+	cwd, mp := t.TempDir(), t.TempDir()
+	// Without the check, "" meant the working directory: as the
+	// mountpoint too.
+	t.Cleanup(func() {
+		for _, dir := range []string{mp, cwd} {
+			for i := 0; i < 3 && mntIsMounted(dir); i++ {
+				exec.Command("umount", "-l", dir).Run()
+			}
+		}
+	})
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"mount", "", mp}, "mount: DATA_DIR is an empty string"},
+		{[]string{"mount", "--foreground", "", mp}, "mount: DATA_DIR is an empty string"},
+		{[]string{"mount", filepath.Join(t.TempDir(), "data"), ""}, "mount: MOUNTPOINT is an empty string"},
+		{[]string{"serve", "--listen", "127.0.0.1:0", ""}, "serve: DATA_DIR is an empty string"},
+	} {
+		cmd := exec.Command("timeout", append([]string{"-k", "5", "20", segfsBin}, tc.args...)...)
+		cmd.Dir = cwd
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), tc.want) {
+			t.Errorf("segfs %q: %v %q, want a failure saying %q", tc.args, err, out, tc.want)
+		}
+		for _, dir := range []string{mp, cwd} {
+			if mntIsMounted(dir) {
+				t.Errorf("segfs %q mounted %s", tc.args, dir)
+				exec.Command("umount", "-l", dir).Run()
+			}
+		}
+		if ents, _ := os.ReadDir(cwd); len(ents) > 0 {
+			t.Errorf("segfs %q wrote %d files into the working directory, e.g. %s", tc.args, len(ents), ents[0].Name())
+			os.RemoveAll(cwd)
+			os.Mkdir(cwd, 0o755)
+		}
+	}
+}
