@@ -95,6 +95,7 @@ func runMount(c *ucli.Context) error {
 	if err != nil {
 		return fmt.Errorf("mount: %w", err)
 	}
+	mp = resolveMountpoint(mp)
 	if dataDir == mp || strings.HasPrefix(dataDir, mp+string(filepath.Separator)) {
 		return fmt.Errorf("mount: the data directory %s must not be inside the mountpoint %s", dataDir, mp)
 	}
@@ -126,6 +127,33 @@ func readyPipe() *os.File {
 	}
 	syscall.CloseOnExec(fd)
 	return os.NewFile(uintptr(fd), "ready")
+}
+
+// resolveMountpoint follows symbolic links in mp. mount(2) follows them,
+// but /proc/self/mountinfo names the target: checked under the link's own
+// name, a live mount on the target went unseen and segfs mounted over it.
+// It never fails: a dead mount answers lstat with ENOTCONN, so the links
+// are then followed by hand up to it and the rest is left as it is.
+func resolveMountpoint(mp string) string {
+	for hops := 0; hops < 40; hops++ {
+		if r, err := filepath.EvalSymlinks(mp); err == nil {
+			return r
+		}
+		dir, err := filepath.EvalSymlinks(filepath.Dir(mp))
+		if err != nil {
+			return mp
+		}
+		mp = filepath.Join(dir, filepath.Base(mp))
+		target, err := os.Readlink(mp)
+		if err != nil {
+			return mp // not a link: a dead mount, or missing
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(dir, target)
+		}
+		mp = filepath.Clean(target)
+	}
+	return mp
 }
 
 // checkMountpoint clears a dead mount and checks that mp is a directory

@@ -110,3 +110,56 @@ func TestMountServeEmptyArgument(t *testing.T) {
 		}
 	}
 }
+
+// TestMountSymlinkedMountpoint: a mountpoint given through a symbolic link
+// is the directory it points to. mount(2) follows the link, so a live mount
+// on the target is "already mounted" (it used to be checked under the
+// link's name, found free, and a second segfs was stacked on the first),
+// and a dead one is detached as when named directly.
+func TestMountSymlinkedMountpoint(t *testing.T) {
+	m := mntNew(t)
+	m.ok(`mkdir "$M/orders" && echo first >> "$M/orders/0/data"`)
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(m.dir, link); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(t.TempDir(), "data")
+	countMounts := func() int {
+		b, _ := os.ReadFile("/proc/self/mountinfo")
+		n := 0
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) > 4 && f[4] == m.dir {
+				n++
+			}
+		}
+		return n
+	}
+
+	r := cliRun(t, "mount", other, link)
+	if r.Code == 0 || !strings.Contains(r.Stderr, "already mounted") {
+		t.Errorf("mount on a symlink to a live mount: exit %d, stderr %q; want \"already mounted\"", r.Code, r.Stderr)
+	}
+	if n := countMounts(); n != 1 {
+		t.Fatalf("%d mounts on %s, want 1", n, m.dir)
+	}
+	if got := m.ok(`cat "$M/orders/0/data"`); got != "first\n" {
+		t.Fatalf("the first mount reads %q after the refused one", got)
+	}
+
+	m.kill9()
+	r = cliRun(t, "mount", m.data, link)
+	if r.Code != 0 || !strings.Contains(r.Stderr, "dead mount") {
+		t.Fatalf("mount on a symlink to a dead mount: exit %d, stderr %q; want it detached and mounted", r.Code, r.Stderr)
+	}
+	again := &mnt{t: t, data: m.data, dir: m.dir}
+	again.pid = again.findDaemon()
+	pid := again.pid
+	t.Cleanup(func() { again.teardown(pid) })
+	if pid == 0 || countMounts() != 1 {
+		t.Fatalf("after the remount through the link: daemon %d, %d mounts on %s", pid, countMounts(), m.dir)
+	}
+	if got := again.ok(`cat "$M/orders/0/data"`); got != "first\n" {
+		t.Fatalf("remounted through the link, data reads %q", got)
+	}
+	again.unmount()
+}
