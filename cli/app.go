@@ -4,6 +4,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"runtime"
 	"runtime/debug"
@@ -51,7 +52,7 @@ func version() string {
 
 // App builds the command tree.
 func App() *ucli.App {
-	return &ucli.App{
+	app := &ucli.App{
 		Name:    "segfs",
 		Usage:   "Kafka partition logs as files",
 		Version: version(),
@@ -80,6 +81,24 @@ Example:
 		// Commands return errors and main decides the exit status; this
 		// keeps urfave/cli from calling os.Exit for an ExitCoder error.
 		ExitErrHandler: func(*ucli.Context, error) {},
+		OnUsageError:   usageError(""),
+	}
+	for _, cmd := range app.Commands {
+		cmd.OnUsageError = usageError(cmd.Name)
+	}
+	return app
+}
+
+// usageError turns a flag that does not parse into the command's error,
+// which main prints as one line on stderr. urfave/cli's default printed
+// "Incorrect Usage" and the whole help to stdout, and main then printed
+// the error again: a script saw the help text as the command's output.
+func usageError(command string) ucli.OnUsageErrorFunc {
+	return func(_ *ucli.Context, err error, _ bool) error {
+		if command == "" {
+			return fmt.Errorf("%w (see segfs --help)", err)
+		}
+		return fmt.Errorf("%s: %w (see segfs %s --help)", command, err, command)
 	}
 }
 

@@ -81,3 +81,31 @@ func TestCLICleanerFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestCLIUsageErrorOneLine: a flag that is unknown or does not parse fails
+// with one line on stderr naming the command and the flag, and nothing on
+// stdout (urfave/cli's default printed "Incorrect Usage" and the whole
+// help text to stdout, then main printed the error a second time).
+func TestCLIUsageErrorOneLine(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"mount", "--partitions", "abc", dir, dir}, "segfs: mount: invalid value \"abc\" for flag -partitions"},
+		{[]string{"mount", "--no-such-flag", dir, dir}, "segfs: mount: flag provided but not defined: -no-such-flag"},
+		{[]string{"serve", "--max-request-bytes", "1k", dir}, "segfs: serve: invalid value \"1k\" for flag -max-request-bytes"},
+		{[]string{"verify", "--deep", dir}, "segfs: verify: flag provided but not defined: -deep"},
+		{[]string{"dump-log", "--max-bytes", "x", "f.log"}, "segfs: dump-log: "},
+		{[]string{"get-offsets", "--jsn", dir}, "segfs: get-offsets: flag provided but not defined: -jsn"},
+		{[]string{"log-dirs", "--jsn", dir}, "segfs: log-dirs: flag provided but not defined: -jsn"},
+		{[]string{"--no-such-flag"}, "segfs: flag provided but not defined: -no-such-flag"},
+	} {
+		r := cliRun(t, tc.args...)
+		lines := strings.Split(strings.TrimSuffix(r.Stderr, "\n"), "\n")
+		if r.Code != 1 || r.Stdout != "" || len(lines) != 1 || !strings.HasPrefix(lines[0], tc.want) || !strings.Contains(lines[0], "--help") {
+			t.Errorf("segfs %q: exit %d, stdout %d bytes, stderr %q; want exit 1, no stdout, one line %q... pointing to --help",
+				tc.args, r.Code, len(r.Stdout), r.Stderr, tc.want)
+		}
+	}
+}
