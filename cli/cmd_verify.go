@@ -182,10 +182,16 @@ func (v *verifier) partition(p *partitionDir) partitionResult {
 			}
 			continue
 		}
-		sum, batches := v.segment(s, last)
+		sum, batches, read := v.segment(s, last)
 		if sum == nil {
 			// Deleted by a running daemon's cleaner since the listing: a
 			// merged segment read before it may already cover its offsets.
+			continue
+		}
+		if !read {
+			// The .log could not be opened (reported): checking its
+			// indexes against an empty log would only add false errors.
+			r.next = max(r.next, s.Base)
 			continue
 		}
 		if s.Base <= prevLast {
@@ -208,25 +214,26 @@ func (v *verifier) partition(p *partitionDir) partitionResult {
 
 // segment reads every batch of one .log, checking framing, CRC, record
 // layout and offsets, and returns the header summary the index checks use.
-func (v *verifier) segment(s *segmentFiles, active bool) (*logSummary, int) {
-	sum := &logSummary{NextOffset: s.Base}
+// read is false when the file could not be opened at all.
+func (v *verifier) segment(s *segmentFiles, active bool) (sum *logSummary, batches int, read bool) {
+	sum = &logSummary{NextOffset: s.Base}
 	f, err := os.Open(s.Log)
 	if errors.Is(err, os.ErrNotExist) {
 		// Listed a moment ago: retention or compaction of the daemon
 		// serving this directory renamed it (verify may run beside a
 		// mount). What is gone is no longer part of the log.
 		v.warnf(s.Log, "deleted while being checked (retention or compaction of a running daemon): skipped")
-		return nil, 0
+		return nil, 0, false
 	}
 	if err != nil {
-		v.errorf(s.Log, "%v", err)
-		return sum, 0
+		v.errorf(s.Log, "cannot read it: %s", pathErrReason(err))
+		return sum, 0, false
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		v.errorf(s.Log, "%v", err)
-		return sum, 0
+		v.errorf(s.Log, "cannot read it: %s", pathErrReason(err))
+		return sum, 0, false
 	}
 	sum.Size = fi.Size()
 	sc := newBatchScanner(f, 0, fi.Size())
@@ -284,7 +291,17 @@ func (v *verifier) segment(s *segmentFiles, active bool) (*logSummary, int) {
 		sum.NextOffset = h.NextOffset()
 	}
 	sum.ValidBytes = sc.Pos()
-	return sum, n
+	return sum, n, true
+}
+
+// pathErrReason is err without the path, which the report line already
+// names: "open: permission denied".
+func pathErrReason(err error) string {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Op + ": " + pe.Err.Error()
+	}
+	return err.Error()
 }
 
 // indexes checks a segment's .index and .timeindex against their rules and

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -243,5 +244,62 @@ func TestVerifyLogstoreDir(t *testing.T) {
 	r = cliRun(t, "dump-log", logs[0])
 	if r.Code == 0 || !strings.Contains(r.Stderr, " in "+logs[0]+": ") {
 		t.Errorf("dump-log of damaged segment: exit %d\n%s", r.Code, r.Stderr)
+	}
+}
+
+// TestVerifyUnreadableLog: a .log that cannot be opened (here: mode 000,
+// verify run as the user nobody) is one error naming the file and why,
+// without the path twice, and its indexes are not checked against an empty
+// log (which reported every entry of the closed segment's indexes as
+// "pointing past its log").
+func TestVerifyUnreadableLog(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("switching to the user nobody needs root")
+	}
+	if _, err := exec.LookPath("setpriv"); err != nil {
+		t.Skip("needs setpriv (util-linux)")
+	}
+	// Directories nobody can enter: MkdirTemp makes them 0700.
+	base, err := os.MkdirTemp("", "segfs-verify-unreadable-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	bin := filepath.Join(base, "segfs")
+	data := filepath.Join(base, "data")
+	exe, err := os.ReadFile(segfsBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, exe, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	closed := cliWriteSegment(t, filepath.Join(data, "orders-0"), 0, cliThreeBatches())
+	cliWriteSegment(t, filepath.Join(data, "orders-0"), 6, []cliBatch{{Base: 6, TS: 1700000003000, Values: []string{"x", "y"}}})
+	for _, dir := range []string{base, data} {
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(closed.Log, 0); err != nil {
+		t.Fatal(err)
+	}
+
+	out, err := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", bin, "verify", data).CombinedOutput()
+	text := string(out)
+	if err == nil {
+		t.Fatalf("verify with an unreadable .log exited 0:\n%s", text)
+	}
+	want := "error: " + closed.Log + ": cannot read it: open: permission denied"
+	if !strings.Contains(text, want) {
+		t.Errorf("verify does not say %q:\n%s", want, text)
+	}
+	for _, idx := range []string{closed.Index, closed.TimeIndex} {
+		if strings.Contains(text, idx) {
+			t.Errorf("verify checked %s against the log it could not read:\n%s", idx, text)
+		}
+	}
+	if !strings.Contains(text, ": 1 error(s)") {
+		t.Errorf("want exactly one error:\n%s", text)
 	}
 }
