@@ -277,6 +277,20 @@ func mountForeground(c *ucli.Context, dataDir, mp string, ready *os.File) error 
 	if err != nil {
 		return err
 	}
+	// Bind --kafka-listen before anything else: a port in use must fail
+	// the mount before recovery runs and before the filesystem is mounted
+	// (it used to be mounted, then unmounted again).
+	var ln net.Listener
+	if addr := c.String("kafka-listen"); addr != "" {
+		if ln, err = net.Listen("tcp", addr); err != nil {
+			return fmt.Errorf("--kafka-listen: %w", err)
+		}
+		defer func() {
+			if ln != nil {
+				ln.Close() // not handed to the fetch server
+			}
+		}()
+	}
 	opts.Logger, opts.DefaultPartitions = logger, c.Int("partitions")
 	store, err := openStore(dataDir, opts, logger)
 	if err != nil {
@@ -290,13 +304,8 @@ func mountForeground(c *ucli.Context, dataDir, mp string, ready *os.File) error 
 		store.Close()
 		return err
 	}
-	stopFetch, err := startFetch(c, store, logger)
-	if err != nil {
-		srv.Unmount(0)
-		srv.Wait()
-		store.Close()
-		return err
-	}
+	stopFetch := startFetch(c, ln, store, logger)
+	ln = nil
 	if ready != nil {
 		fmt.Fprintln(ready, "ready")
 		ready.Close()
@@ -390,16 +399,11 @@ func holderLeaving(dataDir string) bool {
 	return !(len(args) > 1 && args[1] == "serve")
 }
 
-// startFetch starts the Kafka fetch server when --kafka-listen is given and
-// returns the function that stops it.
-func startFetch(c *ucli.Context, store *logstore.Store, logger *slog.Logger) (stop func(), err error) {
-	addr := c.String("kafka-listen")
-	if addr == "" {
-		return func() {}, nil
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("--kafka-listen: %w", err)
+// startFetch serves the Kafka protocol on ln (nil: --kafka-listen was not
+// given) and returns the function that stops it.
+func startFetch(c *ucli.Context, ln net.Listener, store *logstore.Store, logger *slog.Logger) (stop func()) {
+	if ln == nil {
+		return func() {}
 	}
 	srv := fetch.New(store, fetch.Config{
 		Advertise:        c.String("advertise"),
@@ -416,7 +420,7 @@ func startFetch(c *ucli.Context, store *logstore.Store, logger *slog.Logger) (st
 			logger.Warn("fetch server shutdown", "err", err)
 		}
 		<-served
-	}, nil
+	}
 }
 
 // cleanupFlags are the daemon flags of the background cleaners, shared by

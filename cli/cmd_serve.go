@@ -85,14 +85,15 @@ func runServe(c *ucli.Context) error {
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	opts.Logger, opts.DefaultPartitions = logger, c.Int("partitions")
-	store, err := logstore.Open(dir, opts)
+	// Listen first: a port in use fails at once, not after recovery.
+	ln, err := net.Listen("tcp", c.String("listen"))
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	ln, err := net.Listen("tcp", c.String("listen"))
+	opts.Logger, opts.DefaultPartitions = logger, c.Int("partitions")
+	store, err := logstore.Open(dir, opts)
 	if err != nil {
-		store.Close()
+		ln.Close()
 		return fmt.Errorf("serve: %w", err)
 	}
 	srv := fetch.New(store, fetch.Config{

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -162,4 +163,45 @@ func TestMountSymlinkedMountpoint(t *testing.T) {
 		t.Fatalf("remounted through the link, data reads %q", got)
 	}
 	again.unmount()
+}
+
+// TestMountKafkaListenPortInUse: a --kafka-listen (or serve --listen)
+// address that cannot be bound fails the command before the data
+// directory is opened: no recovery runs, nothing is mounted. The port used
+// to be bound only after the store was opened and the filesystem mounted,
+// which was then unmounted again.
+func TestMountKafkaListenPortInUse(t *testing.T) {
+	mntRequireFuse(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	addr := ln.Addr().String()
+	base := t.TempDir()
+	data, mp := filepath.Join(base, "data"), filepath.Join(base, "mnt")
+	os.Mkdir(mp, 0o755)
+	t.Cleanup(func() {
+		if mntIsMounted(mp) {
+			exec.Command("umount", "-l", mp).Run()
+		}
+	})
+	for _, args := range [][]string{
+		{"mount", "--kafka-listen", addr, data, mp},
+		{"mount", "--foreground", "--kafka-listen", addr, data, mp},
+		{"serve", "--listen", addr, data},
+	} {
+		out, err := exec.Command("timeout", append([]string{"-k", "5", "30", segfsBin}, args...)...).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "address already in use") {
+			t.Errorf("segfs %q: %v %q, want it to fail naming the address in use", args, err, out)
+		}
+		if _, err := os.Stat(filepath.Join(data, ".lock")); err == nil {
+			t.Errorf("segfs %q opened the data directory before binding %s", args, addr)
+			os.Remove(filepath.Join(data, ".lock"))
+		}
+		if log, _ := os.ReadFile(filepath.Join(data, "segfs-mount.out")); strings.Contains(string(log), "msg=mounted") {
+			t.Errorf("segfs %q mounted before binding %s:\n%s", args, addr, log)
+			os.Remove(filepath.Join(data, "segfs-mount.out"))
+		}
+	}
 }
