@@ -82,6 +82,9 @@ func runMount(c *ucli.Context) error {
 	if c.Int("partitions") < 1 {
 		return errors.New("mount: --partitions must be at least 1")
 	}
+	if c.Duration("unmount-grace") < 0 {
+		return errors.New("mount: --unmount-grace must not be negative")
+	}
 	if a := c.String("advertise"); a != "" {
 		if err := fetch.CheckAdvertise(a); err != nil {
 			return fmt.Errorf("mount: --advertise: %w", err)

@@ -205,3 +205,25 @@ func TestMountKafkaListenPortInUse(t *testing.T) {
 		}
 	}
 }
+
+// TestMountNegativeGrace: --unmount-grace is how long a signalled daemon
+// keeps serving open files; a negative duration is refused like the other
+// bad durations, not taken as zero.
+func TestMountNegativeGrace(t *testing.T) {
+	mntRequireFuse(t)
+	base := t.TempDir()
+	mp := filepath.Join(base, "mnt")
+	os.Mkdir(mp, 0o755)
+	t.Cleanup(func() {
+		if mntIsMounted(mp) {
+			exec.Command("umount", "-l", mp).Run()
+		}
+	})
+	r := cliRun(t, "mount", "--unmount-grace", "-1s", filepath.Join(base, "data"), mp)
+	if r.Code == 0 || !strings.Contains(r.Stderr, "--unmount-grace must not be negative") {
+		t.Errorf("mount --unmount-grace -1s: exit %d, stderr %q", r.Code, r.Stderr)
+	}
+	if mntIsMounted(mp) {
+		t.Errorf("mount --unmount-grace -1s mounted %s", mp)
+	}
+}
