@@ -181,6 +181,28 @@ func checkMountpoint(mp string, w io.Writer) error {
 	return nil
 }
 
+// lockMountpoint takes an exclusive flock on the directory mp, held until
+// the returned file is closed (when the daemon exits). Two segfs started
+// at once on one mountpoint both passed checkMountpoint and both mounted,
+// one over the other. The lock is on the directory the mount covers: the
+// loser of a race fails here, and a segfs that opens mp after the mount
+// gets the mounted root instead, locks that, and its second
+// checkMountpoint sees the mount.
+func lockMountpoint(mp string) (*os.File, error) {
+	f, err := os.Open(mp)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("mountpoint %s is being mounted by another segfs", mp)
+		}
+		return nil, fmt.Errorf("locking mountpoint %s: %w", mp, err)
+	}
+	return f, nil
+}
+
 // startDaemon re-executes segfs with --foreground in a new session, with
 // its output in the data directory's log, and waits until it reports that
 // the mount answers (exit 0) or fails (its error, non-zero exit).
@@ -263,6 +285,16 @@ func mountForeground(c *ucli.Context, dataDir, mp string, ready *os.File) error 
 	}
 	logger := slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level}))
 
+	if err := checkMountpoint(mp, c.App.ErrWriter); err != nil {
+		return err
+	}
+	mpLock, err := lockMountpoint(mp)
+	if err != nil {
+		return err
+	}
+	defer mpLock.Close()
+	// Checked again under the lock: another segfs may have mounted
+	// between the first check and the lock.
 	if err := checkMountpoint(mp, c.App.ErrWriter); err != nil {
 		return err
 	}

@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // TestMountCLIErrors checks that `segfs mount` fails with a clear message
@@ -225,5 +227,61 @@ func TestMountNegativeGrace(t *testing.T) {
 	}
 	if mntIsMounted(mp) {
 		t.Errorf("mount --unmount-grace -1s mounted %s", mp)
+	}
+}
+
+// TestMountRaceOneMountpoint: two `segfs mount` of different data
+// directories started together on one mountpoint: exactly one mounts, the
+// other fails with a message. Both used to pass the "already mounted"
+// check before either had mounted, and both mounts stacked.
+func TestMountRaceOneMountpoint(t *testing.T) {
+	mntRequireFuse(t)
+	base := t.TempDir()
+	mp := filepath.Join(base, "mnt")
+	os.Mkdir(mp, 0o755)
+	countMounts := func() int {
+		b, _ := os.ReadFile("/proc/self/mountinfo")
+		n := 0
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) > 4 && f[4] == mp {
+				n++
+			}
+		}
+		return n
+	}
+	unmountAll := func() {
+		for i := 0; i < 5 && mntIsMounted(mp); i++ {
+			exec.Command("umount", mp).Run()
+		}
+		// The daemons exit once unmounted and release their data
+		// directories; wait so that the next round can lock them.
+		serving := &mnt{t: t, dir: mp}
+		mntWaitFor(10*time.Second, func() bool { return serving.findDaemon() == 0 })
+	}
+	t.Cleanup(unmountAll)
+	for round := 0; round < 5; round++ {
+		var wg sync.WaitGroup
+		results := make([]cliResult, 2)
+		for i, d := range []string{"a", "b"} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				results[i] = cliRun(t, "mount", filepath.Join(base, d), mp)
+			}()
+		}
+		wg.Wait()
+		ok := 0
+		for _, r := range results {
+			if r.Code == 0 {
+				ok++
+			} else if r.Stderr == "" {
+				t.Errorf("round %d: a refused mount said nothing", round)
+			}
+		}
+		if n := countMounts(); n != 1 || ok != 1 {
+			t.Fatalf("round %d: %d mounts on %s, %d commands exited 0 (stderr %q, %q); want one of each",
+				round, n, mp, ok, results[0].Stderr, results[1].Stderr)
+		}
+		unmountAll()
 	}
 }
