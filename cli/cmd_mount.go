@@ -341,30 +341,31 @@ func mountForeground(c *ucli.Context, dataDir, mp string, ready *os.File) error 
 	}
 	stopFetch := startFetch(c, ln, store, logger)
 	ln = nil
+	// abandoned: the `segfs mount` waiting for "ready" is gone (Ctrl-C or
+	// a kill during a long recovery). Its user was told nothing, or that
+	// the mount failed: undo the mount rather than leave one nobody
+	// expects. The daemon runs in its own session, so the signal that
+	// stopped the command never reached it.
+	var abandoned error
 	if ready != nil {
-		fmt.Fprintln(ready, "ready")
+		_, err := fmt.Fprintln(ready, "ready")
 		ready.Close()
+		if err != nil {
+			abandoned = fmt.Errorf("the segfs mount command that started this daemon is gone (%v); unmounted %s", err, mp)
+		}
 	}
 
-	grace := c.Duration("unmount-grace")
-	// How long to let Wait append the unfinished lines of handles the
-	// kernel never released and stop the notifier.
-	waitFor := grace + time.Second
-	select {
-	case sig := <-sigc:
-		logger.Info("signal received; unmounting", "signal", sig.String())
-		if err := srv.Unmount(grace); err != nil {
+	var waitFor time.Duration // for Wait, below
+	if abandoned != nil {
+		logger.Warn("the segfs mount command that started this daemon is gone; unmounting", "mountpoint", mp)
+		// Nobody has been told the mount exists: no grace for open
+		// files, a second for the unmount itself.
+		if err := srv.Unmount(time.Second); err != nil {
 			logger.Error("unmount", "err", err)
 		}
-		// Unmount has already given open files their grace and done
-		// what Wait does; Wait returns at once unless the grace ran
-		// out with files still open, and then it would block until
-		// they close. Waiting another grace for it made a signalled
-		// daemon take 2×grace+1 s to exit (11 s by default, past
-		// `docker stop`'s 10 s before SIGKILL).
 		waitFor = time.Second
-	case <-srv.Done():
-		logger.Info("unmounted by the user")
+	} else {
+		waitFor = serveUntilStopped(srv, sigc, c.Duration("unmount-grace"), logger)
 	}
 	stopFetch()
 	// Wait returns at once after a clean unmount. After a lazy detach
@@ -379,7 +380,30 @@ func mountForeground(c *ucli.Context, dataDir, mp string, ready *os.File) error 
 		return fmt.Errorf("closing the store: %w", err)
 	}
 	logger.Info("store closed", "data", dataDir)
-	return nil
+	return abandoned
+}
+
+// serveUntilStopped serves until a signal or an umount and returns how
+// long to give Wait afterwards: Wait appends the unfinished lines of
+// handles the kernel never released and stops the notifier.
+func serveUntilStopped(srv *segfs.Server, sigc <-chan os.Signal, grace time.Duration, logger *slog.Logger) time.Duration {
+	select {
+	case sig := <-sigc:
+		logger.Info("signal received; unmounting", "signal", sig.String())
+		if err := srv.Unmount(grace); err != nil {
+			logger.Error("unmount", "err", err)
+		}
+		// Unmount has already given open files their grace and done
+		// what Wait does; Wait returns at once unless the grace ran
+		// out with files still open, and then it would block until
+		// they close. Waiting another grace for it made a signalled
+		// daemon take 2×grace+1 s to exit (11 s by default, past
+		// `docker stop`'s 10 s before SIGKILL).
+		return time.Second
+	case <-srv.Done():
+		logger.Info("unmounted by the user")
+		return grace + time.Second
+	}
 }
 
 // lockWait bounds how long a mount waits for a daemon that is shutting

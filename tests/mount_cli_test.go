@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -283,5 +284,50 @@ func TestMountRaceOneMountpoint(t *testing.T) {
 				round, n, mp, ok, results[0].Stderr, results[1].Stderr)
 		}
 		unmountAll()
+	}
+}
+
+// TestMountInterruptedBeforeReady: when the `segfs mount` command is
+// killed (Ctrl-C, a supervisor's SIGTERM) while its daemon is still
+// starting, the daemon does not go on to leave a mount nobody was told
+// about: it finds nobody to report "ready" to, unmounts and exits. It used
+// to keep serving, being in its own session, where the signal never
+// reached it.
+func TestMountInterruptedBeforeReady(t *testing.T) {
+	mntRequireFuse(t)
+	base := t.TempDir()
+	data, mp := filepath.Join(base, "data"), filepath.Join(base, "mnt")
+	os.Mkdir(mp, 0o755)
+	os.Mkdir(data, 0o755)
+	// A long recovery, made deterministic: the daemon's first read of
+	// segfs-topics.json blocks until this test writes the FIFO.
+	fifo := filepath.Join(data, "segfs-topics.json")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(segfsBin, "mount", data, mp)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	daemon := &mnt{t: t, data: data, dir: mp}
+	if !mntWaitFor(30*time.Second, func() bool { daemon.pid = daemon.findDaemon(); return daemon.pid != 0 }) {
+		cmd.Process.Kill()
+		t.Fatal("no daemon started")
+	}
+	pid := daemon.pid
+	t.Cleanup(func() { daemon.teardown(pid) })
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
+	if err := os.WriteFile(fifo, []byte(`{"topics":{}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !waitExit(pid, 20*time.Second) {
+		t.Fatalf("the daemon of an interrupted `segfs mount` still runs (mounted: %v)\n%s", mntIsMounted(mp), daemon.daemonLog())
+	}
+	if mntIsMounted(mp) {
+		t.Fatalf("%s is still mounted after the daemon exited", mp)
+	}
+	if log := daemon.daemonLog(); !strings.Contains(log, "is gone") {
+		t.Errorf("the daemon log does not say why it unmounted:\n%s", log)
 	}
 }
