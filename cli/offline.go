@@ -353,7 +353,9 @@ func listPartitions(dataDir string) ([]*partitionDir, error) {
 	}
 	var parts []*partitionDir
 	for _, e := range ents {
-		if !e.IsDir() {
+		// A symbolic link to a directory counts, as for Kafka and the
+		// mount (logstore.isDirEntryDir).
+		if fi, err := os.Stat(filepath.Join(dataDir, e.Name())); err != nil || !fi.IsDir() {
 			continue
 		}
 		topic, n, ok := parsePartitionDirName(e.Name())

@@ -178,6 +178,21 @@ func readOffsetCheckpoint(path string) (map[tp]int64, error) {
 	return m, nil
 }
 
+// isDirEntryDir reports whether the entry e of dir is a directory or a
+// symbolic link to one. Kafka follows such links (operators move a
+// partition to another disk and link it back); a partition directory that
+// is a link must not be skipped, which would hide its records.
+func isDirEntryDir(dir string, e os.DirEntry) bool {
+	if e.IsDir() {
+		return true
+	}
+	if e.Type()&os.ModeSymlink == 0 {
+		return false
+	}
+	fi, err := os.Stat(filepath.Join(dir, e.Name()))
+	return err == nil && fi.IsDir()
+}
+
 // parsePartitionDir splits "topic-N" at the last '-'.
 func parsePartitionDir(name string) (string, int32, bool) {
 	i := strings.LastIndexByte(name, '-')

@@ -149,3 +149,40 @@ func TestMountSigtermBusy(t *testing.T) {
 		t.Fatalf("after remount: %q lines", got)
 	}
 }
+
+// TestMountSymlinkedPartitionDir: a partition directory moved to another
+// disk and linked back (DATA/orders-0 -> /disk2/orders-0), which Kafka
+// follows, is part of the log for the mount and for the offline tools.
+// Both used to skip the link, so the mount came up without the topic and
+// verify checked nothing.
+func TestMountSymlinkedPartitionDir(t *testing.T) {
+	m := mntNew(t)
+	m.ok(`mkdir "$M/orders" && seq 1 5 >> "$M/orders/0/data"`)
+	m.unmount()
+	moved := filepath.Join(t.TempDir(), "orders-0")
+	if err := os.Rename(filepath.Join(m.data, "orders-0"), moved); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(moved, filepath.Join(m.data, "orders-0")); err != nil {
+		t.Fatal(err)
+	}
+
+	r := cliRun(t, "get-offsets", m.data)
+	if r.Code != 0 || r.Stdout != "orders 0 0 5\n" {
+		t.Errorf("get-offsets: exit %d, %q %q; want \"orders 0 0 5\"", r.Code, r.Stdout, r.Stderr)
+	}
+	r = cliRun(t, "verify", m.data)
+	if r.Code != 0 || !strings.Contains(r.Stdout, "verified 1 partitions") {
+		t.Errorf("verify: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+
+	m.mount()
+	if got := m.ok(`cat "$M/orders/0/data"`); got != "1\n2\n3\n4\n5\n" {
+		t.Fatalf("after the move, data reads %q", got)
+	}
+	m.ok(`echo 6 >> "$M/orders/0/data"`)
+	m.unmount()
+	if r := cliRun(t, "get-offsets", moved+"/.."); r.Stdout != "orders 0 0 6\n" {
+		t.Fatalf("the append did not reach the linked directory: get-offsets of its parent says %q %q", r.Stdout, r.Stderr)
+	}
+}
