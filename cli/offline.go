@@ -337,6 +337,22 @@ func parsePartitionDirName(name string) (topic string, part int32, ok bool) {
 	return topic, int32(n), true
 }
 
+// isDirEntryDir reports whether the entry e of dir is a directory or a
+// symbolic link to one, as logstore's function of the same name: Kafka
+// and the mount follow links to partition directories. Only links are
+// stat'ed: a mountpoint inside the data directory (a hung mount, even)
+// is never touched.
+func isDirEntryDir(dir string, e os.DirEntry) bool {
+	if e.IsDir() {
+		return true
+	}
+	if e.Type()&os.ModeSymlink == 0 {
+		return false
+	}
+	fi, err := os.Stat(filepath.Join(dir, e.Name()))
+	return err == nil && fi.IsDir()
+}
+
 // listPartitions returns the partition directories of dataDir sorted by
 // topic and partition number, each with its segments.
 func listPartitions(dataDir string) ([]*partitionDir, error) {
@@ -353,9 +369,7 @@ func listPartitions(dataDir string) ([]*partitionDir, error) {
 	}
 	var parts []*partitionDir
 	for _, e := range ents {
-		// A symbolic link to a directory counts, as for Kafka and the
-		// mount (logstore.isDirEntryDir).
-		if fi, err := os.Stat(filepath.Join(dataDir, e.Name())); err != nil || !fi.IsDir() {
+		if !isDirEntryDir(dataDir, e) {
 			continue
 		}
 		topic, n, ok := parsePartitionDirName(e.Name())
