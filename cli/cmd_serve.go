@@ -37,7 +37,7 @@ sendfile(2). The data directory is locked: stop a mount of it first, or use
 "segfs mount --kafka-listen" to serve a mounted directory.
 
 Prints "listening on HOST:PORT" once it accepts connections (useful with
-port 0). SIGINT or SIGTERM stop it gracefully.
+port 0). SIGINT, SIGTERM or SIGHUP stop it gracefully.
 
 Example:
 
@@ -90,6 +90,13 @@ func runServe(c *ucli.Context) error {
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
+	// Caught from before the store opens, so that a signal during
+	// recovery stops the server cleanly once it is up instead of killing
+	// it with the store open. SIGHUP (the terminal went away) too, as
+	// mount does: by default it killed serve without closing the store,
+	// and the next start had to recover every partition.
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
 	opts.Logger, opts.DefaultPartitions = logger, c.Int("partitions")
 	store, err := logstore.Open(dir, opts)
 	if err != nil {
@@ -103,8 +110,6 @@ func runServe(c *ucli.Context) error {
 		Logger:           logger,
 	})
 
-	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	fmt.Fprintf(c.App.Writer, "listening on %s\n", ln.Addr())

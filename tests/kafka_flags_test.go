@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -184,5 +185,26 @@ func TestKafkaCommitSurvivesKill9(t *testing.T) {
 	}
 	if vals := recordValues(kafkaConsume(t, srv.addr, "k9", 0, 3, 2)); !slices.Equal(vals, []string{"r3", "r4"}) {
 		t.Fatalf("resumed after kill -9 at %q", vals)
+	}
+}
+
+// TestKafkaServeSighup: SIGHUP (the terminal of a `segfs serve` went away)
+// stops the server cleanly, as SIGINT and SIGTERM do and as it does for
+// mount: exit 0, the store closed with its clean-shutdown marker, so the
+// next start does not recover every partition. By default it killed the
+// process with the store open.
+func TestKafkaServeSighup(t *testing.T) {
+	s := kafkaServe(t, "")
+	s.cmd.Process.Signal(syscall.SIGHUP)
+	select {
+	case err := <-s.done:
+		if err != nil {
+			t.Fatalf("segfs serve after SIGHUP: %v\n%s", err, s.stderr())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("segfs serve ignored SIGHUP for 20s:\n%s", s.stderr())
+	}
+	if _, err := os.Stat(filepath.Join(s.data, ".kafka_cleanshutdown")); err != nil {
+		t.Fatalf("no clean-shutdown marker after SIGHUP: %v", err)
 	}
 }
