@@ -496,7 +496,26 @@ type partitionOffsets struct {
 // the log start is the first segment's base offset or the checkpointed
 // start if later (Kafka's rule), and the log end comes from scanning the
 // batch headers of the last segment from its last index entry on.
+//
+// A running daemon's retention or compaction may delete or replace
+// segments between the listing and the reading (these tools work beside a
+// mount): a file gone since the listing makes it list the partition again
+// rather than fail.
 func offsetsOf(p *partitionDir, logStart offsetCheckpoint) (partitionOffsets, error) {
+	for attempt := 1; ; attempt++ {
+		po, err := offsetsOfListed(p, logStart)
+		if err == nil || !errors.Is(err, os.ErrNotExist) || attempt == 5 {
+			return po, err
+		}
+		segs, lerr := listSegments(p.Path)
+		if lerr != nil {
+			return po, lerr
+		}
+		p.Segments = segs
+	}
+}
+
+func offsetsOfListed(p *partitionDir, logStart offsetCheckpoint) (partitionOffsets, error) {
 	var po partitionOffsets
 	for _, s := range p.Segments {
 		if s.Log == "" {
