@@ -152,6 +152,16 @@ func (d *dumper) dumpFile(path string) error {
 		d.notef("Skipping producer snapshot %s: not supported by segfs dump-log", path)
 		return nil
 	default:
+		// Kafka ignores names it does not know; a directory or a path
+		// that does not exist is a mistake to report, not a file to
+		// skip with exit status 0 ("segfs dump-log DATA/orders-0").
+		fi, err := os.Stat(path)
+		switch {
+		case err != nil:
+			return err
+		case fi.IsDir():
+			return fmt.Errorf("is a directory: give the files in it (%s)", filepath.Join(path, "*.log"))
+		}
 		d.notef("Ignoring unknown file %s", path)
 		return nil
 	}

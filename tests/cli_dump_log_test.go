@@ -323,3 +323,27 @@ func TestDumpLogProducerAndControl(t *testing.T) {
 		}
 	}
 }
+
+// TestDumpLogDirectoryArgument: `segfs dump-log DATA/orders-0` (the
+// partition directory instead of its files) and a path that does not
+// exist are errors naming the argument, with exit status 1. Both were
+// "Ignoring unknown file" with exit status 0, as if everything checked
+// were sound. A file of another kind is still skipped, as Kafka does.
+func TestDumpLogDirectoryArgument(t *testing.T) {
+	dataDir, _, _ := cliHandBuiltDir(t)
+	pdir := filepath.Join(dataDir, "orders-0")
+	for _, tc := range []struct{ arg, want string }{
+		{pdir, pdir + ": is a directory: give the files in it (" + pdir + "/*.log)"},
+		{filepath.Join(dataDir, "missing.txt"), "no such file or directory"},
+	} {
+		r := cliRun(t, "dump-log", tc.arg)
+		if r.Code != 1 || !strings.Contains(r.Stderr, tc.want) {
+			t.Errorf("dump-log %s: exit %d, stderr %q; want exit 1 and %q", tc.arg, r.Code, r.Stderr, tc.want)
+		}
+	}
+	other := filepath.Join(dataDir, "README")
+	os.WriteFile(other, []byte("hi\n"), 0o644)
+	if r := cliRun(t, "dump-log", other); r.Code != 0 || !strings.Contains(r.Stderr, "Ignoring unknown file "+other) {
+		t.Errorf("dump-log of an unknown kind of file: exit %d, stderr %q", r.Code, r.Stderr)
+	}
+}
