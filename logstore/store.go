@@ -471,14 +471,21 @@ func (s *Store) collidingTopicLocked(name string) string {
 }
 
 // createPartition makes the directory, metadata files and first segment.
-func (s *Store) createPartition(t *Topic, n int32) (*Partition, error) {
+func (s *Store) createPartition(t *Topic, n int32) (_ *Partition, err error) {
 	dir := filepath.Join(s.dir, fmt.Sprintf("%s-%d", t.name, n))
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		if !errors.Is(err, os.ErrExist) {
-			return nil, err
-		}
-		// A leftover empty directory from an interrupted create is reused.
+	mkErr := os.Mkdir(dir, 0o755)
+	switch {
+	case mkErr == nil:
+		defer func() {
+			if err != nil {
+				removeNewPartitionDir(dir)
+			}
+		}()
+	case !errors.Is(mkErr, os.ErrExist):
+		return nil, mkErr
 	}
+	// (ErrExist: a leftover empty directory from an interrupted create is
+	// reused.)
 	if err := writePartitionMeta(dir, t.id); err != nil {
 		return nil, err
 	}
@@ -495,6 +502,26 @@ func (s *Store) createPartition(t *Topic, n int32) (*Partition, error) {
 	}
 	s.markDirty()
 	return p, nil
+}
+
+// removeNewPartitionDir undoes a createPartition that failed after making
+// dir. Left behind, the directory made the next Open refuse the whole data
+// directory (a topic whose partition directories are not numbered 0..N-1,
+// when partition k of a new topic failed and 0..k-1 were removed) or
+// revive a partition whose mkdir had failed. The files createPartition
+// makes are removed by name, which needs no descriptor: running out of
+// them (EMFILE) is one way to fail here.
+func removeNewPartitionDir(dir string) {
+	for _, name := range []string{"partition.metadata", "leader-epoch-checkpoint"} {
+		os.Remove(filepath.Join(dir, name))
+		os.Remove(filepath.Join(dir, name+".tmp"))
+	}
+	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, textIndexSuffix, txnIndexSuffix} {
+		os.Remove(filepath.Join(dir, segmentName(0)+suf))
+	}
+	if os.Remove(dir) != nil {
+		os.RemoveAll(dir)
+	}
 }
 
 func newPartition(s *Store, t *Topic, n int32, dir string) *Partition {

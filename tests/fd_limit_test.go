@@ -79,3 +79,38 @@ func TestSmallSegmentsUnderLowFileLimit(t *testing.T) {
 	m.mount(flags...)
 	check("after kill -9 and a restart")
 }
+
+// TestMkdirTopicFailsCleanly: a `mkdir TOPIC` that fails part-way (here
+// the daemon runs out of descriptors at partition 17 of 40) leaves no
+// partition directory behind. The one whose creation failed used to stay
+// (its .log, partition.metadata, leader-epoch-checkpoint), after the
+// others were removed: the next mount refused the whole data directory,
+// "topic big: partition directories are not numbered 0..0 (missing 0)".
+func TestMkdirTopicFailsCleanly(t *testing.T) {
+	mntRequireFuse(t)
+	base := t.TempDir()
+	m := &mnt{t: t, data: filepath.Join(base, "data"), dir: filepath.Join(base, "mnt"), nofile: 64}
+	if err := os.Mkdir(m.dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m.mount()
+	m.ok(`mkdir "$M/small" && echo kept >> "$M/small/0/data"`)
+	m.unmount()
+	m.mount("--partitions", "40")
+	m.fails(`mkdir "$M/big"`, "Too many open files")
+	m.unmount()
+	ents, _ := os.ReadDir(m.data)
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), "big-") {
+			t.Errorf("the failed mkdir left %s in the data directory", e.Name())
+		}
+	}
+	m.nofile = 0
+	m.mount()
+	if got := m.ok(`ls "$M"`); got != "small\n" {
+		t.Fatalf("topics after the restart: %q", got)
+	}
+	if got := m.ok(`cat "$M/small/0/data"`); got != "kept\n" {
+		t.Fatalf("small/0 reads %q", got)
+	}
+}
