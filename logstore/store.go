@@ -318,7 +318,8 @@ func (s *Store) load() error {
 		}
 		for i, n := range nums {
 			if int32(i) != n {
-				return fmt.Errorf("topic %s: partition directories are not numbered 0..%d (missing %d)", name, len(nums)-1, i)
+				return fmt.Errorf("%s: topic %s: partition directory %s-%d is missing (found %s); a topic's partitions must be numbered from 0 without gaps",
+					s.dir, name, name, i, partitionDirList(name, nums))
 			}
 			key := tp{name, n}
 			rp, ok := recovery[key]
@@ -502,6 +503,23 @@ func (s *Store) createPartition(t *Topic, n int32) (_ *Partition, err error) {
 	}
 	s.markDirty()
 	return p, nil
+}
+
+// partitionDirList names a topic's partition directories for a message,
+// the first few only.
+func partitionDirList(topic string, nums []int32) string {
+	var b strings.Builder
+	for i, n := range nums {
+		if i == 4 && len(nums) > 5 {
+			fmt.Fprintf(&b, ", ... (%d in all)", len(nums))
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s-%d", topic, n)
+	}
+	return b.String()
 }
 
 // removeNewPartitionDir undoes a createPartition that failed after making

@@ -331,3 +331,30 @@ func TestMountInterruptedBeforeReady(t *testing.T) {
 		t.Errorf("the daemon log does not say why it unmounted:\n%s", log)
 	}
 }
+
+// TestMountPartitionGapMessage: a data directory where a topic's partition
+// directories have a gap (orders-0 and orders-2: a Kafka broker's log
+// directory holds only the partitions it hosts) is refused, with a message
+// naming the data directory, the missing directory and the ones found. It
+// said "topic orders: partition directories are not numbered 0..1
+// (missing 1)".
+func TestMountPartitionGapMessage(t *testing.T) {
+	m := mntNew(t, "--partitions", "3")
+	m.ok(`mkdir "$M/orders" && echo a >> "$M/orders/0/data"`)
+	m.unmount()
+	if err := os.RemoveAll(filepath.Join(m.data, "orders-1")); err != nil {
+		t.Fatal(err)
+	}
+	mp := filepath.Join(t.TempDir(), "mnt")
+	os.Mkdir(mp, 0o755)
+	t.Cleanup(func() {
+		if mntIsMounted(mp) {
+			exec.Command("umount", "-l", mp).Run()
+		}
+	})
+	r := cliRun(t, "mount", m.data, mp)
+	want := m.data + ": topic orders: partition directory orders-1 is missing (found orders-0, orders-2)"
+	if r.Code == 0 || !strings.Contains(r.Stderr, want) {
+		t.Fatalf("mount with a partition gap: exit %d, stderr %q; want %q", r.Code, r.Stderr, want)
+	}
+}
