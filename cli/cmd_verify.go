@@ -126,6 +126,7 @@ func runVerify(c *ucli.Context) error {
 		}
 		fmt.Fprintf(v.out, "%s: %s (%d segments, %d batches, log start %d, log end %d, %d bytes)\n", p.Name, status, len(p.Segments), r.batches, start, r.next, r.bytes)
 	}
+	v.partitionGaps(dataDir, parts)
 	for _, cp := range []struct {
 		name string
 		m    offsetCheckpoint
@@ -141,6 +142,33 @@ func runVerify(c *ucli.Context) error {
 		return fmt.Errorf("verify: %d error(s) found in %s", v.errors, dataDir)
 	}
 	return nil
+}
+
+// partitionGaps reports a topic whose partition directories are not
+// numbered 0..N-1 (parts is sorted by topic and partition). segfs mount
+// refuses such a data directory, so verify must not call it sound.
+func (v *verifier) partitionGaps(dataDir string, parts []*partitionDir) {
+	for i := 0; i < len(parts); {
+		j := i
+		for j < len(parts) && parts[j].Topic == parts[i].Topic {
+			j++
+		}
+		for k := i; k < j; k++ {
+			if want := int32(k - i); parts[k].Partition != want {
+				var found []string
+				for _, p := range parts[i:min(j, i+4)] {
+					found = append(found, p.Name)
+				}
+				if j-i > 4 {
+					found = append(found, fmt.Sprintf("... (%d in all)", j-i))
+				}
+				v.errorf(dataDir, "topic %s: partition directory %s-%d is missing (found %s): segfs mount refuses a topic whose partitions are not numbered from 0 without gaps",
+					parts[i].Topic, parts[i].Topic, want, strings.Join(found, ", "))
+				break
+			}
+		}
+		i = j
+	}
 }
 
 // checkpoint reads an offset checkpoint, reporting a malformed one.

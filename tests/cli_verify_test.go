@@ -303,3 +303,22 @@ func TestVerifyUnreadableLog(t *testing.T) {
 		t.Errorf("want exactly one error:\n%s", text)
 	}
 }
+
+// TestVerifyPartitionGap: verify reports what segfs mount refuses, a topic
+// whose partition directories are not numbered from 0 without gaps (here
+// orders-0 and orders-2), as an error naming the missing directory. It
+// used to call such a data directory sound.
+func TestVerifyPartitionGap(t *testing.T) {
+	dataDir := t.TempDir()
+	cliWriteSegment(t, filepath.Join(dataDir, "orders-0"), 0, cliThreeBatches())
+	cliWriteSegment(t, filepath.Join(dataDir, "orders-2"), 0, cliThreeBatches())
+	cliWriteSegment(t, filepath.Join(dataDir, "users-0"), 0, cliThreeBatches())
+	r := cliRun(t, "verify", dataDir)
+	want := "error: " + dataDir + ": topic orders: partition directory orders-1 is missing (found orders-0, orders-2)"
+	if r.Code != 1 || !strings.Contains(r.Stdout, want) {
+		t.Fatalf("verify: exit %d; want exit 1 and %q\n%s%s", r.Code, want, r.Stdout, r.Stderr)
+	}
+	if strings.Contains(r.Stdout, "topic users") {
+		t.Errorf("a topic without a gap reported:\n%s", r.Stdout)
+	}
+}
