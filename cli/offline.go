@@ -321,7 +321,10 @@ func parsePartitionDirName(name string) (topic string, part int32, ok bool) {
 		}
 	}
 	n, err := strconv.ParseInt(num, 10, 32)
-	if err != nil {
+	// The number in its canonical form only ("orders-01" is not
+	// partition 1): the mount (logstore) skips other spellings, and the
+	// offline tools must see the same partitions.
+	if err != nil || strconv.FormatInt(n, 10) != num {
 		return "", 0, false
 	}
 	topic = name[:i]

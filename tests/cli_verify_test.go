@@ -322,3 +322,20 @@ func TestVerifyPartitionGap(t *testing.T) {
 		t.Errorf("a topic without a gap reported:\n%s", r.Stdout)
 	}
 }
+
+// TestOfflineToolsSkipWhatMountSkips: a directory named like a partition
+// but with the number spelled otherwise ("orders-01", a copy someone
+// made) is not a partition for the mount (logstore skips it); the offline
+// tools counted it as orders/1, reporting offsets for a partition the
+// mount does not have.
+func TestOfflineToolsSkipWhatMountSkips(t *testing.T) {
+	dataDir := t.TempDir()
+	cliWriteSegment(t, filepath.Join(dataDir, "orders-0"), 0, cliThreeBatches())
+	cliWriteSegment(t, filepath.Join(dataDir, "orders-01"), 0, cliThreeBatches())
+	if r := cliRun(t, "get-offsets", dataDir); r.Code != 0 || r.Stdout != "orders 0 0 6\n" {
+		t.Errorf("get-offsets: exit %d, %q %q; want only orders 0", r.Code, r.Stdout, r.Stderr)
+	}
+	if r := cliRun(t, "verify", dataDir); r.Code != 0 || strings.Contains(r.Stdout, "orders-01") {
+		t.Errorf("verify: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+}
