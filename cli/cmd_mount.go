@@ -193,13 +193,13 @@ func lockMountpoint(mp string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
 		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("mountpoint %s is being mounted by another segfs", mp)
-		}
-		return nil, fmt.Errorf("locking mountpoint %s: %w", mp, err)
+		return nil, fmt.Errorf("mountpoint %s is being mounted by another segfs", mp)
 	}
+	// Any other error (ENOLCK on an NFS directory, say): mount without
+	// the guard, as before it existed, rather than refuse.
 	return f, nil
 }
 
