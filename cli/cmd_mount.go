@@ -98,7 +98,9 @@ func runMount(c *ucli.Context) error {
 	if err != nil {
 		return fmt.Errorf("mount: %w", err)
 	}
-	mp = resolveMountpoint(mp)
+	if mp, err = resolveMountpoint(mp); err != nil {
+		return fmt.Errorf("mount: %w", err)
+	}
 	if dataDir == mp || strings.HasPrefix(dataDir, mp+string(filepath.Separator)) {
 		return fmt.Errorf("mount: the data directory %s must not be inside the mountpoint %s", dataDir, mp)
 	}
@@ -137,7 +139,27 @@ func readyPipe() *os.File {
 // name, a live mount on the target went unseen and segfs mounted over it.
 // It never fails: a dead mount answers lstat with ENOTCONN, so the links
 // are then followed by hand up to it and the rest is left as it is.
-func resolveMountpoint(mp string) string {
+//
+// A path something is mounted on is left alone (the kernel names
+// mountpoints with links followed already): lstat of a mount whose daemon
+// is stopped blocks for good, and checkMountpoint reports such a mount
+// after a bounded wait. Following links through a hung mount elsewhere
+// gets the same bounded wait, then an error.
+func resolveMountpoint(mp string) (string, error) {
+	if mounted, err := segfs.IsMountpoint(mp); err != nil || mounted {
+		return mp, nil
+	}
+	done := make(chan string, 1)
+	go func() { done <- followLinks(mp) }()
+	select {
+	case r := <-done:
+		return r, nil
+	case <-time.After(5 * time.Second):
+		return "", fmt.Errorf("mountpoint %s: looking it up does not finish: a mount on the way does not answer (find it in /proc/self/mountinfo; umount -l it)", mp)
+	}
+}
+
+func followLinks(mp string) string {
 	for hops := 0; hops < 40; hops++ {
 		if r, err := filepath.EvalSymlinks(mp); err == nil {
 			return r

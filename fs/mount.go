@@ -259,6 +259,14 @@ func ServesDir(dir string) (bool, error) {
 	return false, sc.Err()
 }
 
+// IsMountpoint reports whether something is mounted on mountpoint (an
+// absolute path), from /proc/self/mountinfo only: it never touches the
+// mount, which a stopped daemon would make hang.
+func IsMountpoint(mountpoint string) (bool, error) {
+	mi, err := findMount(mountpoint)
+	return mi != nil, err
+}
+
 type mountInfo struct {
 	dev, fstype, source string
 }

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"errors"
 	"net"
 	"os"
 	"os/exec"
@@ -356,5 +357,34 @@ func TestMountPartitionGapMessage(t *testing.T) {
 	want := m.data + ": topic orders: partition directory orders-1 is missing (found orders-0, orders-2)"
 	if r.Code == 0 || !strings.Contains(r.Stderr, want) {
 		t.Fatalf("mount with a partition gap: exit %d, stderr %q; want %q", r.Code, r.Stderr, want)
+	}
+}
+
+// TestMountOnHungMount: `segfs mount` on a mountpoint whose segfs daemon
+// is stopped (SIGSTOP: alive, answering nothing) fails within seconds
+// with a message, named directly or through a symbolic link. Looking the
+// path up (lstat, to follow links) blocked in the kernel for as long as
+// the daemon stayed stopped.
+func TestMountOnHungMount(t *testing.T) {
+	m := mntNew(t)
+	m.ok(`ls "$M"`)
+	syscall.Kill(m.pid, syscall.SIGSTOP)
+	t.Cleanup(func() { syscall.Kill(m.pid, syscall.SIGCONT) }) // before the unmount
+	// The kernel answers from its attribute cache for a second
+	// (fs.cacheTimeout); past it, a lookup asks the stopped daemon.
+	time.Sleep(1500 * time.Millisecond)
+	link := filepath.Join(t.TempDir(), "link")
+	os.Symlink(m.dir, link)
+	other := filepath.Join(t.TempDir(), "data")
+	for _, tc := range []struct{ mp, want string }{
+		{m.dir, "does not answer"},
+		{link, "does not answer"},
+	} {
+		// SIGKILL: a process blocked on a FUSE request ignores SIGTERM.
+		out, err := exec.Command("timeout", "-s", "KILL", "60", segfsBin, "mount", other, tc.mp).CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), tc.want) {
+			t.Errorf("segfs mount on a hung mount via %s: %v %q; want exit 1 saying %q", tc.mp, err, out, tc.want)
+		}
 	}
 }
