@@ -18,7 +18,7 @@ import (
 // of the directory. Readers see the old or the new content, never a mix,
 // and after it returns the new content survives a power cut.
 func WriteFileAtomic(path string, data []byte) error {
-	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
+	if unchanged(path, data) {
 		// Unchanged (every open rewrites the topics file and the
 		// checkpoints): make sure it and its name are on disk, which
 		// takes no space, so that a data directory on a full disk still
@@ -49,6 +49,18 @@ func WriteFileAtomic(path string, data []byte) error {
 		return err
 	}
 	return syncDir(filepath.Dir(path))
+}
+
+// unchanged reports whether path is a regular file holding data. Only a
+// regular file of the same size is read: anything else (a FIFO would
+// block the read) is replaced.
+func unchanged(path string, data []byte) bool {
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() != int64(len(data)) {
+		return false
+	}
+	old, err := os.ReadFile(path)
+	return err == nil && bytes.Equal(old, data)
 }
 
 // syncFileAndDir fsyncs the file at path and its directory.
