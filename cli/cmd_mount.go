@@ -204,12 +204,14 @@ func checkMountpoint(mp string, w io.Writer) error {
 }
 
 // lockMountpoint takes an exclusive flock on the directory mp, held until
-// the returned file is closed (when the daemon exits). Two segfs started
-// at once on one mountpoint both passed checkMountpoint and both mounted,
-// one over the other. The lock is on the directory the mount covers: the
-// loser of a race fails here, and a segfs that opens mp after the mount
-// gets the mounted root instead, locks that, and its second
-// checkMountpoint sees the mount.
+// the returned file is closed: once the mount is in place, or on failure.
+// Two segfs started at once on one mountpoint both passed checkMountpoint
+// and both mounted, one over the other. The lock is on the directory the
+// mount covers: the loser of a race fails here, and a segfs that opens mp
+// after the mount gets the mounted root instead, locks that, and its
+// second checkMountpoint sees the mount. Held until the daemon exited, it
+// failed `umount M && segfs mount D M` while the old daemon was still
+// closing its store, which the new one waits for (openStore).
 func lockMountpoint(mp string) (*os.File, error) {
 	f, err := os.Open(mp)
 	if err != nil {
@@ -361,6 +363,7 @@ func mountForeground(c *ucli.Context, dataDir, mp string, ready *os.File) error 
 		store.Close()
 		return err
 	}
+	mpLock.Close() // the mount itself now tells a second segfs off
 	stopFetch := startFetch(c, ln, store, logger)
 	ln = nil
 	// abandoned: the `segfs mount` waiting for "ready" is gone (Ctrl-C or
