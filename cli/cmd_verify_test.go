@@ -11,13 +11,11 @@ import (
 	"github.com/segfs/segfs/logstore"
 )
 
-// TestVerifyVanishedSegment: verify may run beside a mount, whose cleaners
-// delete segments between verify's listing and its reading them. A
-// segment listed and then gone (its files removed after listPartitions,
-// as retention's rename to .deleted does) is a warning and is skipped; the
-// other segments are still checked, and damage in them still found.
-func TestVerifyVanishedSegment(t *testing.T) {
-	dir := t.TempDir()
+// segmentedTopic writes 200 lines into topic v of a new store in dir, with
+// 2 KiB segments (a dozen), closes the store and returns the partition,
+// whose log end stays readable.
+func segmentedTopic(t *testing.T, dir string) *logstore.Partition {
+	t.Helper()
 	s, err := logstore.Open(dir, logstore.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -37,6 +35,17 @@ func TestVerifyVanishedSegment(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
+	return p
+}
+
+// TestVerifyVanishedSegment: verify may run beside a mount, whose cleaners
+// delete segments between verify's listing and its reading them. A
+// segment listed and then gone (its files removed after listPartitions,
+// as retention's rename to .deleted does) is a warning and is skipped; the
+// other segments are still checked, and damage in them still found.
+func TestVerifyVanishedSegment(t *testing.T) {
+	dir := t.TempDir()
+	p := segmentedTopic(t, dir)
 	parts, err := listPartitions(dir)
 	if err != nil || len(parts) != 1 || len(parts[0].Segments) < 4 {
 		t.Fatalf("listPartitions: %v, %+v", err, parts)

@@ -23,6 +23,7 @@ import (
 	"syscall"
 
 	"github.com/segfs/segfs/index"
+	"github.com/segfs/segfs/logstore"
 	"github.com/segfs/segfs/logstore/record"
 )
 
@@ -340,22 +341,6 @@ func parsePartitionDirName(name string) (topic string, part int32, ok bool) {
 	return topic, int32(n), true
 }
 
-// isDirEntryDir reports whether the entry e of dir is a directory or a
-// symbolic link to one, as logstore's function of the same name: Kafka
-// and the mount follow links to partition directories. Only links are
-// stat'ed: a mountpoint inside the data directory (a hung mount, even)
-// is never touched.
-func isDirEntryDir(dir string, e os.DirEntry) bool {
-	if e.IsDir() {
-		return true
-	}
-	if e.Type()&os.ModeSymlink == 0 {
-		return false
-	}
-	fi, err := os.Stat(filepath.Join(dir, e.Name()))
-	return err == nil && fi.IsDir()
-}
-
 // listPartitions returns the partition directories of dataDir sorted by
 // topic and partition number, each with its segments.
 func listPartitions(dataDir string) ([]*partitionDir, error) {
@@ -372,7 +357,7 @@ func listPartitions(dataDir string) ([]*partitionDir, error) {
 	}
 	var parts []*partitionDir
 	for _, e := range ents {
-		if !isDirEntryDir(dataDir, e) {
+		if !logstore.IsDirEntryDir(dataDir, e) {
 			continue
 		}
 		topic, n, ok := parsePartitionDirName(e.Name())

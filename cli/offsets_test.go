@@ -1,12 +1,8 @@
 package cli
 
 import (
-	"fmt"
 	"os"
-	"strings"
 	"testing"
-
-	"github.com/segfs/segfs/logstore"
 )
 
 // TestOffsetsVanishedSegment: get-offsets and log-dirs run beside a mount,
@@ -18,26 +14,7 @@ import (
 // running daemon's retention makes it at random.
 func TestOffsetsVanishedSegment(t *testing.T) {
 	dir := t.TempDir()
-	s, err := logstore.Open(dir, logstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.CreateTopic("v", 1, map[string]string{"segment.bytes": "2048"}); err != nil {
-		t.Fatal(err)
-	}
-	p, err := s.Partition("v", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 200 {
-		if _, _, err := p.AppendLines(fmt.Appendf(nil, "line %d %s\n", i, strings.Repeat("x", 40))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	end := p.LogEndOffset()
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	end := segmentedTopic(t, dir).LogEndOffset()
 	for _, gone := range []int{0, -1} { // the first segment (retention), then the last
 		parts, err := listPartitions(dir)
 		if err != nil || len(parts) != 1 || len(parts[0].Segments) < 3 {

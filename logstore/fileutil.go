@@ -190,11 +190,14 @@ func readOffsetCheckpoint(path string) (map[tp]int64, error) {
 	return m, nil
 }
 
-// isDirEntryDir reports whether the entry e of dir is a directory or a
+// IsDirEntryDir reports whether the entry e of dir is a directory or a
 // symbolic link to one. Kafka follows such links (operators move a
 // partition to another disk and link it back); a partition directory that
-// is a link must not be skipped, which would hide its records.
-func isDirEntryDir(dir string, e os.DirEntry) bool {
+// is a link must not be skipped, which would hide its records. Only links
+// are stat'ed, so a mountpoint inside the data directory (a hung mount,
+// even) is never touched. The offline tools list partitions with it too,
+// so that they see the partitions the mount sees.
+func IsDirEntryDir(dir string, e os.DirEntry) bool {
 	if e.IsDir() {
 		return true
 	}

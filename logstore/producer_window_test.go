@@ -31,16 +31,7 @@ func TestProducerWindowSurvivesRestart(t *testing.T) {
 			p, _ := tp.Partition(0)
 			const pid = 42
 			batch := func(seq int32) []byte {
-				var bl record.Builder
-				spec := record.DefaultSpec()
-				spec.ProducerID, spec.ProducerEpoch, spec.BaseSequence = pid, 0, seq
-				bl.Reset(spec)
-				bl.Add(time.Now().UnixMilli(), nil, []byte{'a' + byte(seq)}, nil)
-				b, err := bl.Build(nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return b
+				return idempotentBatch(t, pid, seq, time.Now(), []byte{'a' + byte(seq)})
 			}
 			// A non-idempotent record first, so offsets and sequences differ.
 			if _, _, err := p.AppendLines([]byte("plain\n")); err != nil {
@@ -106,16 +97,7 @@ func TestProducerIDExpiration(t *testing.T) {
 	p, _ := tp.Partition(0)
 	now := time.Now()
 	batch := func(pid int64, seq int32, ts time.Time) []byte {
-		var bl record.Builder
-		spec := record.DefaultSpec()
-		spec.ProducerID, spec.ProducerEpoch, spec.BaseSequence = pid, 0, seq
-		bl.Reset(spec)
-		bl.Add(ts.UnixMilli(), nil, []byte("v"), nil)
-		b, err := bl.Build(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
+		return idempotentBatch(t, pid, seq, ts, []byte("v"))
 	}
 	// 100 producers whose last batch is 25 hours old, one 23 hours old.
 	for pid := int64(1); pid <= 100; pid++ {
@@ -154,4 +136,20 @@ func TestProducerIDExpiration(t *testing.T) {
 	if want := 10 + 2*snapshotEntrySize; len(b) != want {
 		t.Fatalf("snapshot of %d bytes, want %d (producers 1000 and 7)", len(b), want)
 	}
+}
+
+// idempotentBatch is a one-record batch of producer pid (epoch 0) at
+// sequence seq.
+func idempotentBatch(t *testing.T, pid int64, seq int32, ts time.Time, value []byte) []byte {
+	t.Helper()
+	var bl record.Builder
+	spec := record.DefaultSpec()
+	spec.ProducerID, spec.ProducerEpoch, spec.BaseSequence = pid, 0, seq
+	bl.Reset(spec)
+	bl.Add(ts.UnixMilli(), nil, value, nil)
+	b, err := bl.Build(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

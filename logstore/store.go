@@ -280,7 +280,7 @@ func (s *Store) load() error {
 	}
 	parts := map[string][]int32{}
 	for _, e := range ents {
-		if !isDirEntryDir(s.dir, e) {
+		if !IsDirEntryDir(s.dir, e) {
 			continue
 		}
 		topic, n, ok := parsePartitionDir(e.Name())

@@ -194,15 +194,32 @@ func kafkaNeedKcat(t testing.TB) string {
 // kcat runs kcat with args against addr, stdin as given, under a timeout.
 func kcat(t testing.TB, addr, stdin string, args ...string) string {
 	t.Helper()
+	out, errs, code := kcatRun(t, addr, stdin, args...)
+	if code != 0 {
+		t.Fatalf("kcat %s: exit status %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, out, errs)
+	}
+	return out
+}
+
+// kcatRun runs kcat like kcat() but returns its output and exit code
+// instead of failing on a non-zero exit.
+func kcatRun(t testing.TB, addr, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
 	bin := kafkaNeedKcat(t)
 	cmd := exec.Command("timeout", append([]string{"-k", "5", "60", bin, "-b", addr}, args...)...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("kcat %s: %v\nstdout: %s\nstderr: %s", strings.Join(args, " "), err, out.String(), errb.String())
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("kcat %s: %v", strings.Join(args, " "), err)
 	}
-	return out.String()
+	if code == 124 || code == 137 {
+		t.Fatalf("kcat %s timed out\nstderr: %s", strings.Join(args, " "), errb.String())
+	}
+	return out.String(), errb.String(), code
 }
 
 // kafkaFreeAddr returns a loopback address with a port free right now,

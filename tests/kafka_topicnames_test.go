@@ -1,33 +1,10 @@
 package tests
 
 import (
-	"bytes"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 )
-
-// kcatRun runs kcat like kcat() but returns its output and exit code
-// instead of failing on a non-zero exit.
-func kcatRun(t testing.TB, addr, stdin string, args ...string) (stdout, stderr string, code int) {
-	t.Helper()
-	bin := kafkaNeedKcat(t)
-	cmd := exec.Command("timeout", append([]string{"-k", "5", "60", bin, "-b", addr}, args...)...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("kcat %s: %v", strings.Join(args, " "), err)
-	}
-	if code == 124 || code == 137 {
-		t.Fatalf("kcat %s timed out\nstderr: %s", strings.Join(args, " "), errb.String())
-	}
-	return out.String(), errb.String(), code
-}
 
 // Invalid topic names get Kafka's INVALID_TOPIC_EXCEPTION from Metadata and
 // Produce, which librdkafka names "Broker: Invalid topic" — the empty name
