@@ -21,6 +21,17 @@ if [ ! -e /dev/fuse ]; then
 	exit 1
 fi
 mkdir -p "$data" "$mnt" "$(dirname "$bin")"
+
+# Run twice: a segfs mount of this data directory already on the
+# mountpoint is left as it is (mountinfo: mount point in field 5; after
+# the "-", the type and the source, which is the data directory).
+if awk -v m="$(realpath "$mnt")" -v d="$(realpath "$data")" '
+	$5 == m { for (i = 7; i <= NF; i++) if ($i == "-") { if ($(i + 1) == "fuse.segfs" && $(i + 2) == d) found = 1; break } }
+	END { exit !found }' /proc/self/mountinfo; then
+	echo "segfs is already mounted on $mnt (data in $data). Stop it with: umount $mnt"
+	exit 0
+fi
+
 go build -o "$bin" .
 
 if [ "${SEGFS_FOREGROUND:-}" = 1 ]; then
