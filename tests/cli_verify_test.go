@@ -259,8 +259,10 @@ func TestVerifyUnreadableLog(t *testing.T) {
 	if _, err := exec.LookPath("setpriv"); err != nil {
 		t.Skip("needs setpriv (util-linux)")
 	}
-	// Directories nobody can enter: MkdirTemp makes them 0700.
-	base, err := os.MkdirTemp("", "segfs-verify-unreadable-")
+	// Directories nobody can enter: MkdirTemp makes them 0700, and so
+	// is CI's own TMPDIR (.ci/run), so the base is made right under /tmp,
+	// where nobody can reach it; it is chmod'ed open below.
+	base, err := os.MkdirTemp("/tmp", "segfs-verify-unreadable-")
 	if err != nil {
 		t.Fatal(err)
 	}
