@@ -23,12 +23,7 @@ func TestProducerWindowSurvivesRestart(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			s := openStore(t, dir, nil)
-			tp, err := s.CreateTopic("idem", 1, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, _ := tp.Partition(0)
+			s, p := idemPartition(t, dir)
 			const pid = 42
 			batch := func(seq int32) []byte {
 				return idempotentBatch(t, pid, seq, time.Now(), []byte{'a' + byte(seq)})
@@ -88,13 +83,7 @@ func TestProducerWindowSurvivesRestart(t *testing.T) {
 // expired producer's next batch starts it afresh; one still live keeps its
 // retries recognised, and the snapshot of the close holds only it.
 func TestProducerIDExpiration(t *testing.T) {
-	dir := t.TempDir()
-	s := openStore(t, dir, nil)
-	tp, err := s.CreateTopic("idem", 1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, _ := tp.Partition(0)
+	s, p := idemPartition(t, t.TempDir())
 	now := time.Now()
 	batch := func(pid int64, seq int32, ts time.Time) []byte {
 		return idempotentBatch(t, pid, seq, ts, []byte("v"))
@@ -136,6 +125,18 @@ func TestProducerIDExpiration(t *testing.T) {
 	if want := 10 + 2*snapshotEntrySize; len(b) != want {
 		t.Fatalf("snapshot of %d bytes, want %d (producers 1000 and 7)", len(b), want)
 	}
+}
+
+// idemPartition opens a store in dir with a topic "idem" of one partition.
+func idemPartition(t *testing.T, dir string) (*Store, *Partition) {
+	t.Helper()
+	s := openStore(t, dir, nil)
+	tp, err := s.CreateTopic("idem", 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := tp.Partition(0)
+	return s, p
 }
 
 // idempotentBatch is a one-record batch of producer pid (epoch 0) at
