@@ -235,28 +235,16 @@ func ServesDir(dir string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		for i := 6; i+2 < len(fields); i++ {
-			if fields[i] != "-" {
-				continue
-			}
-			if fields[i+1] == "fuse.segfs" {
-				if st, err := os.Stat(unescapeMount(fields[i+2])); err == nil && os.SameFile(st, want) {
-					return true, nil
-				}
-			}
-			break
+	mounts, err := readMountInfo()
+	for _, mi := range mounts {
+		if mi.fstype != "fuse.segfs" {
+			continue
+		}
+		if st, err := os.Stat(mi.source); err == nil && os.SameFile(st, want) {
+			return true, nil
 		}
 	}
-	return false, sc.Err()
+	return false, err
 }
 
 // IsMountpoint reports whether something is mounted on mountpoint (an
@@ -268,28 +256,46 @@ func IsMountpoint(mountpoint string) (bool, error) {
 }
 
 type mountInfo struct {
-	dev, fstype, source string
+	mountpoint, dev, fstype, source string
 }
 
-// findMount returns the topmost mount on mp from /proc/self/mountinfo, or
-// nil. It never touches the mount itself.
-func findMount(mp string) (*mountInfo, error) {
+// readMountInfo lists the mounts of /proc/self/mountinfo, in its order
+// (a later entry on the same mountpoint is on top of an earlier one).
+func readMountInfo() ([]mountInfo, error) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return parseMountInfo(f, mp)
+	return parseMountInfo(f)
 }
 
-func parseMountInfo(r io.Reader, mp string) (*mountInfo, error) {
+// findMount returns the topmost mount on mp from /proc/self/mountinfo, or
+// nil.
+func findMount(mp string) (*mountInfo, error) {
+	mounts, err := readMountInfo()
+	return topmost(mounts, mp), err
+}
+
+// topmost returns the last of mounts on mp, or nil.
+func topmost(mounts []mountInfo, mp string) *mountInfo {
 	var found *mountInfo
+	for i := range mounts {
+		if mounts[i].mountpoint == mp {
+			found = &mounts[i]
+		}
+	}
+	return found
+}
+
+func parseMountInfo(r io.Reader) ([]mountInfo, error) {
+	var out []mountInfo
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		// 36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw
 		fields := strings.Fields(sc.Text())
-		if len(fields) < 10 || unescapeMount(fields[4]) != mp {
+		if len(fields) < 10 {
 			continue
 		}
 		sep := -1
@@ -302,9 +308,10 @@ func parseMountInfo(r io.Reader, mp string) (*mountInfo, error) {
 		if sep < 0 || sep+2 >= len(fields) {
 			continue
 		}
-		found = &mountInfo{dev: fields[2], fstype: fields[sep+1], source: unescapeMount(fields[sep+2])}
+		out = append(out, mountInfo{mountpoint: unescapeMount(fields[4]), dev: fields[2],
+			fstype: fields[sep+1], source: unescapeMount(fields[sep+2])})
 	}
-	return found, sc.Err()
+	return out, sc.Err()
 }
 
 // unescapeMount undoes mountinfo's octal escapes (\040 for a space).

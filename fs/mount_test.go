@@ -283,11 +283,14 @@ func TestParseMountInfo(t *testing.T) {
 42 27 0:39 / /tmp/a\040b rw,nosuid,nodev,relatime - fuse.segfs /data rw,user_id=0
 43 42 0:40 / /tmp/a\040b rw - fuse.segfs /data2 rw
 `
-	got, err := parseMountInfo(strings.NewReader(mi), "/tmp/a b")
-	if err != nil || got == nil || got.dev != "0:40" || got.fstype != "fuse.segfs" || got.source != "/data2" {
-		t.Fatalf("parseMountInfo = %+v, %v", got, err)
+	mounts, err := parseMountInfo(strings.NewReader(mi))
+	if err != nil || len(mounts) != 3 {
+		t.Fatalf("parseMountInfo = %+v, %v", mounts, err)
 	}
-	if got, _ := parseMountInfo(strings.NewReader(mi), "/tmp/x"); got != nil {
+	if got := topmost(mounts, "/tmp/a b"); got == nil || got.dev != "0:40" || got.fstype != "fuse.segfs" || got.source != "/data2" {
+		t.Fatalf("topmost = %+v", got)
+	}
+	if got := topmost(mounts, "/tmp/x"); got != nil {
 		t.Fatalf("found %+v for an unmounted dir", got)
 	}
 }
