@@ -122,6 +122,7 @@ func (n *textNode) handedOut() {
 func lookupText(ctx context.Context, f *fsys, parent *gofs.Inode, p *logstore.Partition,
 	name string, off int64, ino uint64, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	isData := off < 0
+	f.closers.await(p, nil) // a line a close(2) just ended is in the text
 	var v *logstore.TextView
 	var err error
 	for try := 0; ; try++ {
@@ -477,6 +478,9 @@ func (h *dataHandle) flush() syscall.Errno {
 	if cfg.KeyError(h.asm.partial) != nil {
 		return syscall.EINVAL
 	}
+	// If this was the last close, RELEASE stores the line; until then,
+	// the partition's other requests wait for it (closers).
+	h.node.fs.closers.flushed(h)
 	return 0
 }
 
@@ -491,6 +495,7 @@ func (n *textNode) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) s
 }
 
 func (n *textNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	n.fs.closers.await(n.part, nil) // a line a close(2) just ended is in the text
 	acc := flags & syscall.O_ACCMODE
 	if acc == syscall.O_RDONLY && flags&syscall.O_TRUNC == 0 {
 		if !n.usable() {
@@ -568,6 +573,10 @@ func (h *dataHandle) maxLine() int {
 // unfinished tail. It answers after the lines are in the segment file.
 func (h *dataHandle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
 	f := h.node.fs
+	// Lines follow the unfinished line another handle's close(2) ended.
+	// A FLUSH of this handle was a dup's close, since it writes again.
+	f.closers.await(h.node.part, h)
+	f.closers.done(h)
 	f.gate.RLock()
 	defer f.gate.RUnlock()
 	if f.closing {
@@ -654,6 +663,7 @@ func (h *dataHandle) Release(ctx context.Context) syscall.Errno {
 		h.commitPartial()
 	}
 	f.gate.RUnlock()
+	f.closers.done(h)
 	f.mu.Lock()
 	delete(f.writers, h)
 	f.mu.Unlock()

@@ -47,10 +47,12 @@
 // after the last close of the open file description, not at FLUSH, which
 // comes once per close of every dup and may come before the first write.
 // The kernel sends RELEASE after close(2) returned, and go-fuse serves
-// requests concurrently, so that record can land after lines another
-// process appends right after the close: `printf a >> data; echo b >>
-// data` stores b first now and then. A writer that needs its order ends
-// its lines. FLUSH stores nothing for data, but it fails close(2) for an
+// requests concurrently, so a FLUSH that finds an unfinished line makes
+// the partition's other writes, opens and lookups wait (closers.go) until
+// RELEASE has stored it: `printf a >> data; echo b >> data` stores a, then
+// b. If that FLUSH was not the last close (a child that inherited the
+// descriptor exited), they wait at most closeOrderWait, once per such
+// FLUSH. FLUSH stores nothing for data, but it fails close(2) for an
 // unfinished line RELEASE could not store (EINVAL for a keyless line on a
 // compacted topic, EMSGSIZE for one longer than a max.message.bytes
 // lowered since), leaving it pending, as another dup may still complete

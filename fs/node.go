@@ -45,6 +45,8 @@ type fsys struct {
 	mu      sync.Mutex
 	writers map[*dataHandle]struct{} // open writable data handles
 
+	closers closers // handles whose close left an unfinished line
+
 	// estale: text files whose node answered ESTALE, by staleKey, with
 	// the time (UnixNano); the lookup that follows is the VFS's retry.
 	estale sync.Map
@@ -94,6 +96,7 @@ func newFsys(store *logstore.Store, log *slog.Logger) *fsys {
 		mounted: time.Now(),
 		notify:  newNotifier(log),
 		writers: make(map[*dataHandle]struct{}),
+		closers: closers{log: log},
 	}
 }
 
