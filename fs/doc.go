@@ -14,6 +14,10 @@
 //	      segments/NAME    segFile      OpenSegmentFile, served with ReadResultFd
 //	      status           statusNode   Partition.Status
 //
+// Every directory lists "." and ".." first (listDir); offset/ and time/
+// list nothing else, so that find, grep -r and backups do not read the log
+// once per name, while every valid name resolves on lookup.
+//
 // Inode numbers are derived from the path (inoFor), so a file keeps its
 // st_ino across kernel forgets and remounts; `tail -F` compares them.
 //

@@ -86,7 +86,7 @@ func Mount(store *logstore.Store, mountpoint string, opts Options) (*Server, err
 		UID:             f.uid,
 		GID:             f.gid,
 		Logger:          fuseLog,
-		RootStableAttr:  &gofs.StableAttr{Ino: 1},
+		RootStableAttr:  &gofs.StableAttr{Ino: rootIno},
 		MountOptions: fuse.MountOptions{
 			FsName:      store.Dir(),
 			Name:        "segfs",

@@ -170,6 +170,23 @@ func setattrCommon(in *fuse.SetAttrIn) (sizeChange bool, errno syscall.Errno) {
 	return in.Valid&fuse.FATTR_SIZE != 0, 0
 }
 
+// rootIno is the root's st_ino (gofs.Options.RootStableAttr).
+const rootIno = 1
+
+// listDir lists a directory's entries after "." and "..", as every Unix
+// directory lists them: `ls -a`, readdir(3) loops that count or skip them,
+// and scripts expect them, and go-fuse adds neither. self and parent are
+// st_ino numbers; the root is its own parent, as on ext4. go-fuse's
+// READDIRPLUS looks neither up, and find, du and tar skip both, so nothing
+// walks them.
+func listDir(self, parent uint64, es []fuse.DirEntry) gofs.DirStream {
+	all := make([]fuse.DirEntry, 0, len(es)+2)
+	all = append(all,
+		fuse.DirEntry{Name: ".", Mode: syscall.S_IFDIR, Ino: self},
+		fuse.DirEntry{Name: "..", Mode: syscall.S_IFDIR, Ino: parent})
+	return gofs.NewListDirStream(append(all, es...))
+}
+
 // noChanges refuses every namespace change below a directory. go-fuse
 // answers success for Unlink and Rmdir when a node lacks them, which would
 // drop the entry from its tree; these answer EPERM instead.

@@ -51,7 +51,7 @@ func (n *partNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) 
 	for i, name := range partEntries {
 		es[i] = fuse.DirEntry{Name: name, Mode: modes[i], Ino: inoFor(n.topic, n.num, name)}
 	}
-	return gofs.NewListDirStream(es), 0
+	return listDir(inoFor(n.topic, n.num), inoFor(n.topic), es), 0
 }
 
 func (n *partNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
@@ -103,16 +103,19 @@ func (n *virtDir) Mkdir(ctx context.Context, name string, mode uint32, out *fuse
 	return nil, syscall.EPERM
 }
 
-// emptyDir lists nothing: offset/ and time/ have a name for every offset
-// and time, and listing them would make grep -r, find and backups read the
-// log once per name.
-func emptyDir() gofs.DirStream { return gofs.NewListDirStream(nil) }
+// list lists es in the directory named name (offset, time, segments).
+func (n *virtDir) list(name string, es []fuse.DirEntry) gofs.DirStream {
+	return listDir(inoFor(n.topic, n.num, name), inoFor(n.topic, n.num), es)
+}
 
 // offsetDir is N/offset/: offset/N is the log from offset N on.
 type offsetDir struct{ virtDir }
 
+// Readdir lists only "." and "..": offset/ has a name for every offset,
+// and listing them would make grep -r, find and backups read the log once
+// per name.
 func (n *offsetDir) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
-	return emptyDir(), 0
+	return n.list("offset", nil), 0
 }
 
 func (n *offsetDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
@@ -134,8 +137,9 @@ func (n *offsetDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 // record with timestamp >= T, or the log end offset if there is none yet.
 type timeDir struct{ virtDir }
 
+// Readdir lists only "." and "..", as offset/ does.
 func (n *timeDir) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
-	return emptyDir(), 0
+	return n.list("time", nil), 0
 }
 
 func (n *timeDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
@@ -244,7 +248,7 @@ func (n *segDir) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
 	for i, f := range files {
 		es[i] = fuse.DirEntry{Name: f.Name, Mode: syscall.S_IFREG, Ino: inoFor(n.topic, n.num, "segments", f.Name)}
 	}
-	return gofs.NewListDirStream(es), 0
+	return n.list("segments", es), 0
 }
 
 func (n *segDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {

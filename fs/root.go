@@ -82,7 +82,7 @@ func (n *rootNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) 
 	for i, t := range ts {
 		es[i] = fuse.DirEntry{Name: t.Name(), Mode: syscall.S_IFDIR, Ino: inoFor(t.Name())}
 	}
-	return gofs.NewListDirStream(es), 0
+	return listDir(rootIno, rootIno, es), 0
 }
 
 // Mkdir creates a topic with the default partition count. Kafka's name
@@ -156,7 +156,7 @@ func (n *topicNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno)
 		num := strconv.Itoa(int(p.Num()))
 		es = append(es, fuse.DirEntry{Name: num, Mode: syscall.S_IFDIR, Ino: inoFor(n.topic.Name(), num)})
 	}
-	return gofs.NewListDirStream(es), 0
+	return listDir(inoFor(n.topic.Name()), rootIno, es), 0
 }
 
 // Mkdir adds partition N, which must be the next number (EINVAL
