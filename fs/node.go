@@ -219,15 +219,16 @@ func (noChanges) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) sys
 	return 0
 }
 
-// dirSetattr is Setattr for directories: times only.
-func dirSetattr(f *fsys, mode uint32, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+// dirSetattr is Setattr for directories: times only (accepted and
+// ignored); mtime is what the directory's Getattr reports.
+func dirSetattr(f *fsys, mode uint32, mtime time.Time, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	if size, errno := setattrCommon(in); errno != 0 || size {
 		if size {
 			return syscall.EISDIR
 		}
 		return errno
 	}
-	f.setAttr(&out.Attr, mode, 0, time.Time{})
+	f.setAttr(&out.Attr, mode, 0, mtime)
 	return 0
 }
 

@@ -32,13 +32,17 @@ var (
 
 var partEntries = []string{"data", "offset", "segments", "status", "time"}
 
+// Getattr reports the mtime (and ctime, atime) of the partition's log
+// directory in the data directory, which moves when its segment set
+// changes (a roll, retention, a compaction swap); it was the mount time.
+// offset/, time/ and segments/ report the same (virtDir.Getattr).
 func (n *partNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	n.fs.setAttr(&out.Attr, modePartDir, 0, n.fs.mounted)
+	n.fs.setAttr(&out.Attr, modePartDir, 0, n.part.DirModTime())
 	return 0
 }
 
 func (n *partNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	return dirSetattr(n.fs, modePartDir, in, out)
+	return dirSetattr(n.fs, modePartDir, n.part.DirModTime(), in, out)
 }
 
 func (n *partNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
@@ -60,7 +64,7 @@ func (n *partNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 	case "data":
 		return lookupText(ctx, n.fs, &n.Inode, n.part, name, -1, ino, out)
 	case "offset", "time", "segments":
-		n.fs.setAttr(&out.Attr, modeVirtDir, 0, n.fs.mounted)
+		n.fs.setAttr(&out.Attr, modeVirtDir, 0, n.part.DirModTime())
 		var node gofs.InodeEmbedder
 		switch name {
 		case "offset":
@@ -90,13 +94,16 @@ type virtDir struct {
 	kids  childTracker // offset/ and time/: bounds the nodes go-fuse keeps
 }
 
+// Getattr reports the partition's log directory mtime: for segments/ that
+// is the directory it lists; offset/ and time/, which list nothing and have
+// no directory of their own, take their partition's.
 func (n *virtDir) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	n.fs.setAttr(&out.Attr, modeVirtDir, 0, n.fs.mounted)
+	n.fs.setAttr(&out.Attr, modeVirtDir, 0, n.part.DirModTime())
 	return 0
 }
 
 func (n *virtDir) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	return dirSetattr(n.fs, modeVirtDir, in, out)
+	return dirSetattr(n.fs, modeVirtDir, n.part.DirModTime(), in, out)
 }
 
 func (n *virtDir) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -32,13 +33,15 @@ var (
 	_ gofs.NodeCreater   = (*rootNode)(nil)
 )
 
+// Getattr reports the data directory's mtime (and ctime, atime), which
+// moves when a topic or partition is added; it was the mount time.
 func (n *rootNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	n.fs.setAttr(&out.Attr, modeRoot, 0, n.fs.mounted)
+	n.fs.setAttr(&out.Attr, modeRoot, 0, n.fs.store.DirModTime())
 	return 0
 }
 
 func (n *rootNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	return dirSetattr(n.fs, modeRoot, in, out)
+	return dirSetattr(n.fs, modeRoot, n.fs.store.DirModTime(), in, out)
 }
 
 // Statfs reports the data directory's filesystem, so df shows the space
@@ -71,7 +74,7 @@ func (n *rootNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 }
 
 func (n *rootNode) topicInode(ctx context.Context, t *logstore.Topic, out *fuse.EntryOut) *gofs.Inode {
-	n.fs.setAttr(&out.Attr, modeTopic, 0, n.fs.mounted)
+	n.fs.setAttr(&out.Attr, modeTopic, 0, topicModTime(t))
 	return n.NewInode(ctx, &topicNode{fs: n.fs, topic: t},
 		gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: inoFor(t.Name())})
 }
@@ -115,12 +118,30 @@ var (
 )
 
 func (n *topicNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	n.fs.setAttr(&out.Attr, modeTopic, 0, n.fs.mounted)
+	n.fs.setAttr(&out.Attr, modeTopic, 0, topicModTime(n.topic))
 	return 0
 }
 
 func (n *topicNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	return dirSetattr(n.fs, modeTopic, in, out)
+	return dirSetattr(n.fs, modeTopic, topicModTime(n.topic), in, out)
+}
+
+// topicModTime is a topic directory's mtime (and ctime, atime): the newest
+// of its partitions' log directory mtimes. A topic has no directory of its
+// own on disk. Its entries change when a partition is added, whose new log
+// directory then is the newest; the time also moves when a partition's
+// segment set changes (a roll, retention, a compaction swap), so `ls -lt
+// MOUNT` puts first the topics whose logs changed last. It costs a stat
+// per partition, on a LOOKUP or GETATTR of the topic, whose answer the
+// kernel keeps for a second.
+func topicModTime(t *logstore.Topic) time.Time {
+	var newest time.Time
+	for _, p := range t.Partitions() {
+		if m := p.DirModTime(); m.After(newest) {
+			newest = m
+		}
+	}
+	return newest
 }
 
 func (n *topicNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
@@ -142,7 +163,7 @@ func (n *topicNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 }
 
 func (n *topicNode) partInode(ctx context.Context, p *logstore.Partition, out *fuse.EntryOut) *gofs.Inode {
-	n.fs.setAttr(&out.Attr, modePartDir, 0, n.fs.mounted)
+	n.fs.setAttr(&out.Attr, modePartDir, 0, p.DirModTime())
 	num := strconv.Itoa(int(p.Num()))
 	return n.NewInode(ctx, &partNode{fs: n.fs, part: p, topic: n.topic.Name(), num: num},
 		gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: inoFor(n.topic.Name(), num)})

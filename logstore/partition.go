@@ -774,6 +774,20 @@ func (p *Partition) LastModified() time.Time {
 	return fi.ModTime()
 }
 
+// DirModTime is the modification time of the partition's log directory:
+// when a file in it was last created, renamed or removed (a segment roll,
+// retention, a compaction swap, a producer snapshot), not the last append.
+// The zero time if it cannot be read.
+func (p *Partition) DirModTime() time.Time { return dirModTime(p.dir) }
+
+func dirModTime(dir string) time.Time {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return time.Time{}
+	}
+	return fi.ModTime()
+}
+
 // SegmentFileHandle is an open raw segment file.
 type SegmentFileHandle struct {
 	seg  *segment

@@ -225,6 +225,11 @@ var startWriteback = func(f *os.File, off, n int64) {
 // Dir is the data directory.
 func (s *Store) Dir() string { return s.dir }
 
+// DirModTime is the modification time of the data directory: when an
+// entry of it was last created, renamed or removed (a topic or partition
+// added, a checkpoint rewritten). The zero time if it cannot be read.
+func (s *Store) DirModTime() time.Time { return dirModTime(s.dir) }
+
 func (s *Store) load() error {
 	marker := filepath.Join(s.dir, cleanShutdownFile)
 	_, err := os.Stat(marker)

@@ -1,8 +1,10 @@
 package tests
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestMountDirDots: every directory of the mount lists "." and ".." (ls
@@ -61,5 +63,74 @@ func TestMountDirDots(t *testing.T) {
 	// ls -la shows them as directories.
 	if got := m.ok(`ls -la "$M/q/0/offset" | awk 'NR > 1 { print substr($1, 1, 1) $NF }' | tr '\n' ' '`); got != "d. d.. " {
 		t.Errorf("ls -la offset: %q", got)
+	}
+}
+
+// TestMountDirMtime: a directory's mtime (and ctime) is the mtime of what
+// backs it on disk, so that it moves when its entries change: the root's
+// is the data directory's, a partition's and its offset/, time/ and
+// segments/ are the partition's log directory's, and a topic's is the
+// newest of its partitions'. Every directory showed the mount time, so
+// `ls -lt MOUNT` and `find MOUNT -newer X -type d` told nothing.
+func TestMountDirMtime(t *testing.T) {
+	m := mntNew(t)
+	m.ok(`mkdir "$M/q" "$M/q/1" && echo segment.bytes=8192 > "$M/q/config" && seq 1 10 >> "$M/q/0/data"`)
+	mounted := []string{".", "q", "q/0", "q/0/offset", "q/0/time", "q/0/segments", "q/1", "q/1/segments"}
+	// The mount keeps directory attributes for a second, and the data
+	// directory's checkpoints may be rewritten between the two stats:
+	// compare until both agree.
+	agree := func() (bool, string) {
+		out := m.ok(`cd "$M" && stat -c '%.9Y %.9Z' ` + strings.Join(mounted, " ") + `; stat -c %.9Y "$D" "$D/q-0" "$D/q-1"`)
+		l := mntLines(out)
+		if len(l) != len(mounted)+3 {
+			return false, out
+		}
+		d, q0, q1 := l[len(mounted)], l[len(mounted)+1], l[len(mounted)+2]
+		newest := q0
+		if q1 > q0 { // same width: seconds since 1970 with 9 decimals
+			newest = q1
+		}
+		want := []string{d, newest, q0, q0, q0, q0, q1, q1}
+		for i, name := range mounted {
+			if f := strings.Fields(l[i]); len(f) != 2 || f[0] != want[i] || f[1] != want[i] {
+				return false, fmt.Sprintf("%s: mtime ctime %q, want %s\n%s", name, l[i], want[i], out)
+			}
+		}
+		return true, out
+	}
+	var why string
+	if !mntWaitFor(10*time.Second, func() (ok bool) { ok, why = agree(); return ok }) {
+		t.Fatalf("directory times differ from the data directory's:\n%s", why)
+	}
+
+	// A roll of partition 0 (new segment files in q-0) moves q, q/0 and
+	// its subdirectories past a marker at the newest time before it, and
+	// nothing of partition 1.
+	m.ok(`touch -d @$(stat -c %.9Y "$D/q-0" "$D/q-1" | sort -n | tail -1) "$D/../x" && ` +
+		`seq 1 2000 >> "$M/q/0/data" && test $(ls "$M/q/0/segments" | grep -c 'log$') -gt 1`)
+	want := strings.Join([]string{m.path("q"), m.path("q/0"), m.path("q/0/offset"), m.path("q/0/segments"), m.path("q/0/time")}, "\n")
+	var got string
+	if !mntWaitFor(10*time.Second, func() bool {
+		got = strings.TrimSpace(m.ok(`find "$M" -mindepth 1 -newer "$D/../x" -type d | sort`))
+		return got == want
+	}) {
+		t.Fatalf("find -newer X -type d after a roll of q/0:\n%s\nwant\n%s", got, want)
+	}
+	if got := m.ok(`ls -td "$M/q/1" "$M/q/0"`); got != m.path("q/0")+"\n"+m.path("q/1")+"\n" {
+		t.Fatalf("ls -td, newest first:\n%s", got)
+	}
+	if !mntWaitFor(10*time.Second, func() (ok bool) { ok, why = agree(); return ok }) {
+		t.Fatalf("after the roll, directory times differ from the data directory's:\n%s", why)
+	}
+
+	// A new topic moves the root.
+	before := m.ok(`stat -c %.9Y "$M"`)
+	m.ok(`mkdir "$M/r"`)
+	if !mntWaitFor(10*time.Second, func() bool {
+		now := m.ok(`stat -c %.9Y "$M"; stat -c %.9Y "$D"`)
+		l := mntLines(now)
+		return len(l) == 2 && l[0] == l[1] && l[0] > before
+	}) {
+		t.Fatalf("mkdir of a topic left the root's mtime at %s", before)
 	}
 }
