@@ -186,13 +186,28 @@ type timeLink struct {
 	target []byte
 }
 
-var _ gofs.NodeReadlinker = (*timeLink)(nil)
+var (
+	_ gofs.NodeReadlinker = (*timeLink)(nil)
+	_ gofs.NodeSetattrer  = (*timeLink)(nil)
+)
 
 func (l *timeLink) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 	return l.target, 0
 }
 
 func (l *timeLink) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	l.fs.setAttr(&out.Attr, modeLink, int64(len(l.target)), l.fs.mounted)
+	return 0
+}
+
+// Setattr answers as offset/N and the other read-only entries do: times,
+// now or given, are accepted and ignored; owner and mode changes are
+// EPERM. Without it go-fuse answered ENOTSUP, so `touch -h time/T` failed
+// with "Operation not supported" and `chown -h` reported success.
+func (l *timeLink) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if size, errno := setattrCommon(in); errno != 0 || size {
+		return syscall.EPERM
+	}
 	l.fs.setAttr(&out.Attr, modeLink, int64(len(l.target)), l.fs.mounted)
 	return 0
 }

@@ -132,3 +132,29 @@ func TestMountDataMtimeIsLastAppend(t *testing.T) {
 		t.Fatalf("an append left data's mtime at %s (was %s)", after, appended)
 	}
 }
+
+// TestMountTimeLinkSetattr: a time/T symlink answers SETATTR as the other
+// read-only entries do (offset/N, status, config, segments/*, the
+// directories): `touch -h`, now or with a date, is accepted and changes
+// nothing, and `chown -h` is EPERM. It answered ENOTSUP: `touch -h time/T`
+// failed with "Operation not supported", and `chown -h`, which ignores
+// ENOTSUP on a symlink, reported success.
+func TestMountTimeLinkSetattr(t *testing.T) {
+	m := mntNew(t)
+	m.ok(`mkdir "$M/q" && seq 3 >> "$M/q/0/data"`)
+	link := `"$M/q/0/time/0"`
+	before := m.ok(`readlink ` + link + `; stat -c %.9Y ` + link)
+	for _, p := range []string{"q/0/time/0", "q/0/offset/0", "q/0/status", "q/config",
+		"q/0/segments/00000000000000000000.log", "q/0", "q/0/time"} {
+		e := `"$M/` + p + `"`
+		m.ok(`touch -h ` + e + ` && touch -h -d 2020-01-01 ` + e +
+			` && python3 -c 'import os, sys; os.utime(sys.argv[1], (1, 1), follow_symlinks=False)' ` + e)
+		m.fails(`chown -h 1:1 `+e, "Operation not permitted")
+	}
+	if after := m.ok(`readlink ` + link + `; stat -c %.9Y ` + link); after != before {
+		t.Fatalf("time/0 link and mtime were\n%snow\n%s", before, after)
+	}
+	if got := m.ok(`cat ` + link); got != "1\n2\n3\n" {
+		t.Fatalf("time/0 reads %q", got)
+	}
+}
