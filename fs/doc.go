@@ -114,7 +114,12 @@
 // damaged batch fails whole (a short READ would read as the end of the
 // file): the kernel retries page by page, and the reader gets EIO at the
 // start of the page holding the damage. offset/N opens bypass the cache:
-// they are read a line at a time by lookups. Sizes are always the true
+// they are read a line at a time by lookups. A file opened with direct
+// I/O (offset/N, status, config, data opened for writing, and data opened
+// read-only while a writer has it open) maps private but not shared: mmap
+// answers ENODEV, as the kernel maps such a file shared only with
+// FUSE_DIRECT_IO_ALLOW_MMAP, which would let a writable shared mapping of
+// data write its pages back as appends (mount.go). Sizes are always the true
 // TextView size, so tail, wc -c and stat stay truthful. Appends from any
 // path (the fetch server, other writers) are announced by the notifier:
 // one goroutine per watched partition waits on Partition.Changed and

@@ -109,7 +109,15 @@ func Mount(store *logstore.Store, mountpoint string, opts Options) (*Server, err
 			},
 			// Never CAP_WRITEBACK_CACHE (merges, re-sends and
 			// reorders appends) nor CAP_ATOMIC_O_TRUNC: go-fuse
-			// enables neither by default.
+			// enables neither by default. Nor
+			// CAP_DIRECT_IO_ALLOW_MMAP, although it would let
+			// offset/N, status and config (direct I/O) be mapped
+			// shared: it also grants a writable shared mapping of
+			// data opened O_RDWR|O_APPEND (direct I/O too), whose
+			// dirty pages the kernel writes back as WRITEs at page
+			// offsets, and data appends every WRITE; go-fuse's node
+			// API does not pass the FUSE_WRITE_CACHE flag that
+			// would tell them apart (TestMountMmap).
 		},
 	}
 	srv, err := gofs.Mount(mp, root, mopts)
