@@ -120,6 +120,14 @@ func (f *fsys) setAttr(a *fuse.Attr, mode uint32, size int64, mtime time.Time) {
 	a.Blocks = (uint64(size) + 511) / 512
 }
 
+// setDirAttr fills a directory's attributes. Its link count is 2 plus its
+// subdirectories, as on ext4 (each has a ".." to it): `find` without
+// -noleaf and `ls -l` read it; it was always 2.
+func (f *fsys) setDirAttr(a *fuse.Attr, mode uint32, subdirs int, mtime time.Time) {
+	f.setAttr(a, mode, 0, mtime)
+	a.Nlink = uint32(2 + subdirs)
+}
+
 // changeTime is the mtime (and ctime) of a file whose text is rendered on
 // demand (status, config): when its text was first seen to differ, so that
 // it stays put while the text does. tar compares a file's ctime before and
@@ -221,14 +229,14 @@ func (noChanges) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) sys
 
 // dirSetattr is Setattr for directories: times only (accepted and
 // ignored); mtime is what the directory's Getattr reports.
-func dirSetattr(f *fsys, mode uint32, mtime time.Time, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+func dirSetattr(f *fsys, mode uint32, subdirs int, mtime time.Time, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	if size, errno := setattrCommon(in); errno != 0 || size {
 		if size {
 			return syscall.EISDIR
 		}
 		return errno
 	}
-	f.setAttr(&out.Attr, mode, 0, mtime)
+	f.setDirAttr(&out.Attr, mode, subdirs, mtime)
 	return 0
 }
 

@@ -32,17 +32,20 @@ var (
 
 var partEntries = []string{"data", "offset", "segments", "status", "time"}
 
+// partSubdirs counts the directories among partEntries.
+const partSubdirs = 3
+
 // Getattr reports the mtime (and ctime, atime) of the partition's log
 // directory in the data directory, which moves when its segment set
 // changes (a roll, retention, a compaction swap); it was the mount time.
 // offset/, time/ and segments/ report the same (virtDir.Getattr).
 func (n *partNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	n.fs.setAttr(&out.Attr, modePartDir, 0, n.part.DirModTime())
+	n.fs.setDirAttr(&out.Attr, modePartDir, partSubdirs, n.part.DirModTime())
 	return 0
 }
 
 func (n *partNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	return dirSetattr(n.fs, modePartDir, n.part.DirModTime(), in, out)
+	return dirSetattr(n.fs, modePartDir, partSubdirs, n.part.DirModTime(), in, out)
 }
 
 func (n *partNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
@@ -64,7 +67,7 @@ func (n *partNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 	case "data":
 		return lookupText(ctx, n.fs, &n.Inode, n.part, name, -1, ino, out)
 	case "offset", "time", "segments":
-		n.fs.setAttr(&out.Attr, modeVirtDir, 0, n.part.DirModTime())
+		n.fs.setDirAttr(&out.Attr, modeVirtDir, 0, n.part.DirModTime())
 		var node gofs.InodeEmbedder
 		switch name {
 		case "offset":
@@ -98,12 +101,12 @@ type virtDir struct {
 // is the directory it lists; offset/ and time/, which list nothing and have
 // no directory of their own, take their partition's.
 func (n *virtDir) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	n.fs.setAttr(&out.Attr, modeVirtDir, 0, n.part.DirModTime())
+	n.fs.setDirAttr(&out.Attr, modeVirtDir, 0, n.part.DirModTime())
 	return 0
 }
 
 func (n *virtDir) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	return dirSetattr(n.fs, modeVirtDir, n.part.DirModTime(), in, out)
+	return dirSetattr(n.fs, modeVirtDir, 0, n.part.DirModTime(), in, out)
 }
 
 func (n *virtDir) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {

@@ -36,12 +36,12 @@ var (
 // Getattr reports the data directory's mtime (and ctime, atime), which
 // moves when a topic or partition is added; it was the mount time.
 func (n *rootNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	n.fs.setAttr(&out.Attr, modeRoot, 0, n.fs.store.DirModTime())
+	n.fs.setDirAttr(&out.Attr, modeRoot, n.fs.store.TopicCount(), n.fs.store.DirModTime())
 	return 0
 }
 
 func (n *rootNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	return dirSetattr(n.fs, modeRoot, n.fs.store.DirModTime(), in, out)
+	return dirSetattr(n.fs, modeRoot, n.fs.store.TopicCount(), n.fs.store.DirModTime(), in, out)
 }
 
 // Statfs reports the data directory's filesystem, so df shows the space
@@ -74,7 +74,7 @@ func (n *rootNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 }
 
 func (n *rootNode) topicInode(ctx context.Context, t *logstore.Topic, out *fuse.EntryOut) *gofs.Inode {
-	n.fs.setAttr(&out.Attr, modeTopic, 0, topicModTime(t))
+	n.fs.setDirAttr(&out.Attr, modeTopic, t.PartitionCount(), topicModTime(t))
 	return n.NewInode(ctx, &topicNode{fs: n.fs, topic: t},
 		gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: inoFor(t.Name())})
 }
@@ -118,12 +118,12 @@ var (
 )
 
 func (n *topicNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	n.fs.setAttr(&out.Attr, modeTopic, 0, topicModTime(n.topic))
+	n.fs.setDirAttr(&out.Attr, modeTopic, n.topic.PartitionCount(), topicModTime(n.topic))
 	return 0
 }
 
 func (n *topicNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	return dirSetattr(n.fs, modeTopic, topicModTime(n.topic), in, out)
+	return dirSetattr(n.fs, modeTopic, n.topic.PartitionCount(), topicModTime(n.topic), in, out)
 }
 
 // topicModTime is a topic directory's mtime (and ctime, atime): the newest
@@ -163,7 +163,7 @@ func (n *topicNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 }
 
 func (n *topicNode) partInode(ctx context.Context, p *logstore.Partition, out *fuse.EntryOut) *gofs.Inode {
-	n.fs.setAttr(&out.Attr, modePartDir, 0, p.DirModTime())
+	n.fs.setDirAttr(&out.Attr, modePartDir, partSubdirs, p.DirModTime())
 	num := strconv.Itoa(int(p.Num()))
 	return n.NewInode(ctx, &partNode{fs: n.fs, part: p, topic: n.topic.Name(), num: num},
 		gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: inoFor(n.topic.Name(), num)})

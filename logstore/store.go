@@ -388,6 +388,13 @@ func (s *Store) Topics() []*Topic {
 	return out
 }
 
+// TopicCount is len(Topics()), without building the list.
+func (s *Store) TopicCount() int {
+	s.topicsMu.Lock()
+	defer s.topicsMu.Unlock()
+	return len(s.topics)
+}
+
 // Topic returns the named topic or ErrUnknownTopic.
 func (s *Store) Topic(name string) (*Topic, error) {
 	s.topicsMu.Lock()

@@ -96,6 +96,13 @@ func (t *Topic) Partitions() []*Partition {
 	return append([]*Partition(nil), t.parts...)
 }
 
+// PartitionCount is len(Partitions()), without the copy.
+func (t *Topic) PartitionCount() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.parts)
+}
+
 // Partition returns partition n or ErrUnknownPartition.
 func (t *Topic) Partition(n int32) (*Partition, error) {
 	t.mu.Lock()

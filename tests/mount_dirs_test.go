@@ -134,3 +134,33 @@ func TestMountDirMtime(t *testing.T) {
 		t.Fatalf("mkdir of a topic left the root's mtime at %s", before)
 	}
 }
+
+// TestMountDirLinkCount: a directory's link count is 2 plus its
+// subdirectories, as on ext4, for every directory of the mount. It was 2
+// everywhere, so `ls -l` showed the root and topics with no subdirectories
+// and find's leaf optimisation (which trusts st_nlink) could skip them.
+func TestMountDirLinkCount(t *testing.T) {
+	m := mntNew(t)
+	m.ok(`mkdir "$M/q" "$M/r" "$M/s" "$M/q/1" "$M/q/2" && seq 1 10 >> "$M/q/0/data"`)
+	out := m.ok(`cd "$M" && find . -type d | while read -r d; do
+		echo "$d $(stat -c %h "$d") $(find "$d" -mindepth 1 -maxdepth 1 -type d | wc -l)"
+	done`)
+	lines := mntLines(out)
+	if len(lines) < 1+3+5+3*5 {
+		t.Fatalf("find listed %d directories:\n%s", len(lines), out)
+	}
+	want := map[string]int{".": 5, "./q": 5, "./r": 3, "./q/0": 5, "./q/0/offset": 2}
+	for _, l := range lines {
+		var d string
+		var links, subdirs int
+		if _, err := fmt.Sscanf(l, "%s %d %d", &d, &links, &subdirs); err != nil {
+			t.Fatalf("%q: %v", l, err)
+		}
+		if links != 2+subdirs {
+			t.Errorf("%s: st_nlink %d, but %d subdirectories (want %d)", d, links, subdirs, 2+subdirs)
+		}
+		if w, ok := want[d]; ok && links != w {
+			t.Errorf("%s: st_nlink %d, want %d", d, links, w)
+		}
+	}
+}
