@@ -1,6 +1,7 @@
 package fetch
 
 import (
+	"math"
 	"reflect"
 	"time"
 
@@ -23,11 +24,13 @@ import (
 //     min(partition max_bytes, what is left of max_bytes); the first batch
 //     of the response is always whole even if larger (KIP-74, P16); a later
 //     partition whose first batch does not fit returns nothing this time.
-//   - High watermark = last stable offset = log end offset: a single node has
-//     nothing to replicate and segfs writes no transactions (P5). A data
-//     directory copied from Kafka may hold transactions: open ones (no
-//     marker yet) are left alone, LSO stays = HW, so read_committed
-//     consumers see their records as read_uncommitted ones do.
+//   - High watermark = log end offset: a single node has nothing to
+//     replicate. Last stable offset = HW too (P5), since segfs writes no
+//     transactions, except in a data directory copied from Kafka that holds
+//     a transaction left open (no COMMIT/ABORT marker): the LSO then stays
+//     at its first offset, as Kafka's producer-state rebuild gives, and a
+//     read_committed fetch returns only batches below it (Kafka's
+//     FetchIsolation.TXN_COMMITTED).
 //   - Isolation level: read_uncommitted (0) always gets an empty
 //     AbortedTransactions list. read_committed (1) gets the aborted
 //     transactions of the partition's imported .txnindex files that overlap
@@ -117,7 +120,13 @@ func (s *Server) readFetch(req *kmsg.FetchRequest) *fetchRead {
 			fr.waits = append(fr.waits, p.Changed())
 			limit := min(int64(rp.PartitionMaxBytes), remaining)
 			if minOne || limit > 0 {
-				res, err := p.Read(rp.FetchOffset, max(limit, 0))
+				// read_committed reads below the last stable offset,
+				// as Kafka's FetchIsolation.TXN_COMMITTED does.
+				upper := int64(math.MaxInt64)
+				if req.IsolationLevel == 1 {
+					upper = p.LastStableOffset()
+				}
+				res, err := p.ReadBelow(rp.FetchOffset, max(limit, 0), upper)
 				switch {
 				case err != nil:
 					sp.ErrorCode = errorCode(err)
@@ -137,7 +146,7 @@ func (s *Server) readFetch(req *kmsg.FetchRequest) *fetchRead {
 			}
 			// After the read, so the watermark covers everything returned.
 			sp.HighWatermark = p.LogEndOffset()
-			sp.LastStableOffset = sp.HighWatermark
+			sp.LastStableOffset = min(p.LastStableOffset(), sp.HighWatermark)
 			sp.LogStartOffset = p.LogStartOffset()
 			st.Partitions = append(st.Partitions, sp)
 		}

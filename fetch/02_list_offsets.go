@@ -7,8 +7,10 @@ import (
 
 // ListOffsets (key 2), versions 1-7.
 //
-// Timestamp -1 is the log end offset (which is also the last stable offset:
-// there are no transactions, so read_committed gets the same answer, P5),
+// Timestamp -1 is the log end offset, or for read_committed (isolation 1)
+// the last stable offset, which is the same unless a data directory copied
+// from Kafka holds an open transaction (P5); a lookup by timestamp that
+// lands at or past that end finds nothing, as in Kafka;
 // -2 the log start offset, -3 the record with the largest timestamp (at
 // every version, as Kafka's broker answers it: KIP-734 gave it v7, but
 // librdkafka 2.0 sends it at v2 for `kcat -Q -t T:P:-3`),
@@ -36,7 +38,7 @@ func handleListOffsets(c *conn, h *reqHeader, r kmsg.Request) error {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.Timestamp, sp.Offset = -1, -1
-			sp.ErrorCode = c.s.listOffset(rt.Topic, rp.Partition, rp.Timestamp, &sp)
+			sp.ErrorCode = c.s.listOffset(rt.Topic, rp.Partition, rp.Timestamp, req.IsolationLevel, &sp)
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
@@ -45,10 +47,23 @@ func handleListOffsets(c *conn, h *reqHeader, r kmsg.Request) error {
 }
 
 // listOffset fills sp for one partition and returns its error code.
-func (s *Server) listOffset(topic string, part int32, ts int64, sp *kmsg.ListOffsetsResponseTopicPartition) int16 {
+func (s *Server) listOffset(topic string, part int32, ts int64, isolation int8, sp *kmsg.ListOffsetsResponseTopicPartition) int16 {
 	p, err := s.store.Partition(topic, part)
 	if err != nil {
 		return errorCode(err)
+	}
+	// Kafka's Partition.fetchOffsetForTimestamp: read_committed sees the
+	// log up to the last stable offset only.
+	if isolation == 1 {
+		lso := p.LastStableOffset()
+		defer func() {
+			if ts != listEarliest && sp.Offset >= lso {
+				sp.Timestamp, sp.Offset = -1, -1
+			}
+			if ts == listLatest {
+				sp.Offset = lso
+			}
+		}()
 	}
 	switch {
 	case ts == listLatest:

@@ -44,8 +44,13 @@
 // files when the partition loads (logstore/txnindex.go), fill each
 // partition's AbortedTransactions, so consumers drop the aborted records;
 // read_uncommitted fetches get an empty list, as always. The last stable
-// offset equals the high watermark: transactions left open (no marker) are
-// not held back.
+// offset equals the high watermark, except when the directory holds a
+// transaction left open (no marker; found at load from the producer
+// snapshot and the log after it, logstore/producer.go): then it stays at
+// that transaction's first offset, and read_committed Fetch and ListOffsets
+// stop there, as in Kafka. Nothing ends such a transaction: segfs has no
+// transaction coordinator to time it out and takes no markers, and Kafka's
+// partition leader never ends one by itself either.
 //
 // # Committed offsets
 //

@@ -48,10 +48,17 @@ func (p *Partition) Compact() (CleanupStats, error) {
 		return st, nil
 	}
 	firstDirty := min(max(p.firstDirty.Load(), p.logStart.Load()), p.leo.Load())
-	// The uncleanable boundary: the active segment, and any segment still
-	// younger than min.compaction.lag.ms.
+	// The uncleanable boundary: the active segment, the segment holding
+	// the first offset of an ongoing transaction (Kafka cleans below the
+	// last stable offset only), and any segment still younger than
+	// min.compaction.lag.ms.
 	limit := len(closed)
+	fu := p.firstUnstable.Load()
 	for i, s := range closed {
+		if fu >= 0 && s.next.Load() > fu {
+			limit = i
+			break
+		}
 		if cfg.MinCompactionLagMs > 0 && s.next.Load() > firstDirty && s.largestTimestamp() > now-cfg.MinCompactionLagMs {
 			limit = i
 			break

@@ -15,8 +15,11 @@
 // leader-epoch-checkpoint and producer .snapshot files, plus NNN.textindex,
 // segfs's sparse map from rendered text positions to batches. A producer
 // snapshot holds the idempotence state (the last five batches of each
-// producer id); a producer is dropped ProducerIDExpiration (Kafka's
-// producer.id.expiration.ms, a day) after its last batch's timestamp.
+// producer id) and, for a directory written by Kafka, the first offset of
+// each producer's ongoing transaction, which bounds the last stable offset
+// (LastStableOffset); a producer is dropped ProducerIDExpiration (Kafka's
+// producer.id.expiration.ms, a day) after its last batch's timestamp,
+// unless its transaction is open.
 // A NNN.txnindex copied from Kafka (aborted transactions) is read when the
 // partition loads and served to read_committed fetches (txnindex.go);
 // segfs never writes one, except when compaction merges segments that had

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -40,6 +41,10 @@ type Partition struct {
 	// dirty records to remove them.
 	deleteHorizon atomic.Int64
 	hasTxns       atomic.Bool // some segment has aborted transactions (txnindex.go)
+	// The first offset of the earliest ongoing transaction, -1 if none:
+	// set once at load (producer.go), since segfs takes no transactional
+	// batch or marker afterwards.
+	firstUnstable atomic.Int64
 
 	cleanMu sync.Mutex // serialises retention and compaction passes
 
@@ -477,6 +482,20 @@ func (r *ReadResult) Release() {
 	r.once.Do(func() { releaseAll(r.segs) })
 }
 
+// LastStableOffset is the offset below which every transaction is decided
+// (Kafka's UnifiedLog.lastStableOffset on a single node, where the high
+// watermark is the log end): the first offset of the earliest ongoing
+// transaction, but not below the log start, or the log end if no
+// transaction is open.
+func (p *Partition) LastStableOffset() int64 {
+	leo := p.leo.Load()
+	fu := p.firstUnstable.Load()
+	if fu < 0 || fu >= leo {
+		return leo
+	}
+	return max(fu, p.logStart.Load())
+}
+
 // Read returns whole batches starting with the batch that contains offset
 // (its first record may be below offset), across segment boundaries, up to
 // maxBytes — except that the first batch is always whole (KIP-74) — and
@@ -484,11 +503,18 @@ func (r *ReadResult) Release() {
 // result; offset outside [LogStartOffset, LogEndOffset] is
 // ErrOffsetOutOfRange.
 func (p *Partition) Read(offset int64, maxBytes int64) (*ReadResult, error) {
+	return p.ReadBelow(offset, maxBytes, math.MaxInt64)
+}
+
+// ReadBelow is Read that stops before the first batch whose base offset is
+// at or past upper: a read_committed fetch reads below the last stable
+// offset, as Kafka's does. offset >= upper gives an empty result.
+func (p *Partition) ReadBelow(offset, maxBytes, upper int64) (*ReadResult, error) {
 	if err := p.checkRange(offset); err != nil {
 		return nil, err
 	}
 	res := &ReadResult{}
-	if offset == p.leo.Load() {
+	if offset == p.leo.Load() || offset >= upper {
 		return res, nil
 	}
 	segs := p.acquireSegments(offset)
@@ -529,6 +555,9 @@ func (p *Partition) Read(offset int64, maxBytes int64) (*ReadResult, error) {
 					return nil, err
 				}
 				break // return what precedes the damage; the next read reports it
+			}
+			if h.BaseOffset >= upper {
+				break
 			}
 			if res.Bytes+(end-pos) > 0 && res.Bytes+(end-pos)+h.Size() > maxBytes {
 				break

@@ -24,10 +24,17 @@ type producerBatch struct {
 }
 
 // producerEntry keeps a producer's epoch and its last five batches, the
-// window Kafka uses to recognise retries.
+// window Kafka uses to recognise retries, and the first offset of its
+// ongoing transaction (-1: none). segfs refuses transactional batches, so
+// an ongoing transaction only comes from a data directory written by
+// Kafka (a snapshot's current_txn_first_offset, or a transactional batch
+// after the snapshot without its COMMIT/ABORT marker): it stays open until
+// a marker ends it, as in Kafka, where only the transaction coordinator
+// (or an admin's abort) writes one.
 type producerEntry struct {
-	epoch   int16
-	batches []producerBatch
+	epoch    int16
+	batches  []producerBatch
+	txnFirst int64
 }
 
 // producerState is the idempotence state of one partition (amu held).
@@ -82,8 +89,13 @@ func (ps *producerState) update(h *record.Header) {
 		ps.m = map[int64]*producerEntry{}
 	}
 	e := ps.m[h.ProducerID]
-	if e == nil || h.ProducerEpoch > e.epoch {
-		e = &producerEntry{epoch: h.ProducerEpoch}
+	if e == nil {
+		e = &producerEntry{epoch: h.ProducerEpoch, txnFirst: -1}
+		ps.m[h.ProducerID] = e
+	} else if h.ProducerEpoch > e.epoch {
+		// A new epoch starts a new sequence window; an ongoing
+		// transaction stays open until its marker, as in Kafka.
+		e = &producerEntry{epoch: h.ProducerEpoch, txnFirst: e.txnFirst}
 		ps.m[h.ProducerID] = e
 	}
 	if len(e.batches) == producerWindow {
@@ -97,13 +109,50 @@ func (ps *producerState) update(h *record.Header) {
 	ps.dirty = true
 }
 
+// load applies one batch header read back from the log at load, as
+// Kafka's producer-state rebuild does: data batches of idempotent producers
+// update their window, a transactional one opens its producer's
+// transaction if none is open, and a COMMIT/ABORT control batch ends it.
+func (ps *producerState) load(h *record.Header) {
+	if h.ProducerID < 0 {
+		return
+	}
+	if h.Control() {
+		if e := ps.m[h.ProducerID]; e != nil && e.txnFirst >= 0 {
+			e.txnFirst = -1
+			ps.dirty = true
+		}
+		return
+	}
+	ps.update(h)
+	if e := ps.m[h.ProducerID]; h.Transactional() && e.txnFirst < 0 {
+		e.txnFirst = h.BaseOffset
+	}
+}
+
+// firstUnstable is the first offset of the earliest ongoing transaction,
+// or -1 if none is open (Kafka's firstUndecidedOffset).
+func (ps *producerState) firstUnstable() int64 {
+	first := int64(-1)
+	for _, e := range ps.m {
+		if e.txnFirst >= 0 && (first < 0 || e.txnFirst < first) {
+			first = e.txnFirst
+		}
+	}
+	return first
+}
+
 // expire drops the producers whose last batch's timestamp is at least exp
 // before now (ms), as Kafka's removeExpiredProducers does, and reports how
-// many. A retry from one of them is then taken as a new producer's batch;
+// many. Like Kafka it never drops a producer with an ongoing transaction:
+// the last stable offset rests on it. A retry from one of them is then taken as a new producer's batch;
 // clients give up retrying long before (delivery.timeout.ms, 2 minutes).
 func (ps *producerState) expire(nowMs, expMs int64) int {
 	n := 0
 	for id, e := range ps.m {
+		if e.txnFirst >= 0 {
+			continue
+		}
 		if len(e.batches) == 0 || nowMs-e.batches[len(e.batches)-1].ts >= expMs {
 			delete(ps.m, id)
 			n++
@@ -160,8 +209,8 @@ func (ps *producerState) encode() []byte {
 			b = binary.BigEndian.AppendUint64(b, uint64(l.lastOff))
 			b = binary.BigEndian.AppendUint32(b, uint32(l.lastOff-l.firstOff))
 			b = binary.BigEndian.AppendUint64(b, uint64(l.ts))
-			b = binary.BigEndian.AppendUint32(b, 0xffffffff) // coordinator epoch -1
-			b = binary.BigEndian.AppendUint64(b, ^uint64(0)) // no open transaction
+			b = binary.BigEndian.AppendUint32(b, 0xffffffff)         // coordinator epoch -1
+			b = binary.BigEndian.AppendUint64(b, uint64(e.txnFirst)) // -1: no ongoing transaction
 		}
 	}
 	binary.BigEndian.PutUint32(b[6:], uint32((len(b)-10)/snapshotEntrySize))
@@ -188,6 +237,7 @@ func decodeSnapshot(b []byte) (map[int64]*producerEntry, error) {
 		lastOff := int64(binary.BigEndian.Uint64(p[14:]))
 		delta := int32(binary.BigEndian.Uint32(p[22:]))
 		ts := int64(binary.BigEndian.Uint64(p[26:]))
+		txnFirst := int64(binary.BigEndian.Uint64(p[38:]))
 		pb := producerBatch{
 			firstSeq: seqAdd(lastSeq, -delta+0), lastSeq: lastSeq,
 			firstOff: lastOff - int64(delta), lastOff: lastOff, ts: ts,
@@ -199,6 +249,7 @@ func decodeSnapshot(b []byte) (map[int64]*producerEntry, error) {
 			e = &producerEntry{epoch: epoch}
 			m[id] = e
 		}
+		e.txnFirst = max(txnFirst, -1)
 		if len(e.batches) == producerWindow {
 			e.batches = append(e.batches[:0], e.batches[1:]...)
 		}
@@ -398,11 +449,21 @@ func (p *Partition) loadProducers() {
 			if herr != nil {
 				break
 			}
-			if h.ProducerID >= 0 && h.BaseOffset >= from && !h.Control() {
-				p.producers.update(&h)
+			if h.BaseOffset >= from {
+				p.producers.load(&h)
 			}
 			pos += h.Size()
 		}
 		s.release()
+	}
+	p.firstUnstable.Store(p.producers.firstUnstable())
+	for id, e := range p.producers.m {
+		if e.txnFirst >= 0 {
+			// Kafka's leader keeps it open too; only its transaction
+			// coordinator or an admin's abort would end it, and segfs
+			// has neither.
+			p.store.log.Warn("ongoing transaction without a COMMIT/ABORT marker: read_committed consumers stop at its first offset",
+				"partition", p.name(), "producer_id", id, "first_offset", e.txnFirst)
+		}
 	}
 }

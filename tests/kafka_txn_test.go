@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/segfs/segfs/index"
 	"github.com/segfs/segfs/logstore/record"
@@ -230,4 +232,157 @@ func TestVerifyTxnIndexDamage(t *testing.T) {
 	if want := "error: " + path + ": size"; r.Code != 1 || !strings.Contains(r.Stdout, want) {
 		t.Fatalf("verify of a torn .txnindex: exit %d, want 1 and %q\n%s%s", r.Code, want, r.Stdout, r.Stderr)
 	}
+}
+
+// txnOpenDataDir is a partition txo-0 as a Kafka broker leaves it while two
+// transactions are open (their producers died before committing):
+//
+//	segment 0: 0 plain-a; 1 open-1 (producer 500, transactional); 2 plain-b
+//	snapshot 3: producer 500, current_txn_first_offset 1
+//	segment 3: 3 plain-c; 4 open-2 (producer 600, transactional)
+//
+// Producer 500's transaction is known from the snapshot only, producer
+// 600's from the log after it: Kafka's producer-state rebuild finds both,
+// and the last stable offset is 1.
+func txnOpenDataDir(t *testing.T) string {
+	t.Helper()
+	data := t.TempDir()
+	pdir := filepath.Join(data, "txo-0")
+	if err := os.MkdirAll(pdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	txnWriteSegment(t, pdir, 0, []txnBatch{
+		{base: 0, pid: -1, values: []string{"plain-a"}, control: -1},
+		{base: 1, pid: 500, seq: 0, values: []string{"open-1"}, control: -1},
+		{base: 2, pid: -1, values: []string{"plain-b"}, control: -1},
+	}, nil)
+	txnWriteSegment(t, pdir, 3, []txnBatch{
+		{base: 3, pid: -1, values: []string{"plain-c"}, control: -1},
+		{base: 4, pid: 600, seq: 0, values: []string{"open-2"}, control: -1},
+	}, nil)
+	// KAFKA-FORMAT.md §9.7: version 1, CRC-32C of the rest, count, then
+	// producer id, epoch, last sequence, last offset, offset delta,
+	// timestamp, coordinator epoch, current transaction's first offset.
+	be := binary.BigEndian
+	snap := make([]byte, 10)
+	be.PutUint16(snap, 1)
+	be.PutUint32(snap[6:], 1)
+	snap = be.AppendUint64(snap, 500)
+	snap = be.AppendUint16(snap, 0)
+	snap = be.AppendUint32(snap, 0)
+	snap = be.AppendUint64(snap, 1)
+	snap = be.AppendUint32(snap, 0)
+	snap = be.AppendUint64(snap, 1700000001000)
+	snap = be.AppendUint32(snap, 0xffffffff)
+	snap = be.AppendUint64(snap, 1)
+	be.PutUint32(snap[2:], crc32.Checksum(snap[6:], crc32.MakeTable(crc32.Castagnoli)))
+	if err := os.WriteFile(filepath.Join(pdir, fmt.Sprintf("%020d.snapshot", 3)), snap, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// txnFetch sends one Fetch of txo-0 from offset with the isolation level
+// and returns the partition's answer and the values of its records.
+func txnFetch(t *testing.T, cl *kgo.Client, offset int64, iso int8) (kmsg.FetchResponseTopicPartition, []string) {
+	t.Helper()
+	req := kmsg.NewPtrFetchRequest()
+	req.Version = 11
+	req.MaxBytes = 1 << 20
+	req.IsolationLevel = iso
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = "txo"
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.FetchOffset, rp.PartitionMaxBytes = offset, 1<<20
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := resp.Topics[0].Partitions[0]
+	if sp.ErrorCode != 0 {
+		t.Fatalf("fetch txo-0 at %d: error %d", offset, sp.ErrorCode)
+	}
+	fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Topic: "txo", Partition: 0,
+		IsolationLevel: kgo.ReadUncommitted()}, &sp, kgo.DefaultDecompressor(), nil)
+	return sp, recordValues(fp.Records)
+}
+
+// TestKafkaTxnOpenHeldBack: transactions left open in a data directory
+// copied from Kafka are held back from read_committed consumers, as Kafka
+// holds them: the last stable offset stays at the first one's first offset
+// (1) across a restart of segfs (which rewrites the producer snapshot) and
+// while new records arrive; read_uncommitted consumers and the file view
+// see every record.
+func TestKafkaTxnOpenHeldBack(t *testing.T) {
+	kafkaNeedKcat(t)
+	data := txnOpenDataDir(t)
+	all := []string{"plain-a", "open-1", "plain-b", "plain-c", "open-2"}
+	check := func(srv *kafkaServer, leo int64, allVals []string) {
+		t.Helper()
+		cl := kafkaClient(t, srv.addr)
+		sp, vals := txnFetch(t, cl, 0, 1)
+		if sp.LastStableOffset != 1 || sp.HighWatermark != leo || !reflect.DeepEqual(vals, []string{"plain-a"}) {
+			t.Errorf("read_committed fetch from 0: LSO %d HW %d records %q, want LSO 1 HW %d [plain-a]", sp.LastStableOffset, sp.HighWatermark, vals, leo)
+		}
+		if sp, vals := txnFetch(t, cl, 1, 1); sp.LastStableOffset != 1 || len(vals) != 0 || len(sp.RecordBatches) != 0 {
+			t.Errorf("read_committed fetch at the LSO: LSO %d, %d bytes, records %q, want none", sp.LastStableOffset, len(sp.RecordBatches), vals)
+		}
+		if _, vals := txnFetch(t, cl, 0, 0); !reflect.DeepEqual(vals, allVals) {
+			t.Errorf("read_uncommitted fetch: %q, want %q", vals, allVals)
+		}
+		// franz-go, a consumer as applications run it: its first
+		// records are plain-a alone, and it learns LSO 1.
+		cons := kafkaClient(t, srv.addr, kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"txo": {0: kgo.NewOffset().AtStart()}}))
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		fs := cons.PollFetches(ctx)
+		fs.EachError(func(tp string, p int32, err error) { t.Fatalf("fetch %s/%d: %v", tp, p, err) })
+		fs.EachPartition(func(fp kgo.FetchTopicPartition) {
+			if got := recordValues(fp.Records); fp.LastStableOffset != 1 || !reflect.DeepEqual(got, []string{"plain-a"}) {
+				t.Errorf("franz-go read_committed: LSO %d records %q, want LSO 1 [plain-a]", fp.LastStableOffset, got)
+			}
+		})
+		cons.Close()
+		// kcat: read_committed reaches the end of the partition at the
+		// LSO; ListOffsets(latest) under read_committed is the LSO.
+		out := kcat(t, srv.addr, "", "-C", "-t", "txo", "-p", "0", "-o", "beginning", "-e", "-q",
+			"-X", "isolation.level=read_committed", "-f", "%s\n")
+		if out != "plain-a\n" {
+			t.Errorf("kcat read_committed: %q, want %q", out, "plain-a\n")
+		}
+		lo := kmsg.NewPtrListOffsetsRequest()
+		lo.IsolationLevel = 1
+		lt := kmsg.NewListOffsetsRequestTopic()
+		lt.Topic = "txo"
+		lp := kmsg.NewListOffsetsRequestTopicPartition()
+		lp.Timestamp = -1
+		lt.Partitions = append(lt.Partitions, lp)
+		lo.Topics = append(lo.Topics, lt)
+		resp, err := lo.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resp.Topics[0].Partitions[0].Offset; got != 1 {
+			t.Errorf("ListOffsets(latest, read_committed): %d, want 1", got)
+		}
+	}
+
+	srv := kafkaServe(t, data)
+	check(srv, 5, all)
+	// A record appended now lands past the open transactions: held back too.
+	kafkaProduce(t, kafkaClient(t, srv.addr), "txo", 0, "plain-d")
+	all = append(all, "plain-d")
+	check(srv, 6, all)
+	srv.stop()
+
+	// segfs wrote its own snapshot at close; the transactions must survive
+	// in it.
+	srv = kafkaServe(t, data)
+	check(srv, 6, all)
+	srv.stop()
 }
