@@ -38,6 +38,13 @@ import (
 //     transaction).
 //   - zstd batches need Produce v7+ (UNSUPPORTED_COMPRESSION_TYPE), as in
 //     Kafka.
+//   - Kafka's internal topics (__consumer_offsets, __transaction_state,
+//     __share_group_state) take no client's records: an existing partition
+//     of one answers INVALID_TOPIC_EXCEPTION, as Kafka's
+//     ReplicaManager.appendToLocalLog does at every version, unless the
+//     client id is Kafka's "__admin_client". segfs keeps committed offsets
+//     in a file of its own (offsets.go), so such a topic only holds data
+//     copied from Kafka, which is served to consumers but not extended.
 //   - Unknown topics are created when auto-creation is on.
 //   - A duplicate of one of the producer's last 5 batches succeeds with the
 //     original offsets and writes nothing.
@@ -68,7 +75,7 @@ func handleProduce(c *conn, h *reqHeader, r kmsg.Request) error {
 			sp := kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
-			c.s.produce(req, rt.Topic, rp, h.version, &sp)
+			c.s.produce(req, rt.Topic, rp, h, &sp)
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
@@ -90,7 +97,7 @@ func handleProduce(c *conn, h *reqHeader, r kmsg.Request) error {
 }
 
 // produce appends one partition's record set and fills sp.
-func (s *Server) produce(req *kmsg.ProduceRequest, topic string, rp *kmsg.ProduceRequestTopicPartition, version int16, sp *kmsg.ProduceResponseTopicPartition) {
+func (s *Server) produce(req *kmsg.ProduceRequest, topic string, rp *kmsg.ProduceRequestTopicPartition, h *reqHeader, sp *kmsg.ProduceResponseTopicPartition) {
 	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
 		sp.ErrorCode = kerr.InvalidRequiredAcks.Code
 		return
@@ -105,7 +112,7 @@ func (s *Server) produce(req *kmsg.ProduceRequest, topic string, rp *kmsg.Produc
 		sp.ErrorCode = kerr.InvalidTxnState.Code
 		return
 	}
-	if attrs&attrCodecMask == codecZstd && version < 7 {
+	if attrs&attrCodecMask == codecZstd && h.version < 7 {
 		sp.ErrorCode = kerr.UnsupportedCompressionType.Code
 		return
 	}
@@ -117,6 +124,10 @@ func (s *Server) produce(req *kmsg.ProduceRequest, topic string, rp *kmsg.Produc
 	p, err := t.Partition(rp.Partition)
 	if err != nil {
 		sp.ErrorCode = errorCode(err)
+		return
+	}
+	if isInternalTopic(topic) && h.clientID != adminClientID {
+		sp.ErrorCode = kerr.InvalidTopicException.Code
 		return
 	}
 	// AppendBatch rewrites the batch in place; it aliases the request
@@ -138,4 +149,19 @@ func (s *Server) produce(req *kmsg.ProduceRequest, topic string, rp *kmsg.Produc
 	sp.BaseOffset = res.BaseOffset
 	sp.LogAppendTime = res.LogAppendTime
 	sp.LogStartOffset = res.LogStartOffset
+}
+
+// adminClientID is the client id to which Kafka's Produce handler allows
+// appends to internal topics (AdminUtils.ADMIN_CLIENT_ID).
+const adminClientID = "__admin_client"
+
+// isInternalTopic reports whether name is one of Kafka's internal topics
+// (Topic.isInternal): written only by the broker itself, flagged
+// is_internal in Metadata.
+func isInternalTopic(name string) bool {
+	switch name {
+	case "__consumer_offsets", "__transaction_state", "__share_group_state":
+		return true
+	}
+	return false
 }

@@ -82,6 +82,7 @@ func metadataTopic(t *logstore.Topic) kmsg.MetadataResponseTopic {
 	name := t.Name()
 	mt.Topic = &name
 	mt.TopicID = t.ID()
+	mt.IsInternal = isInternalTopic(name)
 	for _, p := range t.Partitions() {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = p.Num()
