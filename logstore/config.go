@@ -123,13 +123,16 @@ func enumKey(field func(c *Config) *string, allowed ...string) configKey {
 }
 
 var configKeys = map[string]configKey{
-	"segment.bytes":         intKey(func(c *Config) *int64 { return &c.SegmentBytes }, 14, math.MaxInt32),
-	"segment.ms":            intKey(func(c *Config) *int64 { return &c.SegmentMs }, 1, math.MaxInt64),
-	"segment.jitter.ms":     intKey(func(c *Config) *int64 { return &c.SegmentJitterMs }, 0, math.MaxInt64),
-	"segment.index.bytes":   intKey(func(c *Config) *int64 { return &c.SegmentIndexBytes }, 4, math.MaxInt32),
-	"index.interval.bytes":  intKey(func(c *Config) *int64 { return &c.IndexIntervalBytes }, 0, math.MaxInt32),
-	"retention.ms":          intKey(func(c *Config) *int64 { return &c.RetentionMs }, -1, math.MaxInt64),
-	"retention.bytes":       intKey(func(c *Config) *int64 { return &c.RetentionBytes }, -1, math.MaxInt64),
+	"segment.bytes":        intKey(func(c *Config) *int64 { return &c.SegmentBytes }, 14, math.MaxInt32),
+	"segment.ms":           intKey(func(c *Config) *int64 { return &c.SegmentMs }, 1, math.MaxInt64),
+	"segment.jitter.ms":    intKey(func(c *Config) *int64 { return &c.SegmentJitterMs }, 0, math.MaxInt64),
+	"segment.index.bytes":  intKey(func(c *Config) *int64 { return &c.SegmentIndexBytes }, 4, math.MaxInt32),
+	"index.interval.bytes": intKey(func(c *Config) *int64 { return &c.IndexIntervalBytes }, 0, math.MaxInt32),
+	"retention.ms":         intKey(func(c *Config) *int64 { return &c.RetentionMs }, -1, math.MaxInt64),
+	// Kafka gives retention.bytes no validator: any long, and any negative
+	// one turns size retention off (cleanupSegmentsToMaintainSize), as
+	// retention.go reads it. retention.ms takes -1 and up only.
+	"retention.bytes":       intKey(func(c *Config) *int64 { return &c.RetentionBytes }, math.MinInt64, math.MaxInt64),
 	"delete.retention.ms":   intKey(func(c *Config) *int64 { return &c.DeleteRetentionMs }, 0, math.MaxInt64),
 	"min.compaction.lag.ms": intKey(func(c *Config) *int64 { return &c.MinCompactionLagMs }, 0, math.MaxInt64),
 	"max.compaction.lag.ms": intKey(func(c *Config) *int64 { return &c.MaxCompactionLagMs }, 1, math.MaxInt64),
@@ -263,6 +266,18 @@ func (c Config) Codec() (record.Codec, bool) {
 	}
 	codec, err := record.ParseCodec(c.CompressionType)
 	return codec, err == nil
+}
+
+// checkValues is Kafka's LogConfig.validateValues, the check across keys
+// that a new topic config must pass: min.compaction.lag.ms may not exceed
+// max.compaction.lag.ms. It is not applied to overrides already stored,
+// which load as they are.
+func checkValues(c *Config) error {
+	if c.MinCompactionLagMs > c.MaxCompactionLagMs {
+		return fmt.Errorf("%w: min.compaction.lag.ms (%d) > max.compaction.lag.ms (%d)",
+			ErrInvalidConfig, c.MinCompactionLagMs, c.MaxCompactionLagMs)
+	}
+	return nil
 }
 
 // withOverrides returns DefaultConfig with every override applied, or an

@@ -434,6 +434,9 @@ func (s *Store) CreateTopic(name string, n int, overrides map[string]string) (*T
 		}
 	}
 	cfg, err := withOverrides(ov)
+	if err == nil {
+		err = checkValues(&cfg)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -66,6 +66,9 @@ func (t *Topic) SetConfig(changes map[string]string) error {
 		}
 	}
 	cfg, err := withOverrides(next)
+	if err == nil {
+		err = checkValues(&cfg)
+	}
 	if err != nil {
 		t.mu.Unlock()
 		return err

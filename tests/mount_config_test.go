@@ -3,6 +3,7 @@ package tests
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestMountConfigUnfinishedUnknownKey: `printf 'KEY=VALUE' > config`
@@ -65,5 +66,40 @@ done
 echo "stale=$bad"`)
 	if !strings.HasSuffix(out, "stale=0\n") {
 		t.Fatalf("reads opened after a key.separator change showed the old separator:\n%s", out)
+	}
+}
+
+// TestMountRetentionBytesNegative: Kafka takes any negative
+// retention.bytes (it has no validator) and reads it as no size limit;
+// `echo retention.bytes=-5 >> config` used to fail with EINVAL. The value
+// reads back, and retention passes leave the partition whole. Kafka's
+// cross-key rule, min.compaction.lag.ms <= max.compaction.lag.ms, is
+// refused with EINVAL.
+func TestMountRetentionBytesNegative(t *testing.T) {
+	m := mntNew(t, cleanerFlags...)
+	m.ok(`mkdir "$M/rn" "$M/rc"
+printf 'segment.bytes=1024\nretention.ms=-1\nfile.delete.delay.ms=0\n' > "$M/rn/config"
+printf 'segment.bytes=1024\nretention.ms=-1\nretention.bytes=1\nfile.delete.delay.ms=0\n' > "$M/rc/config"
+echo retention.bytes=-5 >> "$M/rn/config"
+seq -f 'line %05g' 1 300 >> "$M/rn/0/data"`)
+	if got := m.ok(`grep '^retention.bytes=' "$M/rn/config"`); got != "retention.bytes=-5\n" {
+		t.Fatalf("config after echo retention.bytes=-5: %q", got)
+	}
+	m.fails(`printf 'min.compaction.lag.ms=10\nmax.compaction.lag.ms=5\n' >> "$M/rn/config"`, "Invalid argument")
+	// Every retention pass visits every partition: once the control topic
+	// rc has had two passes that deleted something, each after its own
+	// write, rn has been through a whole pass with retention.bytes=-5.
+	for i := 1; i <= 2; i++ {
+		m.ok(`seq -f 'c %05g' 1 300 >> "$M/rc/0/data"`)
+		if !mntWaitFor(20*time.Second, func() bool { return m.cleanerTotals("retention", "rc-0").passes >= i }) {
+			t.Fatalf("no retention pass %d of the control topic", i)
+		}
+	}
+	st := m.status("rn")
+	if st["log.start.offset"] != 0 || st["log.end.offset"] != 300 {
+		t.Errorf("retention.bytes=-5 deleted records: status %v", st)
+	}
+	if tot := m.cleanerTotals("retention", "rn-0"); tot.segmentsDeleted != 0 {
+		t.Errorf("retention.bytes=-5: %d segments deleted", tot.segmentsDeleted)
 	}
 }
