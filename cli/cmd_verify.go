@@ -196,6 +196,10 @@ type partitionResult struct {
 func (v *verifier) partition(p *partitionDir) partitionResult {
 	var r partitionResult
 	v.partitionMetadata(p)
+	for _, path := range strayLogs(p.Path) {
+		// The mount refuses to load the partition (logstore/load.go).
+		v.errorf(path, "%s", logstore.StrayLogReason(path))
+	}
 	prevLast := int64(-1) // last offset of the previous segment
 	for i := range p.Segments {
 		s := &p.Segments[i]

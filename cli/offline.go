@@ -425,6 +425,23 @@ func listSegments(dir string) ([]segmentFiles, error) {
 	return segs, nil
 }
 
+// strayLogs lists the files of a partition directory that end in .log
+// but are not named as segments (20 digits, then .log), sorted.
+func strayLogs(dir string) []string {
+	ents, _ := os.ReadDir(dir) // listSegments reports an unreadable directory
+	var out []string
+	for _, e := range ents {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, logSuffix) {
+			continue
+		}
+		if _, suffix, ok := segmentStem(name); !ok || suffix != logSuffix {
+			out = append(out, filepath.Join(dir, name))
+		}
+	}
+	return out
+}
+
 // offsetCheckpoint is a parsed Kafka offset checkpoint file (§10.1).
 type offsetCheckpoint map[string]int64 // "topic-partition" → offset
 

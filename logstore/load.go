@@ -43,6 +43,8 @@ func (s *Store) loadPartition(t *Topic, n int32, clean bool, recoveryPoint, logS
 			if base, ok := parseSegmentBase(name, logSuffix); ok {
 				logs[base] = true
 				bases = append(bases, base)
+			} else if !e.IsDir() {
+				return nil, fmt.Errorf("%w: %s: %s", ErrCorrupt, filepath.Join(dir, name), StrayLogReason(name))
 			}
 		}
 	}
@@ -227,6 +229,24 @@ func (s *segment) openTrusted(cfg *Config, active bool) string {
 		}
 	}
 	return ""
+}
+
+// StrayLogReason explains why a .log file of a partition directory whose
+// name is not a segment's (20 digits, the base offset, then .log) stops
+// the partition from loading. Kafka's loader takes the base offset from
+// the text before the first dot (LogFileUtils.offsetFromFileName) and then
+// opens the segment by its 20-digit name, creating it empty: "40.log"
+// becomes an empty segment at offset 40 beside a file whose records are
+// never read, and a name without a number fails the whole log directory.
+// segfs refuses both, naming the file, rather than lose its records
+// silently; segfs verify reports the same.
+func StrayLogReason(name string) string {
+	stem, _, _ := strings.Cut(filepath.Base(name), ".")
+	if n, err := strconv.ParseInt(stem, 10, 64); err == nil && n >= 0 {
+		return fmt.Sprintf("not a segment file name (20 digits, then .log); Kafka would open an empty %s in its place and never read its records: rename it to that name, or move it out",
+			segmentName(n)+logSuffix)
+	}
+	return "not a segment file name (20 digits, then .log), and no base offset can be read from it: move it out of the partition directory"
 }
 
 func parseSegmentBase(name, suffix string) (int64, bool) {

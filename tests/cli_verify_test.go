@@ -341,3 +341,47 @@ func TestOfflineToolsSkipWhatMountSkips(t *testing.T) {
 		t.Errorf("verify: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 }
+
+// TestShortSegmentName: a segment renamed by hand to a short name
+// ("6.log" for 00000000000000000006.log) holds records that Kafka would
+// never read: its loader takes offset 6 from the name and opens an empty
+// 00000000000000000006.log in its place. segfs used to skip the file
+// silently and delete its indexes as orphans, serving a log that ended at
+// offset 6. Now segfs verify reports it as an error naming the file and
+// the name it should have, and the mount refuses to start, leaving every
+// file as it was.
+func TestShortSegmentName(t *testing.T) {
+	dataDir := t.TempDir()
+	pdir := filepath.Join(dataDir, "orders-0")
+	cliWriteSegment(t, pdir, 0, cliThreeBatches())
+	seg := cliWriteSegment(t, pdir, 6, []cliBatch{
+		{Base: 6, TS: 1700000003000, Values: []string{"six", "seven"}},
+		{Base: 8, TS: 1700000004000, Values: []string{"eight"}},
+	})
+	short := filepath.Join(pdir, "6.log")
+	if err := os.Rename(seg.Log, short); err != nil {
+		t.Fatal(err)
+	}
+	r := cliRun(t, "verify", dataDir)
+	want := "error: " + short + ": not a segment file name (20 digits, then .log); Kafka would open an empty 00000000000000000006.log in its place"
+	if r.Code != 1 || !strings.Contains(r.Stdout, want) {
+		t.Errorf("verify: exit %d; want exit 1 and %q\n%s%s", r.Code, want, r.Stdout, r.Stderr)
+	}
+
+	mnt := t.TempDir()
+	r = cliRun(t, "mount", dataDir, mnt)
+	if r.Code == 0 {
+		t.Cleanup(func() { exec.Command("umount", "-l", mnt).Run() })
+	}
+	if r.Code == 0 || !strings.Contains(r.Stderr, short+": not a segment file name") {
+		t.Errorf("mount: exit %d; want a failure naming %s\n%s%s", r.Code, short, r.Stdout, r.Stderr)
+	}
+	for _, f := range []string{short, seg.Index, seg.TimeIndex} {
+		if _, err := os.Stat(f); err != nil {
+			t.Errorf("after the refused mount: %v", err)
+		}
+	}
+	if _, err := os.Stat(seg.Log); !os.IsNotExist(err) {
+		t.Errorf("the mount created %s: %v", seg.Log, err)
+	}
+}
