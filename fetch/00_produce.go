@@ -45,7 +45,11 @@ import (
 //     client id is Kafka's "__admin_client". segfs keeps committed offsets
 //     in a file of its own (offsets.go), so such a topic only holds data
 //     copied from Kafka, which is served to consumers but not extended.
-//   - Unknown topics are created when auto-creation is on.
+//   - Unknown topics and partitions get UNKNOWN_TOPIC_OR_PARTITION, and
+//     nothing is created: Kafka's Produce handler never creates a topic
+//     (auto-creation happens on Metadata requests, 03_metadata.go, which
+//     producers send before they produce). The topic is looked up first,
+//     before the batch is examined, as Kafka's handleProduceRequest does.
 //   - A duplicate of one of the producer's last 5 batches succeeds with the
 //     original offsets and writes nothing.
 func init() {
@@ -102,6 +106,16 @@ func (s *Server) produce(req *kmsg.ProduceRequest, topic string, rp *kmsg.Produc
 		sp.ErrorCode = kerr.InvalidRequiredAcks.Code
 		return
 	}
+	t, err := s.topic(topic, false)
+	if err != nil {
+		sp.ErrorCode = errorCode(err)
+		return
+	}
+	p, err := t.Partition(rp.Partition)
+	if err != nil {
+		sp.ErrorCode = errorCode(err)
+		return
+	}
 	b := rp.Records
 	if len(b) < batchHeaderSize {
 		sp.ErrorCode = kerr.CorruptMessage.Code
@@ -114,16 +128,6 @@ func (s *Server) produce(req *kmsg.ProduceRequest, topic string, rp *kmsg.Produc
 	}
 	if attrs&attrCodecMask == codecZstd && h.version < 7 {
 		sp.ErrorCode = kerr.UnsupportedCompressionType.Code
-		return
-	}
-	t, err := s.topic(topic, s.cfg.AutoCreateTopics)
-	if err != nil {
-		sp.ErrorCode = errorCode(err)
-		return
-	}
-	p, err := t.Partition(rp.Partition)
-	if err != nil {
-		sp.ErrorCode = errorCode(err)
 		return
 	}
 	if isInternalTopic(topic) && h.clientID != adminClientID {
