@@ -191,8 +191,15 @@ func TestZeroCopy(t *testing.T) {
 			}
 			before := ts.srv.Stats()
 			resp := c.roundTrip(fetchReq(11, "big", 0, 0, 0, 0, 64<<20, 64<<20)).(*kmsg.FetchResponse)
-			after := ts.srv.Stats()
 			recBytes := int64(len(resp.Topics[0].Partitions[0].RecordBatches))
+			// The server counts a sendfile's bytes when the call returns,
+			// which may be after the client has read them all: wait (a
+			// bounded wait, for liveness) until the count covers them.
+			after := ts.srv.Stats()
+			for deadline := time.Now().Add(10 * time.Second); !copyRecords && after.SendfileBytes-before.SendfileBytes < recBytes && time.Now().Before(deadline); {
+				time.Sleep(time.Millisecond)
+				after = ts.srv.Stats()
+			}
 			if len(batchOffsets(resp.Topics[0].Partitions[0].RecordBatches)) != 40 {
 				t.Fatalf("fetched %d batches", len(batchOffsets(resp.Topics[0].Partitions[0].RecordBatches)))
 			}
