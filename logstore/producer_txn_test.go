@@ -1,6 +1,9 @@
 package logstore
 
 import (
+	"fmt"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/segfs/segfs/logstore/record"
@@ -56,5 +59,57 @@ func TestProducerStateOngoingTxn(t *testing.T) {
 
 	if n := ps.expire(1000+1e9, 1); n != 1 || ps.m[7] != nil || ps.m[8] == nil || ps.m[9] == nil {
 		t.Fatalf("expire dropped %d producers, left %v: want only producer 7 gone", n, ps.m)
+	}
+}
+
+// An ongoing transaction known only from a producer snapshot (as Kafka
+// leaves one) bounds the last stable offset and compaction: the cleaner,
+// like Kafka's, cleans nothing at or past the segment holding its first
+// offset, and the state survives segfs's own snapshot at close.
+func TestOngoingTxnFromSnapshotBoundsCompaction(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, newClock())
+	if _, err := s.CreateTopic("c", 1, map[string]string{
+		"cleanup.policy": "compact", "key.separator": "=", "segment.bytes": "1000",
+		"min.cleanable.dirty.ratio": "0", "file.delete.delay.ms": "0",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	p := mustPartition(t, s, "c")
+	for i := 0; len(p.segs) < 4; i++ {
+		if _, _, err := p.AppendLines(fmt.Appendf(nil, "k%d=value %d %s\n", i%3, i, strings.Repeat("z", 20))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var bases []int64
+	for _, sg := range p.segs {
+		bases = append(bases, sg.base)
+	}
+	pdir, leo := p.dir, p.LogEndOffset()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fu := bases[1] + 1
+	ps := producerState{m: map[int64]*producerEntry{99: {epoch: 0, txnFirst: fu,
+		batches: []producerBatch{{firstSeq: 0, lastSeq: 0, firstOff: fu, lastOff: fu, ts: 1}}}}}
+	if err := WriteFileAtomic(filepath.Join(pdir, segmentName(leo)+snapshotSuffix), ps.encode()); err != nil {
+		t.Fatal(err)
+	}
+
+	for round := 0; round < 2; round++ {
+		s = openStore(t, dir, newClock())
+		p = mustPartition(t, s, "c")
+		if got := p.LastStableOffset(); got != fu {
+			t.Fatalf("round %d: last stable offset %d, want %d (log end %d)", round, got, fu, p.LogEndOffset())
+		}
+		if _, err := p.Compact(); err != nil {
+			t.Fatal(err)
+		}
+		if got := p.firstDirty.Load(); got > bases[1] {
+			t.Fatalf("round %d: compaction cleaned up to %d, past the segment at %d holding the open transaction's first offset %d", round, got, bases[1], fu)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
