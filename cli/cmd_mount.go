@@ -90,6 +90,11 @@ func runMount(c *ucli.Context) error {
 			return fmt.Errorf("mount: --advertise: %w", err)
 		}
 	}
+	// Checked here too, not only by the daemon: startDaemon creates the
+	// data directory and its log before the daemon runs.
+	if _, err := cleanupOptions(c); err != nil {
+		return fmt.Errorf("mount: %w", err)
+	}
 	dataDir, err := filepath.Abs(args[0])
 	if err != nil {
 		return fmt.Errorf("mount: %w", err)

@@ -91,12 +91,26 @@ func syncDir(dir string) error {
 	return nil
 }
 
-// dirLock is an exclusive flock on DATA_DIR/.lock holding the owner's pid.
-type dirLock struct{ f *os.File }
+// lockFile, in the data directory, holds the owner's flock and pid.
+const lockFile = ".lock"
 
+// dirLock is an exclusive flock on DATA_DIR/.lock holding the owner's pid.
+type dirLock struct {
+	f       *os.File
+	created bool // this lockDir made the file
+}
+
+// lockDir takes the lock. The pid is written by claim, once Open has
+// checked the directory, so that a refused Open leaves the file as it
+// found it (abandon).
 func lockDir(dir string) (*dirLock, error) {
-	path := filepath.Join(dir, ".lock")
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	path := filepath.Join(dir, lockFile)
+	created := true
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, os.ErrExist) {
+		created = false
+		f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -111,11 +125,24 @@ func lockDir(dir string) (*dirLock, error) {
 		}
 		return nil, fmt.Errorf("%w: %s is held by %s", ErrLocked, dir, who)
 	}
-	// The pid is informational (for the error above); the flock is the lock.
-	if err := f.Truncate(0); err == nil {
-		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	return &dirLock{f: f, created: created}, nil
+}
+
+// claim writes the owner's pid. It is informational (for the error
+// above, and for a second segfs to tell who holds the directory); the
+// flock is the lock.
+func (l *dirLock) claim() {
+	if err := l.f.Truncate(0); err == nil {
+		l.f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
-	return &dirLock{f: f}, nil
+}
+
+// abandon lets the lock go without having claimed it, the file as it
+// was found.
+func (l *dirLock) abandon() {
+	unix.Flock(int(l.f.Fd()), unix.LOCK_UN)
+	l.f.Close()
+	l.f = nil
 }
 
 func (l *dirLock) release() {

@@ -141,17 +141,40 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err := os.MkdirAll(abs, 0o755); err != nil {
 		return nil, err
 	}
+	// Everything that refuses the directory as a whole is checked before
+	// anything in it changes, so that a refused open leaves it as it was:
+	// it used to be found part-way through loading, after the partitions
+	// before it had been loaded (an empty partition directory given its
+	// first segment, leftovers removed), the clean-shutdown marker
+	// deleted (forcing a full recovery next time) and the lock file
+	// written. Without a lock file (a directory segfs never opened), the
+	// check comes before the lock, which creates one; the scan stands if
+	// this Open then creates it, as no other segfs can have had the
+	// directory meanwhile. Otherwise it is (re)done under the lock.
+	var scan *dirScan
+	if _, err := os.Lstat(filepath.Join(abs, lockFile)); errors.Is(err, os.ErrNotExist) {
+		if scan, err = scanDir(abs); err != nil {
+			return nil, err
+		}
+	}
 	lock, err := lockDir(abs)
 	if err != nil {
 		return nil, err
 	}
+	if scan == nil || !lock.created {
+		if scan, err = scanDir(abs); err != nil {
+			lock.abandon()
+			return nil, err
+		}
+	}
+	lock.claim()
 	probe, err := openSyncProbe(abs)
 	if err != nil {
 		lock.release()
 		return nil, err
 	}
 	s := &Store{dir: abs, opts: opts, log: opts.Logger, lock: lock, probe: probe, topics: map[string]*Topic{}, stop: make(chan struct{}), kicks: make(chan writebackKick, 64)}
-	if err := s.load(); err != nil {
+	if err := s.load(scan); err != nil {
 		s.closeTopics(false)
 		probe.close()
 		lock.release()
@@ -230,7 +253,60 @@ func (s *Store) Dir() string { return s.dir }
 // added, a checkpoint rewritten). The zero time if it cannot be read.
 func (s *Store) DirModTime() time.Time { return dirModTime(s.dir) }
 
-func (s *Store) load() error {
+// dirScan is what Open reads of a data directory before it changes
+// anything: the topics file and the partition directories, by topic, each
+// numbered 0..N-1.
+type dirScan struct {
+	doc   topicsDoc
+	parts map[string][]int32 // sorted
+	names []string           // topic names, sorted
+}
+
+// scanDir reads dir's topics file and lists its partition directories,
+// changing nothing, and fails on what makes the whole directory unusable:
+// a topics file that does not parse, a topic whose partition directories
+// have a gap.
+func scanDir(dir string) (*dirScan, error) {
+	sc := &dirScan{parts: map[string][]int32{}}
+	if b, err := os.ReadFile(filepath.Join(dir, topicsFile)); err == nil {
+		if err := json.Unmarshal(b, &sc.doc); err != nil {
+			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, topicsFile), err)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range ents {
+		if !IsDirEntryDir(dir, e) {
+			continue
+		}
+		topic, n, ok := parsePartitionDir(e.Name())
+		if !ok {
+			continue
+		}
+		sc.parts[topic] = append(sc.parts[topic], n)
+	}
+	for name := range sc.parts {
+		sc.names = append(sc.names, name)
+	}
+	sort.Strings(sc.names)
+	for _, name := range sc.names {
+		nums := sc.parts[name]
+		sort.Slice(nums, func(i, j int) bool { return nums[i] < nums[j] })
+		for i, n := range nums {
+			if int32(i) != n {
+				return nil, fmt.Errorf("%s: topic %s: partition directory %s-%d is missing (found %s); a topic's partitions must be numbered from 0 without gaps",
+					dir, name, name, i, partitionDirList(name, nums))
+			}
+		}
+	}
+	return sc, nil
+}
+
+func (s *Store) load(scan *dirScan) error {
 	marker := filepath.Join(s.dir, cleanShutdownFile)
 	_, err := os.Stat(marker)
 	clean := err == nil
@@ -264,14 +340,7 @@ func (s *Store) load() error {
 		s.log.Warn("unreadable cleaner checkpoint; compaction restarts from the log start", "err", err)
 		cleaner = map[tp]int64{}
 	}
-	var doc topicsDoc
-	if b, err := os.ReadFile(filepath.Join(s.dir, topicsFile)); err == nil {
-		if err := json.Unmarshal(b, &doc); err != nil {
-			return fmt.Errorf("%s: %w", filepath.Join(s.dir, topicsFile), err)
-		}
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
+	doc := scan.doc
 	if b, err := os.ReadFile(filepath.Join(s.dir, producerIDFile)); err == nil {
 		if n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil {
 			// Ids below the saved cap may have been handed out.
@@ -279,29 +348,8 @@ func (s *Store) load() error {
 		}
 	}
 
-	ents, err := os.ReadDir(s.dir)
-	if err != nil {
-		return err
-	}
-	parts := map[string][]int32{}
-	for _, e := range ents {
-		if !IsDirEntryDir(s.dir, e) {
-			continue
-		}
-		topic, n, ok := parsePartitionDir(e.Name())
-		if !ok {
-			continue
-		}
-		parts[topic] = append(parts[topic], n)
-	}
-	names := make([]string, 0, len(parts))
-	for name := range parts {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		nums := parts[name]
-		sort.Slice(nums, func(i, j int) bool { return nums[i] < nums[j] })
+	for _, name := range scan.names {
+		nums := scan.parts[name]
 		td := doc.Topics[name]
 		t := &Topic{store: s, name: name, overrides: td.Overrides}
 		if t.overrides == nil {
@@ -321,11 +369,7 @@ func (s *Store) load() error {
 		} else {
 			t.id = newTopicID()
 		}
-		for i, n := range nums {
-			if int32(i) != n {
-				return fmt.Errorf("%s: topic %s: partition directory %s-%d is missing (found %s); a topic's partitions must be numbered from 0 without gaps",
-					s.dir, name, name, i, partitionDirList(name, nums))
-			}
+		for _, n := range nums {
 			key := tp{name, n}
 			rp, ok := recovery[key]
 			if !ok {

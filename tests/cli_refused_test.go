@@ -1,0 +1,148 @@
+package tests
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// cliDirSnapshot describes every file and directory under dir (type,
+// mode, size, mtime, content hash), except the daemon's log, which a
+// refused `segfs mount` appends its reason to.
+func cliDirSnapshot(t *testing.T, dir string) string {
+	t.Helper()
+	var lines []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		if rel == "segfs-mount.out" {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		line := fmt.Sprintf("%s %v size=%d mtime=%d", rel, fi.Mode(), fi.Size(), fi.ModTime().UnixNano())
+		if fi.Mode().IsRegular() {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			line += fmt.Sprintf(" sha=%x", sha256.Sum256(b))
+		}
+		lines = append(lines, line)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+// cliRefused runs segfs (under timeout), expects it to fail saying want,
+// and leaves nothing mounted on mp if it did not.
+func cliRefused(t *testing.T, mp, want string, args ...string) {
+	t.Helper()
+	out, err := exec.Command("timeout", append([]string{"-k", "5", "60", segfsBin}, args...)...).CombinedOutput()
+	if mp != "" && mntIsMounted(mp) {
+		exec.Command("umount", "-l", mp).Run()
+		t.Fatalf("segfs %q mounted %s; want it refused saying %q", args, mp, want)
+	}
+	if err == nil || !strings.Contains(string(out), want) {
+		t.Fatalf("segfs %q: %v %q; want it refused saying %q", args, err, out, want)
+	}
+}
+
+// TestRefusedMountLeavesDataDir: a `segfs mount` or `segfs serve` that
+// refuses a data directory leaves it as it was. A topic with a gap in its
+// partition directories was found only after the topics before it had
+// been loaded: an empty partition directory had been given its first
+// segment, the clean-shutdown marker deleted (so the next mount recovered
+// every segment) and the lock file rewritten; a topics file that did not
+// parse, likewise after the marker was gone. Flags the daemon refused
+// came after the data directory and its log had been created.
+func TestRefusedMountLeavesDataDir(t *testing.T) {
+	m := mntNew(t)
+	m.ok(`mkdir "$M/u" && seq 3 >> "$M/u/0/data"`)
+	m.unmount()
+	data := m.data
+	if _, err := os.Stat(filepath.Join(data, ".kafka_cleanshutdown")); err != nil {
+		t.Fatalf("no clean-shutdown marker after umount: %v", err)
+	}
+	// A new, empty partition directory that sorts first, and no lock
+	// file (a Kafka log directory segfs never opened has none).
+	if err := os.Mkdir(filepath.Join(data, "a-0"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(data, ".lock"))
+	mp := filepath.Join(t.TempDir(), "mnt")
+	os.Mkdir(mp, 0o755)
+	t.Cleanup(func() {
+		if mntIsMounted(mp) {
+			exec.Command("umount", "-l", mp).Run()
+		}
+	})
+	refusedAll := func(want string) {
+		t.Helper()
+		before := cliDirSnapshot(t, data)
+		for _, args := range [][]string{
+			{"mount", data, mp},
+			{"mount", "--foreground", data, mp},
+			{"serve", "--listen", "127.0.0.1:0", data},
+		} {
+			cliRefused(t, mp, want, args...)
+			if after := cliDirSnapshot(t, data); after != before {
+				t.Fatalf("segfs %q refused the data directory but changed it:\n--- before\n%s\n--- after\n%s", args, before, after)
+			}
+		}
+	}
+
+	// Partition directories u-0 and u-2: u-1 is missing.
+	gap := filepath.Join(data, "u-2")
+	if err := os.Mkdir(gap, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	refusedAll("partition directory u-1 is missing")
+	os.Remove(gap)
+
+	topics := filepath.Join(data, "segfs-topics.json")
+	good, err := os.ReadFile(topics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(topics, []byte("{not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	refusedAll("segfs-topics.json")
+	if err := os.WriteFile(topics, good, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// Refused flags: a data directory that does not exist is not created.
+	missing := filepath.Join(t.TempDir(), "missing")
+	for _, args := range [][]string{
+		{"mount", "--cleaner-buffer-size", "10", missing, mp},
+		{"mount", "--retention-check-interval", "0s", missing, mp},
+		{"mount", missing, filepath.Join(mp, "nonexistent")},
+	} {
+		cliRefused(t, mp, "", args...)
+		if _, err := os.Stat(missing); err == nil {
+			t.Fatalf("segfs %q was refused but created %s", args, missing)
+		}
+	}
+
+	// Once fixed, the directory mounts.
+	again := mntAt(t, data)
+	if got := again.ok(`cat "$M/u/0/data"; ls "$M"`); got != "1\n2\n3\na\nu\n" {
+		t.Fatalf("after the refusals: %q", got)
+	}
+}
