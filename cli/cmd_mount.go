@@ -358,9 +358,6 @@ func mountForeground(c *ucli.Context, dataDir, mp string, ready *os.File) error 
 	opts.Logger, opts.DefaultPartitions = logger, c.Int("partitions")
 	store, err := openStore(dataDir, opts, logger)
 	if err != nil {
-		if errors.Is(err, logstore.ErrLocked) {
-			return fmt.Errorf("data directory %s is in use by another process: %w", dataDir, err)
-		}
 		return err
 	}
 	srv, err := segfs.Mount(store, mp, segfs.Options{Logger: logger, Debug: c.Bool("debug"), AllowOther: c.Bool("allow-other")})
@@ -457,7 +454,7 @@ func openStore(dataDir string, opts logstore.Options, logger *slog.Logger) (*log
 			if waited && err == nil {
 				logger.Info("the previous owner released the data directory", "data", dataDir)
 			}
-			return store, err
+			return store, describeHolder(err)
 		}
 		if !waited {
 			logger.Info("data directory held by a segfs that is shutting down; waiting for it", "data", dataDir, "err", err, "for", lockWait)
@@ -475,17 +472,42 @@ func holderLeaving(dataDir string) bool {
 	if serving, err := segfs.ServesDir(dataDir); err != nil || serving {
 		return false
 	}
-	b, err := os.ReadFile(filepath.Join(dataDir, ".lock"))
-	pid := strings.TrimSpace(string(b))
-	if err != nil || pid == "" {
+	pid := logstore.LockHolder(dataDir)
+	if pid == 0 {
 		return true // emptied by the holder as it unlocks
 	}
-	cmdline, err := os.ReadFile(filepath.Join("/proc", pid, "cmdline"))
-	if err != nil {
+	args := procArgs(pid)
+	if args == nil {
 		return true // gone meanwhile, emptied while unlocking, or not visible here
 	}
-	args := strings.Split(string(cmdline), "\x00")
 	return !(len(args) > 1 && args[1] == "serve")
+}
+
+// procArgs returns pid's command line, nil if it cannot be read.
+func procArgs(pid int) []string {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+	if err != nil || len(b) == 0 {
+		return nil
+	}
+	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+}
+
+// describeHolder adds to a LockedError what the holder is ("segfs serve",
+// "segfs mount"), from its command line.
+func describeHolder(err error) error {
+	var le *logstore.LockedError
+	if !errors.As(err, &le) || le.PID <= 0 {
+		return err
+	}
+	args := procArgs(le.PID)
+	if args == nil {
+		return err
+	}
+	what := filepath.Base(args[0])
+	if what == "segfs" && len(args) > 1 && (args[1] == "mount" || args[1] == "serve") {
+		what += " " + args[1]
+	}
+	return fmt.Errorf("%w (%s)", err, what)
 }
 
 // startFetch serves the Kafka protocol on ln (nil: --kafka-listen was not

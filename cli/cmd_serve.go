@@ -101,7 +101,7 @@ func runServe(c *ucli.Context) error {
 	store, err := logstore.Open(dir, opts)
 	if err != nil {
 		ln.Close()
-		return fmt.Errorf("serve: %w", err)
+		return fmt.Errorf("serve: %w", describeHolder(err))
 	}
 	srv := fetch.New(store, fetch.Config{
 		Advertise:        c.String("advertise"),

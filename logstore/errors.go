@@ -46,6 +46,23 @@ func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
 
 func (e *CorruptError) Unwrap() error { return e.Err }
 
+// LockedError is Open's error for a data directory another process holds
+// (its lock file names the holder's pid). It matches ErrLocked.
+type LockedError struct {
+	Dir string
+	PID int // 0: not recorded
+}
+
+func (e *LockedError) Error() string {
+	if e.PID <= 0 {
+		return fmt.Sprintf("data directory %s is in use by another process", e.Dir)
+	}
+	return fmt.Sprintf("data directory %s is in use by process %d", e.Dir, e.PID)
+}
+
+// Is makes errors.Is(err, ErrLocked) true.
+func (e *LockedError) Is(target error) bool { return target == ErrLocked }
+
 // fencedError carries the error that fenced a partition, so callers can
 // still see the cause (ENOSPC, EIO, EROFS) through errors.Is.
 type fencedError struct{ cause error }

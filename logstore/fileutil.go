@@ -115,17 +115,30 @@ func lockDir(dir string) (*dirLock, error) {
 		return nil, err
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		holder, _ := os.ReadFile(path)
 		f.Close()
-		who := strings.TrimSpace(string(holder))
-		if who == "" {
-			who = "another process"
-		} else {
-			who = "process " + who
-		}
-		return nil, fmt.Errorf("%w: %s is held by %s", ErrLocked, dir, who)
+		return nil, &LockedError{Dir: dir, PID: LockHolder(dir)}
 	}
 	return &dirLock{f: f, created: created}, nil
+}
+
+// LockHolder returns the pid that dir's lock file names: the process
+// holding the directory, or 0 when none is recorded (the file is emptied
+// as its holder lets go). It reads the file without locking it. A holder
+// killed with SIGKILL leaves its pid behind, and its lock released.
+func LockHolder(dir string) int {
+	b, err := os.ReadFile(filepath.Join(dir, lockFile))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	pid, err := strconv.Atoi(f[0])
+	if err != nil || pid <= 0 {
+		return 0
+	}
+	return pid
 }
 
 // claim writes the owner's pid. It is informational (for the error

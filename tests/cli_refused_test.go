@@ -146,3 +146,36 @@ func TestRefusedMountLeavesDataDir(t *testing.T) {
 		t.Fatalf("after the refusals: %q", got)
 	}
 }
+
+// TestLockedDataDirMessage: `segfs mount` and `segfs serve` of a data
+// directory another segfs holds say so in one sentence naming the
+// directory, the holder's pid and what it is. mount said it twice: "data
+// directory D is in use by another process: data directory is locked: D
+// is held by process P".
+func TestLockedDataDirMessage(t *testing.T) {
+	m := mntNew(t)
+	other := filepath.Join(t.TempDir(), "mnt")
+	os.Mkdir(other, 0o755)
+	t.Cleanup(func() {
+		if mntIsMounted(other) {
+			exec.Command("umount", "-l", other).Run()
+		}
+	})
+	sentence := fmt.Sprintf("data directory %s is in use by process %d (segfs mount)\n", m.data, m.pid)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"mount", m.data, other}, "segfs: " + sentence},
+		{[]string{"mount", "--foreground", m.data, other}, "segfs: mount: " + sentence},
+		{[]string{"serve", "--listen", "127.0.0.1:0", m.data}, "segfs: serve: " + sentence},
+	} {
+		var stderr strings.Builder
+		cmd := exec.Command("timeout", append([]string{"-k", "5", "60", segfsBin}, tc.args...)...)
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		if err == nil || stderr.String() != tc.want {
+			t.Errorf("segfs %q: %v, stderr %q; want %q", tc.args, err, stderr.String(), tc.want)
+		}
+	}
+}
