@@ -30,6 +30,9 @@ type kafkaServer struct {
 	log  *bytes.Buffer // stderr
 	mu   *sync.Mutex   // guards log while the process writes it
 	done chan error
+	// exited is closed once the process has been waited for: stop must
+	// not look at cmd.ProcessState, which Wait sets in another goroutine.
+	exited chan struct{}
 }
 
 type lockedWriter struct {
@@ -53,7 +56,7 @@ func kafkaServe(t testing.TB, data string, extra ...string) *kafkaServer {
 	}
 	args := append([]string{"serve", data, "--listen", "127.0.0.1:0"}, extra...)
 	cmd := exec.Command(segfsBin, args...)
-	s := &kafkaServer{t: t, data: data, cmd: cmd, log: new(bytes.Buffer), mu: new(sync.Mutex), done: make(chan error, 1)}
+	s := &kafkaServer{t: t, data: data, cmd: cmd, log: new(bytes.Buffer), mu: new(sync.Mutex), done: make(chan error, 1), exited: make(chan struct{})}
 	cmd.Stderr = lockedWriter{s.mu, s.log}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -71,7 +74,9 @@ func kafkaServe(t testing.TB, data string, extra ...string) *kafkaServer {
 			}
 		}
 		close(addrc)
-		s.done <- cmd.Wait()
+		err := cmd.Wait()
+		close(s.exited)
+		s.done <- err
 	}()
 	t.Cleanup(func() { s.stop() })
 	select {
@@ -94,8 +99,10 @@ func (s *kafkaServer) stderr() string {
 
 // stop sends SIGTERM and waits for a clean exit (idempotent).
 func (s *kafkaServer) stop() {
-	if s.cmd.ProcessState != nil || s.cmd.Process == nil {
+	select {
+	case <-s.exited:
 		return
+	default:
 	}
 	s.cmd.Process.Signal(syscall.SIGTERM)
 	select {
