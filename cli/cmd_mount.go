@@ -216,7 +216,7 @@ func checkMountpoint(mp string, w io.Writer) error {
 // after the mount gets the mounted root instead, locks that, and its
 // second checkMountpoint sees the mount. Held until the daemon exited, it
 // failed `umount M && segfs mount D M` while the old daemon was still
-// closing its store, which the new one waits for (openStore).
+// closing its store, which the new one waits for (holderWait).
 func lockMountpoint(mp string) (*os.File, error) {
 	f, err := os.Open(mp)
 	if err != nil {
@@ -344,9 +344,10 @@ func mountForeground(c *ucli.Context, dataDir, mp string, ready *os.File) error 
 	// Bind --kafka-listen before anything else: a port in use must fail
 	// the mount before recovery runs and before the filesystem is mounted
 	// (it used to be mounted, then unmounted again).
+	wait := newHolderWait(dataDir, logger)
 	var ln net.Listener
 	if addr := c.String("kafka-listen"); addr != "" {
-		if ln, err = net.Listen("tcp", addr); err != nil {
+		if ln, err = wait.listen(addr); err != nil {
 			return fmt.Errorf("--kafka-listen: %w", err)
 		}
 		defer func() {
@@ -356,7 +357,7 @@ func mountForeground(c *ucli.Context, dataDir, mp string, ready *os.File) error 
 		}()
 	}
 	opts.Logger, opts.DefaultPartitions = logger, c.Int("partitions")
-	store, err := openStore(dataDir, opts, logger)
+	store, err := openStore(dataDir, opts, wait)
 	if err != nil {
 		return err
 	}
@@ -385,6 +386,7 @@ func mountForeground(c *ucli.Context, dataDir, mp string, ready *os.File) error 
 	var waitFor time.Duration // for Wait, below
 	if abandoned != nil {
 		logger.Warn("the segfs mount command that started this daemon is gone; unmounting", "mountpoint", mp)
+		store.MarkClosing()
 		// Nobody has been told the mount exists: no grace for open
 		// files, a second for the unmount itself.
 		if err := srv.Unmount(time.Second); err != nil {
@@ -392,7 +394,7 @@ func mountForeground(c *ucli.Context, dataDir, mp string, ready *os.File) error 
 		}
 		waitFor = time.Second
 	} else {
-		waitFor = serveUntilStopped(srv, sigc, c.Duration("unmount-grace"), logger)
+		waitFor = serveUntilStopped(srv, store, sigc, c.Duration("unmount-grace"), logger)
 	}
 	stopFetch()
 	// Wait returns at once after a clean unmount. After a lazy detach
@@ -413,10 +415,13 @@ func mountForeground(c *ucli.Context, dataDir, mp string, ready *os.File) error 
 // serveUntilStopped serves until a signal or an umount and returns how
 // long to give Wait afterwards: Wait appends the unfinished lines of
 // handles the kernel never released and stops the notifier.
-func serveUntilStopped(srv *segfs.Server, sigc <-chan os.Signal, grace time.Duration, logger *slog.Logger) time.Duration {
+func serveUntilStopped(srv *segfs.Server, store *logstore.Store, sigc <-chan os.Signal, grace time.Duration, logger *slog.Logger) time.Duration {
 	select {
 	case sig := <-sigc:
 		logger.Info("signal received; unmounting", "signal", sig.String())
+		// Before the unmount, which can take the grace: a mount
+		// started meanwhile waits for this one instead of refusing.
+		store.MarkClosing()
 		if err := srv.Unmount(grace); err != nil {
 			logger.Error("unmount", "err", err)
 		}
@@ -429,50 +434,121 @@ func serveUntilStopped(srv *segfs.Server, sigc <-chan os.Signal, grace time.Dura
 		return time.Second
 	case <-srv.Done():
 		logger.Info("unmounted by the user")
+		store.MarkClosing()
 		return grace + time.Second
 	}
 }
 
-// lockWait bounds how long a mount waits for a daemon that is shutting
-// down to let go of the data directory (openStore).
+// lockWait bounds how long a mount or serve waits for a segfs that is
+// shutting down to let go of the data directory (holderWait).
 const lockWait = 30 * time.Second
 
-// openStore opens the data directory for a mount. umount(8) returns once
-// the kernel has detached the mount, while its daemon is still closing the
-// store (the fetch server, the last appends, checkpoints, fsyncs: a second
-// or more with many partitions) and holds the lock until it exits, so
-// `umount M && segfs mount D M` found D locked about one time in ten even
-// for a small D. While the lock's holder serves no mount of D and is not
-// `segfs serve`, it is taken to be such a daemon, and the lock is tried
-// again for up to lockWait. A holder still serving fails at once.
-func openStore(dataDir string, opts logstore.Options, logger *slog.Logger) (*logstore.Store, error) {
-	deadline := time.Now().Add(lockWait)
-	waited := false
+// markGrace is how long a holder that is alive and not (yet) marked as
+// closing is given to mark itself before it is taken to be serving: a
+// restart right after `kill -TERM $old` can look before the old process
+// has handled the signal. It only delays the refusal of a second segfs
+// beside a live one.
+const markGrace = time.Second
+
+// holderWait decides, for a mount or serve starting on a data directory
+// another process holds, whether to wait for that process to let go.
+//
+// umount(8) returns once the kernel has detached the mount, while its
+// daemon is still closing the store (the fetch server, the last appends,
+// checkpoints, fsyncs: a second or more with many partitions) and holds
+// the lock until it exits, so `umount M && segfs mount D M` found D
+// locked about one time in ten even for a small D; `segfs serve`
+// restarted right after a SIGTERM to the running one found it locked, and
+// its --listen address still bound, every time. A holder on its way out
+// (holderLeaving) is waited for, up to lockWait; one still serving is
+// refused, after markGrace.
+type holderWait struct {
+	dataDir string
+	logger  *slog.Logger
+	start   time.Time
+	waited  bool
+}
+
+func newHolderWait(dataDir string, logger *slog.Logger) *holderWait {
+	return &holderWait{dataDir: dataDir, logger: logger, start: time.Now()}
+}
+
+// again reports whether to try again, having slept a moment; why is what
+// failed (the lock, or the address the holder listens on).
+func (w *holderWait) again(why error) bool {
+	elapsed := time.Since(w.start)
+	leaving := holderLeaving(w.dataDir)
+	if elapsed > lockWait || (!leaving && elapsed > markGrace) {
+		return false
+	}
+	if leaving && !w.waited {
+		w.logger.Info("data directory held by a segfs that is shutting down; waiting for it", "data", w.dataDir, "err", why, "for", lockWait)
+		w.waited = true
+	}
+	time.Sleep(50 * time.Millisecond)
+	return true
+}
+
+// done logs that the wait ended well.
+func (w *holderWait) done() {
+	if w.waited {
+		w.logger.Info("the previous owner released the data directory", "data", w.dataDir)
+	}
+}
+
+// listen binds addr. An address in use while a live process holds the
+// data directory may be that process's, on its way out (a restart with
+// the same --listen): it is retried as holderWait says. Otherwise it fails
+// at once, before the data directory is opened.
+func (w *holderWait) listen(addr string) (net.Listener, error) {
+	for {
+		ln, err := net.Listen("tcp", addr)
+		if err == nil || !errors.Is(err, syscall.EADDRINUSE) {
+			if err == nil {
+				w.done()
+			}
+			return ln, err
+		}
+		pid, _ := logstore.LockHolder(w.dataDir)
+		if pid == 0 || procArgs(pid) == nil || !w.again(err) {
+			return nil, err
+		}
+	}
+}
+
+// openStore opens the data directory, waiting as holderWait says for a
+// holder on its way out.
+func openStore(dataDir string, opts logstore.Options, w *holderWait) (*logstore.Store, error) {
 	for {
 		store, err := logstore.Open(dataDir, opts)
-		if err == nil || !errors.Is(err, logstore.ErrLocked) || time.Now().After(deadline) || !holderLeaving(dataDir) {
-			if waited && err == nil {
-				logger.Info("the previous owner released the data directory", "data", dataDir)
+		if err == nil {
+			w.done()
+			return store, nil
+		}
+		if !errors.Is(err, logstore.ErrLocked) || !w.again(err) {
+			err = describeHolder(err)
+			if w.waited {
+				err = fmt.Errorf("%w; waited %s for it to exit", err, lockWait)
 			}
-			return store, describeHolder(err)
+			return nil, err
 		}
-		if !waited {
-			logger.Info("data directory held by a segfs that is shutting down; waiting for it", "data", dataDir, "err", err, "for", lockWait)
-			waited = true
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 
 // holderLeaving reports whether the process holding dataDir's lock looks
-// like a daemon on its way out: no segfs mount of dataDir is left in this
-// mount namespace, and the holder (the pid in the lock file) is not
-// `segfs serve`, which holds a data directory without mounting it.
+// like a segfs on its way out: it marked itself closing
+// (Store.MarkClosing); or no segfs mount of dataDir is left in this mount
+// namespace and the holder is not `segfs serve`, which holds a data
+// directory without mounting it (a mount daemon of an older segfs, which
+// did not mark itself, after umount).
 func holderLeaving(dataDir string) bool {
+	pid, closing := logstore.LockHolder(dataDir)
+	if closing {
+		return true
+	}
 	if serving, err := segfs.ServesDir(dataDir); err != nil || serving {
 		return false
 	}
-	pid := logstore.LockHolder(dataDir)
 	if pid == 0 {
 		return true // emptied by the holder as it unlocks
 	}

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -16,7 +15,6 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/segfs/segfs/fetch"
-	"github.com/segfs/segfs/logstore"
 )
 
 // serveShutdownTimeout bounds how long a signalled server waits for
@@ -34,7 +32,9 @@ franz-go, librdkafka, sarama, kafka-go, ...) list topics, produce, consume
 with explicit partition assignment, query offsets by time and commit
 offsets. Record bytes go from the segment files to the socket with
 sendfile(2). The data directory is locked: stop a mount of it first, or use
-"segfs mount --kafka-listen" to serve a mounted directory.
+"segfs mount --kafka-listen" to serve a mounted directory. A segfs that holds
+it and is shutting down (a restart right after "kill -TERM" of the old
+server) is waited for, up to 30 s, together with the address it listened on.
 
 Prints "listening on HOST:PORT" once it accepts connections (useful with
 port 0). SIGINT, SIGTERM or SIGHUP stop it gracefully.
@@ -85,8 +85,10 @@ func runServe(c *ucli.Context) error {
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	// Listen first: a port in use fails at once, not after recovery.
-	ln, err := net.Listen("tcp", c.String("listen"))
+	// Listen first: a port in use fails at once, not after recovery
+	// (unless a segfs on its way out still holds it: holderWait).
+	wait := newHolderWait(dir, logger)
+	ln, err := wait.listen(c.String("listen"))
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
@@ -98,10 +100,10 @@ func runServe(c *ucli.Context) error {
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	opts.Logger, opts.DefaultPartitions = logger, c.Int("partitions")
-	store, err := logstore.Open(dir, opts)
+	store, err := openStore(dir, opts, wait)
 	if err != nil {
 		ln.Close()
-		return fmt.Errorf("serve: %w", describeHolder(err))
+		return fmt.Errorf("serve: %w", err)
 	}
 	srv := fetch.New(store, fetch.Config{
 		Advertise:        c.String("advertise"),
@@ -121,6 +123,9 @@ func runServe(c *ucli.Context) error {
 	case serveErr = <-served:
 		served <- nil // Shutdown below still waits for it
 	}
+	// A segfs started on the directory from now on (a restart that did
+	// not wait for this one to exit) waits for it instead of refusing.
+	store.MarkClosing()
 	sctx, cancel := context.WithTimeout(context.Background(), serveShutdownTimeout)
 	defer cancel()
 	shutErr := srv.Shutdown(sctx)

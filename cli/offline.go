@@ -827,12 +827,9 @@ func lockHolder(dataDir string) (held bool, who string) {
 	defer f.Close()
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			b, _ := io.ReadAll(io.LimitReader(f, 64))
-			who = strings.TrimSpace(string(b))
-			if who == "" {
-				who = "another process"
-			} else {
-				who = "pid " + who
+			who = "another process"
+			if pid, _ := logstore.LockHolder(dataDir); pid > 0 {
+				who = "pid " + strconv.Itoa(pid)
 			}
 			return true, who
 		}

@@ -49,13 +49,17 @@ func (e *CorruptError) Unwrap() error { return e.Err }
 // LockedError is Open's error for a data directory another process holds
 // (its lock file names the holder's pid). It matches ErrLocked.
 type LockedError struct {
-	Dir string
-	PID int // 0: not recorded
+	Dir     string
+	PID     int  // 0: not recorded
+	Closing bool // the holder has begun to shut down (Store.MarkClosing)
 }
 
 func (e *LockedError) Error() string {
 	if e.PID <= 0 {
 		return fmt.Sprintf("data directory %s is in use by another process", e.Dir)
+	}
+	if e.Closing {
+		return fmt.Sprintf("data directory %s is in use by process %d, which is shutting down", e.Dir, e.PID)
 	}
 	return fmt.Sprintf("data directory %s is in use by process %d", e.Dir, e.PID)
 }

@@ -96,9 +96,14 @@ const lockFile = ".lock"
 
 // dirLock is an exclusive flock on DATA_DIR/.lock holding the owner's pid.
 type dirLock struct {
+	mu      sync.Mutex // guards f against markClosing racing release
 	f       *os.File
 	created bool // this lockDir made the file
 }
+
+// closingMark follows the pid in the lock file once the holder has begun
+// to shut down (markClosing).
+const closingMark = "closing"
 
 // lockDir takes the lock. The pid is written by claim, once Open has
 // checked the directory, so that a refused Open leaves the file as it
@@ -116,29 +121,31 @@ func lockDir(dir string) (*dirLock, error) {
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
-		return nil, &LockedError{Dir: dir, PID: LockHolder(dir)}
+		pid, closing := LockHolder(dir)
+		return nil, &LockedError{Dir: dir, PID: pid, Closing: closing}
 	}
 	return &dirLock{f: f, created: created}, nil
 }
 
 // LockHolder returns the pid that dir's lock file names: the process
 // holding the directory, or 0 when none is recorded (the file is emptied
-// as its holder lets go). It reads the file without locking it. A holder
+// as its holder lets go); and whether that holder has begun to shut down
+// (Store.MarkClosing). It reads the file without locking it. A holder
 // killed with SIGKILL leaves its pid behind, and its lock released.
-func LockHolder(dir string) int {
+func LockHolder(dir string) (pid int, closing bool) {
 	b, err := os.ReadFile(filepath.Join(dir, lockFile))
 	if err != nil {
-		return 0
+		return 0, false
 	}
 	f := strings.Fields(string(b))
 	if len(f) == 0 {
-		return 0
+		return 0, false
 	}
-	pid, err := strconv.Atoi(f[0])
+	pid, err = strconv.Atoi(f[0])
 	if err != nil || pid <= 0 {
-		return 0
+		return 0, false
 	}
-	return pid
+	return pid, len(f) > 1 && f[1] == closingMark
 }
 
 // claim writes the owner's pid. It is informational (for the error
@@ -158,8 +165,23 @@ func (l *dirLock) abandon() {
 	l.f = nil
 }
 
+// markClosing adds closingMark after the pid. The content only grows, so
+// a reader sees the pid throughout.
+func (l *dirLock) markClosing() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f != nil {
+		l.f.WriteAt([]byte(strconv.Itoa(os.Getpid())+" "+closingMark+"\n"), 0)
+	}
+}
+
 func (l *dirLock) release() {
-	if l == nil || l.f == nil {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
 		return
 	}
 	l.f.Truncate(0)

@@ -773,6 +773,13 @@ func (s *Store) runCleanup(kind string, pass func(*Partition) (CleanupStats, err
 	}
 }
 
+// MarkClosing records in the lock file that this process has begun to
+// shut down, for a segfs started meanwhile on the directory (a restart
+// that did not wait for this one to exit) to wait for the lock rather
+// than refuse the directory (LockHolder). The store keeps working until
+// Close.
+func (s *Store) MarkClosing() { s.lock.markClosing() }
+
 // Close flushes every partition, trims indexes, writes checkpoints and the
 // clean-shutdown marker, and releases the lock.
 func (s *Store) Close() error {

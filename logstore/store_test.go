@@ -288,6 +288,29 @@ func TestLockedDataDir(t *testing.T) {
 	}
 }
 
+// TestLockHolderClosing: the lock file names the holder, and says once
+// it has begun to shut down (MarkClosing), for a segfs started meanwhile
+// to wait for it; Close empties it.
+func TestLockHolderClosing(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, nil)
+	if pid, closing := LockHolder(dir); pid != os.Getpid() || closing {
+		t.Fatalf("open store: LockHolder %d %v", pid, closing)
+	}
+	s.MarkClosing()
+	_, err := Open(dir, Options{})
+	var le *LockedError
+	if !errors.As(err, &le) || le.PID != os.Getpid() || !le.Closing || !strings.Contains(err.Error(), "shutting down") {
+		t.Fatalf("open beside a closing store: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if pid, closing := LockHolder(dir); pid != 0 || closing {
+		t.Fatalf("closed store: LockHolder %d %v", pid, closing)
+	}
+}
+
 // buildState appends batches and returns the expected text after each
 // batch plus the byte position of each batch in the single segment.
 func buildState(t *testing.T, dir string, batches int) (texts []string, positions []int64) {
