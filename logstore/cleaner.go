@@ -134,7 +134,7 @@ func (p *Partition) Compact() (CleanupStats, error) {
 			if end > max(s.base, firstDirty) { // a batch of s went in
 				rewrite = i + 1
 			}
-			p.store.log.Warn("cleaner offset map full; cleaning part of the dirty log", "partition", p.name(), "end", end)
+			p.log().Warn("cleaner offset map full; cleaning part of the dirty log", "end", end)
 			break
 		}
 		if err != nil {

@@ -22,7 +22,7 @@ func (s *Store) loadPartition(t *Topic, n int32, clean bool, recoveryPoint, logS
 	dir := filepath.Join(s.dir, fmt.Sprintf("%s-%d", t.name, n))
 	p := newPartition(s, t, n, dir)
 	cfg := t.cfg.Load()
-	log := s.log.With("partition", p.name())
+	log := p.log()
 
 	if err := completeSwaps(dir, log); err != nil {
 		return nil, err

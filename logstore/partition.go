@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -143,6 +144,13 @@ func releaseAll(segs []*segment) {
 }
 
 func (p *Partition) name() string { return fmt.Sprintf("%s-%d", p.topic.name, p.num) }
+
+// log is the store's logger with p named as every log line of segfs names
+// a partition (fs, fetch): topic=T partition=N. Lines here said
+// partition=T-N, so one grep could not find a partition's lines.
+func (p *Partition) log() *slog.Logger {
+	return p.store.log.With("topic", p.topic.name, "partition", p.num)
+}
 
 // AppendLines appends text (complete '\n'-terminated lines only) as one
 // batch (several if it exceeds max.message.bytes per batch), one record per
@@ -361,7 +369,7 @@ func (p *Partition) appendLocked(b []byte, h *record.Header, st record.TextStats
 func (p *Partition) failLocked(err error) error {
 	if p.fenceErr == nil {
 		p.fenceErr = err
-		p.store.log.Error("partition fenced", "partition", p.name(), "err", err)
+		p.log().Error("partition fenced", "err", err)
 	}
 	return &fencedError{cause: err}
 }
@@ -423,7 +431,7 @@ func (p *Partition) rollLocked(reason string, cfg *Config) error {
 	p.recoveryPoint.Store(ns.base)
 	p.store.markDirty()
 	p.producers.snapshotIfDirty(p.dir, ns.base)
-	p.store.log.Debug("rolled segment", "partition", p.name(), "reason", reason, "base", ns.base)
+	p.log().Debug("rolled segment", "reason", reason, "base", ns.base)
 	return nil
 }
 

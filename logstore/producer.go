@@ -175,7 +175,7 @@ func (s *Store) expireProducers(now time.Time) {
 			left := len(p.producers.m)
 			p.amu.Unlock()
 			if n > 0 {
-				s.log.Info("expired idempotent producers", "partition", p.name(), "expired", n, "left", left)
+				p.log().Info("expired idempotent producers", "expired", n, "left", left)
 			}
 		}
 	}

@@ -721,7 +721,7 @@ func (s *Store) background() {
 				p.amu.Lock()
 				if p.leo.Load() != p.recoveryPoint.Load() && now.Sub(p.lastFlush).Milliseconds() >= cfg.FlushMs {
 					if err := p.flushLocked(); err != nil {
-						s.log.Error("scheduled flush failed", "partition", p.name(), "err", err)
+						p.log().Error("scheduled flush failed", "err", err)
 					}
 				}
 				p.amu.Unlock()
@@ -760,11 +760,11 @@ func (s *Store) runCleanup(kind string, pass func(*Partition) (CleanupStats, err
 			}
 			st, err := pass(p)
 			if err != nil {
-				s.log.Error(kind+" failed", "partition", p.name(), "err", err)
+				p.log().Error(kind+" failed", "err", err)
 				continue
 			}
 			if st.SegmentsDeleted > 0 || st.SegmentsCleaned > 0 {
-				s.log.Info(kind+" pass", "partition", p.name(),
+				p.log().Info(kind+" pass",
 					"segments_deleted", st.SegmentsDeleted, "bytes_freed", st.BytesFreed,
 					"segments_cleaned", st.SegmentsCleaned, "records_removed", st.RecordsRemoved,
 					"log_start_offset", st.NewLogStart, "duration", st.Duration)

@@ -311,6 +311,50 @@ func TestLockHolderClosing(t *testing.T) {
 	}
 }
 
+// TestLogNamesPartition: the store's log lines about a partition name it
+// as fs and fetch do, topic=T partition=N; some said partition=T-N. Here
+// a leftover file removed on open, a roll and a retention pass.
+func TestLogNamesPartition(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, nil)
+	if _, err := s.CreateTopic("lg.x-1", 2, map[string]string{"segment.bytes": "1024", "retention.bytes": "1024"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "lg.x-1-1", "00000000000000000000.log.deleted"), nil, 0o644)
+	// Read after Close, once the background goroutines have stopped.
+	var buf bytes.Buffer
+	s, err := Open(dir, Options{
+		Logger:                 slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		RetentionCheckInterval: -1, CleanerInterval: -1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Partition("lg.x-1", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 40; i++ {
+		if _, _, err := p.AppendLines([]byte(strings.Repeat("x", 100) + "\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.runCleanup("retention", (*Partition).ApplyRetention)
+	s.Close()
+	out := buf.String()
+	for _, msg := range []string{`msg="removed leftover file"`, `msg="rolled segment"`, `msg="retention pass"`} {
+		if !strings.Contains(out, msg+" topic=lg.x-1 partition=1 ") {
+			t.Errorf("no line %s topic=lg.x-1 partition=1 in:\n%s", msg, out)
+		}
+	}
+	if strings.Contains(out, "partition=lg") {
+		t.Errorf("a line names the partition by its directory:\n%s", out)
+	}
+}
+
 // buildState appends batches and returns the expected text after each
 // batch plus the byte position of each batch in the single segment.
 func buildState(t *testing.T, dir string, batches int) (texts []string, positions []int64) {

@@ -189,7 +189,7 @@ func TestKafkaProducerIDExpiration(t *testing.T) {
 		cl.Close()
 	}
 	if !mntWaitFor(20*time.Second, func() bool {
-		return strings.Contains(m.daemonLog(), `msg="expired idempotent producers" partition=pids-0 expired=20 left=0`)
+		return strings.Contains(m.daemonLog(), `msg="expired idempotent producers" topic=pids partition=0 expired=20 left=0`)
 	}) {
 		t.Fatalf("the daemon did not expire the 20 producers:\n%s", m.daemonLog())
 	}

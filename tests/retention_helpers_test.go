@@ -34,11 +34,15 @@ type cleanerTotals struct {
 
 var logField = regexp.MustCompile(`(\w+)=(\S+)`)
 
+// cleanerTotals sums the passes of partition ("TOPIC-N", as its directory
+// is named; the log says topic=TOPIC partition=N).
 func (m *mnt) cleanerTotals(kind, partition string) cleanerTotals {
 	b, _ := os.ReadFile(filepath.Join(m.data, "segfs-mount.out"))
+	i := strings.LastIndexByte(partition, '-')
+	attrs := "topic=" + partition[:i] + " partition=" + partition[i+1:] + " "
 	var c cleanerTotals
 	for _, line := range strings.Split(string(b), "\n") {
-		if !strings.Contains(line, `msg="`+kind+` pass"`) || !strings.Contains(line, "partition="+partition+" ") {
+		if !strings.Contains(line, `msg="`+kind+` pass"`) || !strings.Contains(line, attrs) {
 			continue
 		}
 		c.passes++
