@@ -38,6 +38,7 @@ func mountCommand() *ucli.Command {
 		ArgsUsage: "DATA_DIR MOUNTPOINT",
 		Description: `Mounts the partition logs of DATA_DIR (created if needed) on MOUNTPOINT:
 MOUNTPOINT/TOPIC/N/data is partition N of TOPIC as text, one record a line.
+Neither directory may be inside the other.
 The command returns once the filesystem answers; the daemon keeps serving in
 the background and logs to DATA_DIR/` + daemonLogName + `. With --foreground it
 stays attached and logs to stderr. "umount MOUNTPOINT", SIGINT or SIGTERM
@@ -103,11 +104,23 @@ func runMount(c *ucli.Context) error {
 	if err != nil {
 		return fmt.Errorf("mount: %w", err)
 	}
+	// Nesting is refused before anything is looked up: as written, then
+	// with symbolic links followed, as mount(2) and the store would.
+	if err := checkNesting(dataDir, mp); err != nil {
+		return fmt.Errorf("mount: %w", err)
+	}
 	if mp, err = resolveMountpoint(mp); err != nil {
 		return fmt.Errorf("mount: %w", err)
 	}
-	if dataDir == mp || strings.HasPrefix(dataDir, mp+string(filepath.Separator)) {
-		return fmt.Errorf("mount: the data directory %s must not be inside the mountpoint %s", dataDir, mp)
+	realData, err := resolveDataDir(dataDir)
+	if err != nil {
+		return fmt.Errorf("mount: %w", err)
+	}
+	if err := checkNesting(realData, mp); err != nil {
+		if realData != dataDir {
+			return fmt.Errorf("mount: %w (%s, with symbolic links followed)", err, dataDir)
+		}
+		return fmt.Errorf("mount: %w", err)
 	}
 	if !c.Bool("foreground") {
 		return startDaemon(c, dataDir, mp)
@@ -161,6 +174,55 @@ func resolveMountpoint(mp string) (string, error) {
 		return r, nil
 	case <-time.After(5 * time.Second):
 		return "", fmt.Errorf("mountpoint %s: looking it up does not finish: a mount on the way does not answer (find it in /proc/self/mountinfo; umount -l it)", mp)
+	}
+}
+
+// checkNesting refuses a data directory and a mountpoint that are one
+// inside the other (absolute, clean paths). A mountpoint inside the data
+// directory is taken for a partition (D/x-0) or scanned by the daemon,
+// which would then look at its own mount, and can deadlock; a data
+// directory inside the mountpoint is hidden by the mount and reached
+// through it.
+func checkNesting(dataDir, mp string) error {
+	within := func(inner, outer string) bool {
+		return strings.HasPrefix(inner, outer+string(filepath.Separator)) || outer == string(filepath.Separator)
+	}
+	switch {
+	case dataDir == mp:
+		return fmt.Errorf("the data directory and the mountpoint are the same directory, %s: mount it somewhere else", mp)
+	case within(dataDir, mp):
+		return fmt.Errorf("the data directory %s must not be inside the mountpoint %s", dataDir, mp)
+	case within(mp, dataDir):
+		return fmt.Errorf("the mountpoint %s must not be inside the data directory %s", mp, dataDir)
+	}
+	return nil
+}
+
+// resolveDataDir follows symbolic links in dir, which need not exist yet
+// (mount creates it): its longest existing prefix is resolved and the
+// rest appended. Like resolveMountpoint, it gives up after a bounded wait
+// on a path through a mount that does not answer.
+func resolveDataDir(dir string) (string, error) {
+	done := make(chan string, 1)
+	go func() {
+		rest := ""
+		for p := dir; ; p = filepath.Dir(p) {
+			if r, err := filepath.EvalSymlinks(p); err == nil {
+				done <- filepath.Join(r, rest)
+				return
+			}
+			if filepath.Dir(p) == p {
+				done <- dir
+				return
+			}
+			rest = filepath.Join(filepath.Base(p), rest)
+		}
+	}()
+	select {
+	case r := <-done:
+		return r, nil
+	case <-time.After(5 * time.Second):
+		return "", fmt.Errorf("data directory %s: looking it up does not finish: a mount on the way does not answer (find it in /proc/self/mountinfo; umount -l it)", dir)
 	}
 }
 

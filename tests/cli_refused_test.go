@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 )
 
 // cliDirSnapshot describes every file and directory under dir (type,
@@ -54,7 +55,9 @@ func cliRefused(t *testing.T, mp, want string, args ...string) {
 	t.Helper()
 	out, err := exec.Command("timeout", append([]string{"-k", "5", "60", segfsBin}, args...)...).CombinedOutput()
 	if mp != "" && mntIsMounted(mp) {
+		daemon := (&mnt{t: t, dir: mp}).findDaemon()
 		exec.Command("umount", "-l", mp).Run()
+		waitExit(daemon, 10*time.Second) // before TempDir's cleanup removes its data
 		t.Fatalf("segfs %q mounted %s; want it refused saying %q", args, mp, want)
 	}
 	if err == nil || !strings.Contains(string(out), want) {
@@ -176,6 +179,46 @@ func TestLockedDataDirMessage(t *testing.T) {
 		err := cmd.Run()
 		if err == nil || stderr.String() != tc.want {
 			t.Errorf("segfs %q: %v, stderr %q; want %q", tc.args, err, stderr.String(), tc.want)
+		}
+	}
+}
+
+// TestMountNestedDirs: a mountpoint inside the data directory (D/x-0 was
+// taken for a partition and given a segment, D/sub scanned by the daemon,
+// which then looked at its own mount) or a data directory inside the
+// mountpoint (hidden by the mount, reached through it) is refused before
+// anything is created or mounted, also when a symbolic link leads there.
+func TestMountNestedDirs(t *testing.T) {
+	mntRequireFuse(t)
+	base := t.TempDir()
+	data, mp := filepath.Join(base, "data"), filepath.Join(base, "mnt")
+	for _, d := range []string{filepath.Join(data, "x-0"), filepath.Join(data, "sub"), mp} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	toMnt, toData := filepath.Join(base, "to-mnt"), filepath.Join(base, "to-data")
+	os.Symlink(mp, toMnt)
+	os.Symlink(data, toData)
+	before := cliDirSnapshot(t, base)
+	for _, tc := range []struct {
+		args    []string
+		mounted string // the directory a mount would cover
+		want    string
+	}{
+		{[]string{"mount", data, filepath.Join(data, "x-0")}, filepath.Join(data, "x-0"), "must not be inside the data directory"},
+		{[]string{"mount", data, filepath.Join(data, "sub")}, filepath.Join(data, "sub"), "must not be inside the data directory"},
+		{[]string{"mount", "--foreground", data, filepath.Join(data, "sub")}, filepath.Join(data, "sub"), "must not be inside the data directory"},
+		{[]string{"mount", data, filepath.Join(toData, "x-0")}, filepath.Join(data, "x-0"), "must not be inside the data directory"},
+		{[]string{"mount", toData, filepath.Join(data, "sub")}, filepath.Join(data, "sub"), "must not be inside the data directory"},
+		{[]string{"mount", data, data}, data, "the same directory"},
+		{[]string{"mount", filepath.Join(mp, "d"), mp}, mp, "must not be inside the mountpoint"},
+		{[]string{"mount", filepath.Join(toMnt, "d"), mp}, mp, "must not be inside the mountpoint"},
+		{[]string{"mount", filepath.Join(toMnt, "a", "b"), toMnt}, mp, "must not be inside the mountpoint"},
+	} {
+		cliRefused(t, tc.mounted, tc.want, tc.args...)
+		if after := cliDirSnapshot(t, base); after != before {
+			t.Fatalf("segfs %q was refused but changed the directories:\n--- before\n%s\n--- after\n%s", tc.args, before, after)
 		}
 	}
 }
