@@ -122,6 +122,12 @@ func runMount(c *ucli.Context) error {
 		}
 		return fmt.Errorf("mount: %w", err)
 	}
+	// mount(2) comes after the store has opened (and recovered) the data
+	// directory; a machine without FUSE (a container without the device)
+	// is told so first.
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		return fmt.Errorf("mount: FUSE is not available on this machine: %w", err)
+	}
 	if !c.Bool("foreground") {
 		return startDaemon(c, dataDir, mp)
 	}

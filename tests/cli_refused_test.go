@@ -130,6 +130,23 @@ func TestRefusedMountLeavesDataDir(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A machine without FUSE (a container without /dev/fuse): the store
+	// was opened, recovered and closed before mount(2) failed. /dev is an
+	// empty tmpfs in a mount namespace of the command's own.
+	if _, err := exec.LookPath("unshare"); err == nil {
+		before := cliDirSnapshot(t, data)
+		for _, args := range [][]string{{"mount", data, mp}, {"mount", "--foreground", data, mp}} {
+			out, err := exec.Command("timeout", append([]string{"-k", "5", "60", "unshare", "-m", "sh", "-c",
+				`mount -t tmpfs none /dev && exec "$0" "$@"`, segfsBin}, args...)...).CombinedOutput()
+			if err == nil || !strings.Contains(string(out), "FUSE is not available") {
+				t.Errorf("segfs %q without /dev/fuse: %v %q; want it refused saying FUSE is not available", args, err, out)
+			}
+			if after := cliDirSnapshot(t, data); after != before {
+				t.Fatalf("segfs %q without /dev/fuse changed the data directory:\n--- before\n%s\n--- after\n%s", args, before, after)
+			}
+		}
+	}
+
 	// Refused flags: a data directory that does not exist is not created.
 	missing := filepath.Join(t.TempDir(), "missing")
 	for _, args := range [][]string{
