@@ -534,7 +534,9 @@ type holderWait struct {
 	dataDir string
 	logger  *slog.Logger
 	start   time.Time
-	waited  bool
+	stop    <-chan struct{} // closed: give up (serve was signalled)
+	waited  bool            // a holder on its way out was waited for
+	gaveUp  bool            // ... for lockWait, and is still there
 }
 
 func newHolderWait(dataDir string, logger *slog.Logger) *holderWait {
@@ -547,14 +549,19 @@ func (w *holderWait) again(why error) bool {
 	elapsed := time.Since(w.start)
 	leaving := holderLeaving(w.dataDir)
 	if elapsed > lockWait || (!leaving && elapsed > markGrace) {
+		w.gaveUp = leaving
 		return false
 	}
 	if leaving && !w.waited {
 		w.logger.Info("data directory held by a segfs that is shutting down; waiting for it", "data", w.dataDir, "err", why, "for", lockWait)
 		w.waited = true
 	}
-	time.Sleep(50 * time.Millisecond)
-	return true
+	select {
+	case <-w.stop:
+		return false
+	case <-time.After(50 * time.Millisecond):
+		return true
+	}
 }
 
 // done logs that the wait ended well.
@@ -593,9 +600,12 @@ func openStore(dataDir string, opts logstore.Options, w *holderWait) (*logstore.
 			w.done()
 			return store, nil
 		}
-		if !errors.Is(err, logstore.ErrLocked) || !w.again(err) {
+		if !errors.Is(err, logstore.ErrLocked) {
+			return nil, err
+		}
+		if !w.again(err) {
 			err = describeHolder(err)
-			if w.waited {
+			if w.gaveUp {
 				err = fmt.Errorf("%w; waited %s for it to exit", err, lockWait)
 			}
 			return nil, err
@@ -636,22 +646,23 @@ func procArgs(pid int) []string {
 	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
 }
 
-// describeHolder adds to a LockedError what the holder is ("segfs serve",
-// "segfs mount"), from its command line.
+// describeHolder adds to a LockedError from Open what the holder is
+// ("segfs serve", "segfs mount"), from its command line.
 func describeHolder(err error) error {
-	var le *logstore.LockedError
-	if !errors.As(err, &le) || le.PID <= 0 {
+	le, ok := err.(*logstore.LockedError)
+	if !ok || le.PID <= 0 {
 		return err
 	}
 	args := procArgs(le.PID)
 	if args == nil {
 		return err
 	}
-	what := filepath.Base(args[0])
-	if what == "segfs" && len(args) > 1 && (args[1] == "mount" || args[1] == "serve") {
-		what += " " + args[1]
+	d := *le
+	d.What = filepath.Base(args[0])
+	if d.What == "segfs" && len(args) > 1 && (args[1] == "mount" || args[1] == "serve") {
+		d.What += " " + args[1]
 	}
-	return fmt.Errorf("%w (%s)", err, what)
+	return &d
 }
 
 // startFetch serves the Kafka protocol on ln (nil: --kafka-listen was not

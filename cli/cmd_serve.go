@@ -85,20 +85,22 @@ func runServe(c *ucli.Context) error {
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	// Listen first: a port in use fails at once, not after recovery
-	// (unless a segfs on its way out still holds it: holderWait).
-	wait := newHolderWait(dir, logger)
-	ln, err := wait.listen(c.String("listen"))
-	if err != nil {
-		return fmt.Errorf("serve: %w", err)
-	}
 	// Caught from before the store opens, so that a signal during
 	// recovery stops the server cleanly once it is up instead of killing
 	// it with the store open. SIGHUP (the terminal went away) too, as
 	// mount does: by default it killed serve without closing the store,
-	// and the next start had to recover every partition.
+	// and the next start had to recover every partition. A signal while
+	// waiting for a previous server to exit ends the wait.
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
+	// Listen first: a port in use fails at once, not after recovery
+	// (unless a segfs on its way out still holds it: holderWait).
+	wait := newHolderWait(dir, logger)
+	wait.stop = ctx.Done()
+	ln, err := wait.listen(c.String("listen"))
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
 	opts.Logger, opts.DefaultPartitions = logger, c.Int("partitions")
 	store, err := openStore(dir, opts, wait)
 	if err != nil {

@@ -50,18 +50,23 @@ func (e *CorruptError) Unwrap() error { return e.Err }
 // (its lock file names the holder's pid). It matches ErrLocked.
 type LockedError struct {
 	Dir     string
-	PID     int  // 0: not recorded
-	Closing bool // the holder has begun to shut down (Store.MarkClosing)
+	PID     int    // 0: not recorded
+	What    string // what the holder is ("segfs serve"), if the caller knows
+	Closing bool   // the holder has begun to shut down (Store.MarkClosing)
 }
 
 func (e *LockedError) Error() string {
 	if e.PID <= 0 {
 		return fmt.Sprintf("data directory %s is in use by another process", e.Dir)
 	}
-	if e.Closing {
-		return fmt.Sprintf("data directory %s is in use by process %d, which is shutting down", e.Dir, e.PID)
+	who := fmt.Sprintf("process %d", e.PID)
+	if e.What != "" {
+		who += " (" + e.What + ")"
 	}
-	return fmt.Sprintf("data directory %s is in use by process %d", e.Dir, e.PID)
+	if e.Closing {
+		who += ", which is shutting down"
+	}
+	return fmt.Sprintf("data directory %s is in use by %s", e.Dir, who)
 }
 
 // Is makes errors.Is(err, ErrLocked) true.
