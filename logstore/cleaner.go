@@ -53,7 +53,7 @@ func (p *Partition) Compact() (CleanupStats, error) {
 	// last stable offset only), and any segment still younger than
 	// min.compaction.lag.ms.
 	limit := len(closed)
-	fu := p.firstUnstable.Load()
+	fu := p.firstUnstable()
 	for i, s := range closed {
 		if fu >= 0 && s.next.Load() > fu {
 			limit = i

@@ -42,10 +42,10 @@ type Partition struct {
 	// dirty records to remove them.
 	deleteHorizon atomic.Int64
 	hasTxns       atomic.Bool // some segment has aborted transactions (txnindex.go)
-	// The first offset of the earliest ongoing transaction, -1 if none:
-	// set once at load (producer.go), since segfs takes no transactional
-	// batch or marker afterwards.
-	firstUnstable atomic.Int64
+	// The ongoing transactions found at load (producer.go), nil if none:
+	// set once, since segfs takes no transactional batch or marker
+	// afterwards.
+	unstable atomic.Pointer[[]txnSpan]
 
 	cleanMu sync.Mutex // serialises retention and compaction passes
 
@@ -497,7 +497,7 @@ func (r *ReadResult) Release() {
 // transaction is open.
 func (p *Partition) LastStableOffset() int64 {
 	leo := p.leo.Load()
-	fu := p.firstUnstable.Load()
+	fu := p.firstUnstable()
 	if fu < 0 || fu >= leo {
 		return leo
 	}
@@ -512,6 +512,32 @@ func (p *Partition) LastStableOffset() int64 {
 // ErrOffsetOutOfRange.
 func (p *Partition) Read(offset int64, maxBytes int64) (*ReadResult, error) {
 	return p.ReadBelow(offset, maxBytes, math.MaxInt64)
+}
+
+// txnSpan is an ongoing transaction: its first offset, and the last
+// offset of its producer's data in the log.
+type txnSpan struct{ first, last int64 }
+
+// firstUnstable is the first offset of the earliest ongoing transaction
+// whose producer still has data at or past the log start, -1 if none. Kafka
+// evicts a producer, and its ongoing transaction with it, once the log
+// start passes the producer's last data offset
+// (ProducerStateManager.truncateHead): retention then frees
+// read_committed consumers, which a transaction that nothing can end
+// would otherwise stop for good.
+func (p *Partition) firstUnstable() int64 {
+	spans := p.unstable.Load()
+	if spans == nil {
+		return -1
+	}
+	start := p.logStart.Load()
+	first := int64(-1)
+	for _, s := range *spans {
+		if s.last >= start && (first < 0 || s.first < first) {
+			first = s.first
+		}
+	}
+	return first
 }
 
 // ReadBelow is Read that stops before the first batch whose base offset is

@@ -130,16 +130,22 @@ func (ps *producerState) load(h *record.Header) {
 	}
 }
 
-// firstUnstable is the first offset of the earliest ongoing transaction,
-// or -1 if none is open (Kafka's firstUndecidedOffset).
-func (ps *producerState) firstUnstable() int64 {
-	first := int64(-1)
+// ongoing lists the ongoing transactions, each with the last offset of
+// its producer's data (Kafka evicts the producer once the log start passes
+// it), nil if none.
+func (ps *producerState) ongoing() []txnSpan {
+	var spans []txnSpan
 	for _, e := range ps.m {
-		if e.txnFirst >= 0 && (first < 0 || e.txnFirst < first) {
-			first = e.txnFirst
+		if e.txnFirst < 0 {
+			continue
 		}
+		last := e.txnFirst
+		if n := len(e.batches); n > 0 {
+			last = max(last, e.batches[n-1].lastOff)
+		}
+		spans = append(spans, txnSpan{first: e.txnFirst, last: last})
 	}
-	return first
+	return spans
 }
 
 // expire drops the producers whose last batch's timestamp is at least exp
@@ -456,14 +462,17 @@ func (p *Partition) loadProducers() {
 		}
 		s.release()
 	}
-	p.firstUnstable.Store(p.producers.firstUnstable())
+	if spans := p.producers.ongoing(); spans != nil {
+		p.unstable.Store(&spans)
+	}
 	for id, e := range p.producers.m {
 		if e.txnFirst >= 0 {
 			// Kafka's leader keeps it open too; only its transaction
 			// coordinator or an admin's abort would end it, and segfs
-			// has neither.
-			p.store.log.Warn("ongoing transaction without a COMMIT/ABORT marker: read_committed consumers stop at its first offset",
-				"partition", p.name(), "producer_id", id, "first_offset", e.txnFirst)
+			// has neither. Retention past the producer's last batch
+			// ends it (firstUnstable).
+			p.log().Warn("ongoing transaction without a COMMIT/ABORT marker: read_committed consumers stop at its first offset until retention passes it",
+				"producer_id", id, "first_offset", e.txnFirst)
 		}
 	}
 }

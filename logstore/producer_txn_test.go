@@ -31,14 +31,14 @@ func TestProducerStateOngoingTxn(t *testing.T) {
 	ps.load(data(8, 0, 12, 1, true))
 	ps.load(data(9, 0, 13, 0, true))
 	ps.load(data(8, 1, 14, 0, true)) // new epoch, same transaction
-	if got := ps.firstUnstable(); got != 11 {
+	if got := firstOngoing(ps.ongoing()); got != 11 {
 		t.Fatalf("first unstable with two open transactions: %d, want 11", got)
 	}
 	if ps.m[7].txnFirst != -1 {
 		t.Fatalf("an idempotent producer has transaction %d", ps.m[7].txnFirst)
 	}
 	ps.load(marker(8, 15))
-	if got := ps.firstUnstable(); got != 13 {
+	if got := firstOngoing(ps.ongoing()); got != 13 {
 		t.Fatalf("first unstable after producer 8's marker: %d, want 13", got)
 	}
 	ps.load(marker(10, 16)) // a marker of an unknown producer changes nothing
@@ -60,6 +60,17 @@ func TestProducerStateOngoingTxn(t *testing.T) {
 	if n := ps.expire(1000+1e9, 1); n != 1 || ps.m[7] != nil || ps.m[8] == nil || ps.m[9] == nil {
 		t.Fatalf("expire dropped %d producers, left %v: want only producer 7 gone", n, ps.m)
 	}
+}
+
+// firstOngoing is the first offset of the earliest span, -1 if none.
+func firstOngoing(spans []txnSpan) int64 {
+	first := int64(-1)
+	for _, s := range spans {
+		if first < 0 || s.first < first {
+			first = s.first
+		}
+	}
+	return first
 }
 
 // An ongoing transaction known only from a producer snapshot (as Kafka
@@ -111,5 +122,72 @@ func TestOngoingTxnFromSnapshotBoundsCompaction(t *testing.T) {
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// Retention that passes the last batch of an ongoing transaction's
+// producer ends the hold on the last stable offset, as Kafka evicts the
+// producer (ProducerStateManager.truncateHead). Until then the last stable
+// offset stays at the transaction's first offset, not at the log start:
+// with the log start past it, read_committed consumers got nothing.
+func TestOngoingTxnEvictedByRetention(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, newClock())
+	if _, err := s.CreateTopic("d", 1, map[string]string{"segment.bytes": "1000", "file.delete.delay.ms": "0"}); err != nil {
+		t.Fatal(err)
+	}
+	p := mustPartition(t, s, "d")
+	for i := 0; len(p.segs) < 5; i++ {
+		if _, _, err := p.AppendLines(fmt.Appendf(nil, "value %d %s\n", i, strings.Repeat("z", 20))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var bases []int64
+	for _, sg := range p.segs {
+		bases = append(bases, sg.base)
+	}
+	pdir, leo := p.dir, p.LogEndOffset()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Producer 99's transaction starts in segment 1 and its last batch
+	// is in segment 2.
+	first, last := bases[1]+1, bases[2]+1
+	ps := producerState{m: map[int64]*producerEntry{99: {epoch: 0, txnFirst: first,
+		batches: []producerBatch{{firstSeq: 0, lastSeq: 0, firstOff: last, lastOff: last, ts: 1}}}}}
+	if err := WriteFileAtomic(filepath.Join(pdir, segmentName(leo)+snapshotSuffix), ps.encode()); err != nil {
+		t.Fatal(err)
+	}
+	s = openStore(t, dir, newClock())
+	defer s.Close()
+	p = mustPartition(t, s, "d")
+	retain := func(keepFrom int64) {
+		t.Helper()
+		var bytes int64
+		for _, sg := range p.segs {
+			if sg.base >= keepFrom {
+				bytes += sg.size.Load()
+			}
+		}
+		if err := p.topic.SetConfig(map[string]string{"retention.bytes": fmt.Sprint(bytes)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.ApplyRetention(); err != nil {
+			t.Fatal(err)
+		}
+		if got := p.LogStartOffset(); got != keepFrom {
+			t.Fatalf("log start %d after retention, want %d", got, keepFrom)
+		}
+	}
+	if got := p.LastStableOffset(); got != first {
+		t.Fatalf("last stable offset %d, want the transaction's first offset %d", got, first)
+	}
+	retain(bases[2]) // the first batch is gone, the producer's last is not
+	if got := p.LastStableOffset(); got != bases[2] {
+		t.Fatalf("log start %d inside the transaction: last stable offset %d, want the log start", bases[2], got)
+	}
+	retain(bases[3]) // past the producer's last batch
+	if got, want := p.LastStableOffset(), p.LogEndOffset(); got != want {
+		t.Fatalf("retention passed the producer's last batch (%d): last stable offset %d, want the log end %d", last, got, want)
 	}
 }

@@ -604,7 +604,6 @@ func removeNewPartitionDir(dir string) {
 func newPartition(s *Store, t *Topic, n int32, dir string) *Partition {
 	p := &Partition{store: s, topic: t, num: n, dir: dir, ch: make(chan struct{})}
 	p.lastFlush = s.now()
-	p.firstUnstable.Store(-1)
 	return p
 }
 
