@@ -510,8 +510,12 @@ func (n *textNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uin
 		// data is read through the page cache while no writer has it
 		// open (doc.go, "Caching"); offset/N, read a line at a time by
 		// lookups, bypasses it, as does data while a writer appends.
+		// A fenced partition's log may end in a batch whose pages the
+		// backing filesystem lost (F9): only an uncached handle can
+		// return the good text before it as a short read (a cached
+		// READ fails whole, and with it the last good lines).
 		n.mu.Lock()
-		h.cached = n.isData && n.writers == 0 && time.Now().UnixNano() >= n.noCacheUntil
+		h.cached = n.isData && n.writers == 0 && time.Now().UnixNano() >= n.noCacheUntil && !n.part.Fenced()
 		if h.cached {
 			n.cachedOpen++
 			n.cachedEver = true

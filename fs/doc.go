@@ -113,7 +113,10 @@
 // writer's open has come (startWriter, admit). A cached READ that meets a
 // damaged batch fails whole (a short READ would read as the end of the
 // file): the kernel retries page by page, and the reader gets EIO at the
-// start of the page holding the damage. offset/N opens bypass the cache:
+// start of the page holding the damage. So a fenced partition (a write
+// or fsync failed: its log may end in a batch whose pages the filesystem
+// lost) opens data uncached, and a reader gets every line before the
+// damage, then EIO. offset/N opens bypass the cache:
 // they are read a line at a time by lookups. A file opened with direct
 // I/O (offset/N, status, config, data opened for writing, and data opened
 // read-only while a writer has it open) maps private but not shared: mmap

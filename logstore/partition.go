@@ -51,6 +51,7 @@ type Partition struct {
 
 	// Appender state (amu).
 	fenceErr  error
+	fenced    atomic.Bool // fenceErr != nil, read without amu (Fenced)
 	lastFlush time.Time
 	dec       record.Decoder
 	batchBuf  []byte
@@ -364,11 +365,16 @@ func (p *Partition) appendLocked(b []byte, h *record.Header, st record.TextStats
 	return base, nil
 }
 
+// Fenced reports whether a failed write or fsync fenced the partition:
+// its log may end in a batch whose pages were lost.
+func (p *Partition) Fenced() bool { return p.fenced.Load() }
+
 // failLocked fences the partition: after a failed write or fsync the state
 // of the file is unknown, so appends stop until a restart recovers it.
 func (p *Partition) failLocked(err error) error {
 	if p.fenceErr == nil {
 		p.fenceErr = err
+		p.fenced.Store(true)
 		p.log().Error("partition fenced", "err", err)
 	}
 	return &fencedError{cause: err}

@@ -59,3 +59,44 @@ func TestFaultFsyncFailure(t *testing.T) {
 	}
 	r.figures("F10")
 }
+
+// TestFaultFencedReadUpToDamage: on a fenced partition (an fsync failed)
+// whose log ends in a damaged batch (pages the failing filesystem lost,
+// F9), a new `cat data` returns every line before that batch, then EIO.
+// data used to open through the page cache there too, where a READ that
+// meets damage fails whole: the page holding the last good lines and the
+// start of the damage read as EIO, and F9 caught a fsync-acked line that
+// could not be read until a remount (1 run in ~40).
+func TestFaultFencedReadUpToDamage(t *testing.T) {
+	faultNeedRoot(t)
+	t.Setenv("SEGFS_FAULT_FSYNC_AFTER", "0")
+	m := mntNew(t)
+	os.Unsetenv("SEGFS_FAULT_FSYNC_AFTER")
+	m.ok(`mkdir "$M/t" && seq 1 100 >> "$M/t/0/data" && seq 101 200 >> "$M/t/0/data"`)
+	if res := m.sh(`sync "$M/t/0/data"`); res.code == 0 || !strings.Contains(res.err, "Input/output error") {
+		t.Fatalf("fsync with the fault seam: exit %d, %q; want EIO", res.code, res.err)
+	}
+	// Damage the last batch (seq 101 200) in the page cache the daemon
+	// reads, as lost pages read back.
+	seg := filepath.Join(m.data, "t-0", "00000000000000000000.log")
+	f, err := os.OpenFile(seg, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(make([]byte, 8), st.Size()-8); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	res := m.sh(`cat "$M/t/0/data"`)
+	if res.code == 0 || !strings.Contains(res.err, "Input/output error") {
+		t.Fatalf("cat of a log ending in a damaged batch: exit %d, %q; want EIO", res.code, res.err)
+	}
+	want := m.ok(`seq 1 100`)
+	if res.out != want {
+		t.Fatalf("cat returned %d bytes before EIO (%q...), want the %d bytes of lines 1-100", len(res.out), strings.SplitN(res.out, "\n", 2)[0], len(want))
+	}
+}
