@@ -10,11 +10,15 @@ import (
 // OffsetCommit (key 8), versions 0-9.
 //
 // Stores offsets durably (offsets.go) before answering. Group membership
-// (JoinGroup and friends) is not served, so only "simple" commits are
-// accepted: generation -1 and an empty member id, which is what clients
-// with manual assignment send (librdkafka assign()+commit, franz-go
-// without a group). A commit that names a generation or member gets
-// UNKNOWN_MEMBER_ID, Kafka's answer for a group that has no members. v0's
+// (JoinGroup and friends) is not served, so every group is empty and only
+// "simple" commits are accepted: generation -1, which is what clients with
+// manual assignment send (librdkafka assign()+commit, franz-go without a
+// group). As in Kafka (ClassicGroup.validateOffsetCommit), the member id
+// and group instance id of such a commit are not checked: librdkafka sends
+// its group.instance.id with every commit, joined or not. A commit that
+// names a generation gets UNKNOWN_MEMBER_ID when the group has committed
+// offsets (it exists, with no members), else GROUP_ID_NOT_FOUND (v9+) or
+// ILLEGAL_GENERATION (before v9), Kafka's OffsetMetadataManager answers. v0's
 // ZooKeeper storage and v2-v4's retention time are treated like the rest:
 // offsets are kept until overwritten. Partitions must exist
 // (UNKNOWN_TOPIC_OR_PARTITION, as Kafka checks), metadata is capped at
@@ -33,8 +37,15 @@ func handleOffsetCommit(c *conn, h *reqHeader, r kmsg.Request) error {
 	switch {
 	case req.Group == "":
 		groupErr = kerr.InvalidGroupID.Code
-	case h.version >= 1 && (req.Generation >= 0 || req.MemberID != "" || req.InstanceID != nil):
-		groupErr = kerr.UnknownMemberID.Code
+	case h.version >= 1 && req.Generation >= 0:
+		switch {
+		case c.s.offsets.hasGroup(req.Group):
+			groupErr = kerr.UnknownMemberID.Code
+		case h.version >= 9:
+			groupErr = kerr.GroupIDNotFound.Code
+		default:
+			groupErr = kerr.IllegalGeneration.Code
+		}
 	}
 
 	now := time.Now().UnixMilli()

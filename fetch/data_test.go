@@ -463,6 +463,30 @@ func TestOffsetCommitFetch(t *testing.T) {
 	if code := commit(c, 9, "g", 3, "member-1", 0, 1); code != kerr.UnknownMemberID.Code {
 		t.Errorf("commit with a generation: error %d, want 25", code)
 	}
+	// Kafka's ClassicGroup.validateOffsetCommit: generation -1 on an empty
+	// group is accepted whatever member and instance id come with it
+	// (librdkafka sends its group.instance.id with assign()+commit).
+	if code := commit(c, 9, "g", -1, "member-1", 0, 19); code != 0 {
+		t.Errorf("generation -1 with a member id: error %d, want 0", code)
+	}
+	static := kmsg.NewPtrOffsetCommitRequest()
+	static.Version, static.Group, static.Generation, static.InstanceID = 7, "g", -1, kmsg.StringPtr("inst-1")
+	st := kmsg.NewOffsetCommitRequestTopic()
+	st.Topic = "t"
+	sp := kmsg.NewOffsetCommitRequestTopicPartition()
+	sp.Partition, sp.Offset, sp.Metadata = 0, 19, kmsg.StringPtr("m")
+	st.Partitions = append(st.Partitions, sp)
+	static.Topics = append(static.Topics, st)
+	if code := c.roundTrip(static).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Errorf("generation -1 with a group instance id: error %d, want 0", code)
+	}
+	// A generation for a group that does not exist (OffsetMetadataManager).
+	if code := commit(c, 9, "nogroup", 3, "member-1", 0, 1); code != kerr.GroupIDNotFound.Code {
+		t.Errorf("generation for an unknown group at v9: error %d, want 69", code)
+	}
+	if code := commit(c, 8, "nogroup", 3, "member-1", 0, 1); code != kerr.IllegalGeneration.Code {
+		t.Errorf("generation for an unknown group at v8: error %d, want 22", code)
+	}
 	if code := commit(c, 9, "", -1, "", 0, 1); code != kerr.InvalidGroupID.Code {
 		t.Errorf("empty group: error %d, want 24", code)
 	}

@@ -130,6 +130,14 @@ func (o *offsetStore) commit(group string, entries []commitEntry) error {
 	return nil
 }
 
+// hasGroup reports whether group has committed offsets: the group exists,
+// as Kafka's simple group created by its first commit does.
+func (o *offsetStore) hasGroup(group string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.groups[group]) > 0
+}
+
 // get returns the committed offset of group in topic/partition.
 func (o *offsetStore) get(group, topic string, partition int32) (committedOffset, bool) {
 	o.mu.Lock()

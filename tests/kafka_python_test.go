@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // pythonClient is a confluent-kafka-python (librdkafka) producer and
@@ -84,5 +86,56 @@ func TestKafkaPythonCommitResume(t *testing.T) {
 	run(srv.addr, "produce", "jobs", "j4")
 	if got := run(srv.addr, "consume", "jobs", "2"); !slices.Equal(got, []string{"j3", "j4", "committed", "4"}) {
 		t.Fatalf("resumed run after a restart: %q, want j3 j4 and committed 4", got)
+	}
+}
+
+// pythonStaticCommit assigns partition 0 with a static group member's
+// configuration (group.instance.id), commits the offset after the first
+// record and prints committed() read back. librdkafka sends the instance
+// id with every OffsetCommit, joined or not; Kafka accepts a commit with
+// generation -1 on a group without members whatever ids come with it.
+const pythonStaticCommit = `
+import sys
+from confluent_kafka import Consumer, TopicPartition
+
+bootstrap, topic = sys.argv[1], sys.argv[2]
+c = Consumer({"bootstrap.servers": bootstrap, "group.id": "static-workers",
+              "group.instance.id": "worker-1", "auto.offset.reset": "earliest",
+              "enable.auto.commit": False})
+c.assign([TopicPartition(topic, 0, 0)])
+m = c.poll(30)
+if m is None or m.error():
+    sys.exit("consume: %s" % (m and m.error()))
+try:
+    c.commit(message=m, asynchronous=False)
+except Exception as e:
+    sys.exit("commit: %s" % e)
+print("committed %d" % c.committed([TopicPartition(topic, 0)], timeout=10)[0].offset)
+c.close()
+`
+
+// A confluent-kafka consumer configured as a static member
+// (group.instance.id) with manual assignment commits like any other:
+// segfs refused it with UNKNOWN_MEMBER_ID because the commit carried an
+// instance id.
+func TestKafkaPythonStaticMemberCommit(t *testing.T) {
+	const python = "/usr/bin/python3"
+	if err := exec.Command(python, "-c", "import confluent_kafka").Run(); err != nil {
+		t.Skip("confluent-kafka-python not installed (apt-get install python3-confluent-kafka); CI installs it")
+	}
+	script := filepath.Join(t.TempDir(), "static.py")
+	if err := os.WriteFile(script, []byte(pythonStaticCommit), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := kafkaServe(t, "")
+	kafkaProduce(t, kafkaClient(t, srv.addr, kgo.AllowAutoTopicCreation()), "orders", 0, "o1", "o2")
+	cmd := exec.Command("timeout", "-k", "5", "90", python, script, srv.addr, "orders")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("python: %v\nstdout: %s\nstderr: %s", err, out.String(), errb.String())
+	}
+	if got := strings.TrimSpace(out.String()); got != "committed 1" {
+		t.Fatalf("got %q, want committed 1", got)
 	}
 }
