@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -413,6 +414,24 @@ func mountForeground(c *ucli.Context, dataDir, mp string, ready *os.File) error 
 	// the mount before recovery runs and before the filesystem is mounted
 	// (it used to be mounted, then unmounted again).
 	wait := newHolderWait(dataDir, logger)
+	// A signal while waiting for a previous holder (up to lockWait) ends
+	// the wait, and the mount fails: Ctrl-C used to wait it out, then
+	// mount. sigc keeps the signal too, for a mount made meanwhile.
+	waitSig := make(chan os.Signal, 1)
+	signal.Notify(waitSig, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	stopWait := make(chan struct{})
+	waitDone := make(chan struct{})
+	endWait := sync.OnceFunc(func() { close(waitDone) })
+	defer endWait()
+	go func() {
+		select {
+		case <-waitSig:
+			close(stopWait)
+		case <-waitDone:
+		}
+		signal.Stop(waitSig)
+	}()
+	wait.stop = stopWait
 	var ln net.Listener
 	if addr := c.String("kafka-listen"); addr != "" {
 		if ln, err = wait.listen(addr); err != nil {
@@ -426,6 +445,7 @@ func mountForeground(c *ucli.Context, dataDir, mp string, ready *os.File) error 
 	}
 	opts.Logger, opts.DefaultPartitions = logger, c.Int("partitions")
 	store, err := openStore(dataDir, opts, wait)
+	endWait()
 	if err != nil {
 		return err
 	}

@@ -108,3 +108,62 @@ func TestMountRemountWhileOldDaemonExits(t *testing.T) {
 		t.Fatalf("second mount of a served data directory: %v %q", err, b)
 	}
 }
+
+// TestMountSignalEndsHolderWait: a foreground mount waiting for a previous
+// holder of the data directory to let go (up to 30 s, for one that is
+// shutting down) stops at SIGINT and fails, mounting nothing. It used to
+// sit out the whole wait, then mount, so Ctrl-C did nothing for 30 s.
+func TestMountSignalEndsHolderWait(t *testing.T) {
+	mntRequireFuse(t)
+	base := t.TempDir()
+	data, mp := filepath.Join(base, "data"), filepath.Join(base, "mnt")
+	for _, d := range []string{data, mp} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A holder that serves no mount and is not `segfs serve`: a mount
+	// takes it for one on its way out, and waits.
+	holder := exec.Command("flock", filepath.Join(data, ".lock"), "sleep", "60")
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { holder.Process.Kill(); holder.Wait() })
+	if !mntWaitFor(10*time.Second, func() bool {
+		return exec.Command("flock", "-n", filepath.Join(data, ".lock"), "true").Run() != nil
+	}) {
+		t.Fatal("flock never took the lock")
+	}
+	cmd := exec.Command(segfsBin, "mount", "--foreground", data, mp)
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-done
+		if mntIsMounted(mp) {
+			exec.Command("umount", "-l", mp).Run()
+		}
+	})
+	if !mntWaitFor(10*time.Second, func() bool { return strings.Contains(errb.String(), "waiting for it") }) {
+		t.Fatalf("the mount did not wait for the holder: %s", errb.String())
+	}
+	cmd.Process.Signal(os.Interrupt)
+	select {
+	case err := <-done:
+		done <- err
+		if err == nil {
+			t.Fatalf("mount exited 0 after SIGINT while waiting: %s", errb.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("mount still running 15 s after SIGINT while it waited for the holder (it waits 30 s): %s", errb.String())
+	}
+	if mntIsMounted(mp) {
+		t.Fatalf("%s mounted after an interrupted wait", mp)
+	}
+	t.Logf("stderr: %s", errb.String())
+}
