@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -136,7 +137,13 @@ func TestMountSignalEndsHolderWait(t *testing.T) {
 	}
 	cmd := exec.Command(segfsBin, "mount", "--foreground", data, mp)
 	var errb strings.Builder
-	cmd.Stderr = &errb
+	var mu sync.Mutex
+	cmd.Stderr = lockedWriter{&mu, &errb}
+	stderr := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return errb.String()
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -149,21 +156,21 @@ func TestMountSignalEndsHolderWait(t *testing.T) {
 			exec.Command("umount", "-l", mp).Run()
 		}
 	})
-	if !mntWaitFor(10*time.Second, func() bool { return strings.Contains(errb.String(), "waiting for it") }) {
-		t.Fatalf("the mount did not wait for the holder: %s", errb.String())
+	if !mntWaitFor(10*time.Second, func() bool { return strings.Contains(stderr(), "waiting for it") }) {
+		t.Fatalf("the mount did not wait for the holder: %s", stderr())
 	}
 	cmd.Process.Signal(os.Interrupt)
 	select {
 	case err := <-done:
 		done <- err
 		if err == nil {
-			t.Fatalf("mount exited 0 after SIGINT while waiting: %s", errb.String())
+			t.Fatalf("mount exited 0 after SIGINT while waiting: %s", stderr())
 		}
 	case <-time.After(15 * time.Second):
-		t.Fatalf("mount still running 15 s after SIGINT while it waited for the holder (it waits 30 s): %s", errb.String())
+		t.Fatalf("mount still running 15 s after SIGINT while it waited for the holder (it waits 30 s): %s", stderr())
 	}
 	if mntIsMounted(mp) {
 		t.Fatalf("%s mounted after an interrupted wait", mp)
 	}
-	t.Logf("stderr: %s", errb.String())
+	t.Logf("stderr: %s", stderr())
 }
