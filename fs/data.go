@@ -43,6 +43,14 @@ type textNode struct {
 	// before mu, and nothing that serves a READ takes it.
 	pubMu sync.Mutex
 	pub   int64 // the largest size this node reported to the kernel
+	// What report must drop before the kernel may learn of a larger
+	// size: zeroFill is 1 + the smallest text position at which a cached
+	// READ since the last invalidation ended short (the kernel zero-fills
+	// the rest of that page and keeps it), 0 for none; cachedReads counts
+	// the cached READs being served, which may yet end short. Both are
+	// atomics: nothing that serves a READ takes pubMu.
+	zeroFill    atomic.Int64
+	cachedReads atomic.Int32
 	// Under mu:
 	cachedEver   bool   // a read handle using the page cache was given out
 	cachedOpen   int    // such handles open now
@@ -780,9 +788,45 @@ func (n *textNode) report(size int64) int64 {
 	n.mu.Lock()
 	inval := n.cachedEver && n.writers == 0
 	n.mu.Unlock()
-	if inval {
-		n.NotifyContent(n.pub&^(pageSize-1), 0)
+	// Only a page a cached READ filled short holds zeros the kernel could
+	// serve below the new size. The invalidation is not free: the kernel
+	// drops the attributes of the request it is sent during (the inode's
+	// attr_version moved), so the read(2) whose GETATTR this is still
+	// sees the old size and returns end-of-file. Sent on every growth, a
+	// reader that polls with read(2) alone (`while read line <&4`, a log
+	// shipper) saw nothing for as long as appends kept coming. A READ
+	// still being served may yet end short, so it counts as one; one
+	// that starts after this check reads at least size bytes of text.
+	if inval && (n.cachedReads.Load() > 0 || zeroFillBelow(n.zeroFill.Load(), size)) {
+		from := n.pub
+		if z := n.zeroFill.Swap(0); z > 0 {
+			from = min(from, z-1)
+		}
+		n.NotifyContent(from&^(pageSize-1), 0)
 	}
 	n.pub = size
 	return size
+}
+
+// zeroFillBelow reports whether zeroFill z (1 + position, 0 for none)
+// lies below size.
+func zeroFillBelow(z, size int64) bool { return z != 0 && z-1 < size }
+
+// noteCachedRead records where a cached READ of [off, off+want) that
+// returned got bytes left the kernel a zero-filled page (report). A READ
+// that failed filled no page.
+func (n *textNode) noteCachedRead(off int64, want, got int, failed bool) {
+	if failed || got >= want {
+		return
+	}
+	z := off + int64(got) + 1
+	for {
+		cur := n.zeroFill.Load()
+		if cur != 0 && cur <= z {
+			return
+		}
+		if n.zeroFill.CompareAndSwap(cur, z) {
+			return
+		}
+	}
 }

@@ -102,7 +102,13 @@
 // handlers, which the kernel never sends holding a page lock), so every
 // page the kernel may read below the new size was filled after the text
 // reached it; the kernel's own invalidation on a size change comes just
-// after it sets i_size, too late for a racing reader. (2) The kernel also
+// after it sets i_size, too late for a racing reader. It drops them only
+// when a cached READ since the last drop ended short below the new size
+// (zeroFill) or is being served: the kernel discards the attributes of a
+// request during which the inode was invalidated, so the read(2) whose
+// GETATTR drops pages still sees the old size and returns end-of-file;
+// dropping at every growth starved a reader that follows with read(2)
+// alone for as long as appends kept coming. (2) The kernel also
 // grows i_size by every byte a WRITE accepted, and a WRITE's bytes can run
 // ahead of the text (an unfinished line, a key cut by key.separator), so
 // no cached reader shares an inode with a writer: reads opened while a

@@ -173,6 +173,25 @@ func (h *readHandle) dropAll() {
 }
 
 func (h *readHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	if !h.cached {
+		return h.read(dest, off)
+	}
+	// The kernel keeps what a cached READ returns, zero-filling a short
+	// page: report must know before it tells of a larger size. This runs
+	// before the reply is sent, so before the kernel has the page.
+	n := h.node
+	n.cachedReads.Add(1)
+	defer n.cachedReads.Add(-1)
+	res, errno := h.read(dest, off)
+	got := 0
+	if res != nil {
+		got = res.Size()
+	}
+	n.noteCachedRead(off, len(dest), got, errno != 0)
+	return res, errno
+}
+
+func (h *readHandle) read(dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	seq := off == h.next
