@@ -60,7 +60,7 @@ Example:
 			&ucli.IntFlag{Name: "partitions", Value: 1, Usage: "`N` partitions for topics created with mkdir, and with --kafka-listen for auto-created ones (Kafka's num.partitions)"},
 			&ucli.StringFlag{Name: "kafka-listen", Usage: "also serve the Kafka protocol on `ADDR` (host:port)"},
 			&ucli.StringFlag{Name: "advertise", Usage: "`ADDR` Kafka clients are told to connect to"},
-			&ucli.BoolFlag{Name: "auto-create-topics", Value: true, Usage: "with --kafka-listen: create unknown topics that a Metadata request asks for with auto-creation allowed (producers send one first), as Kafka's auto.create.topics.enable"},
+			&ucli.BoolFlag{Name: "auto-create-topics", Value: true, Usage: "with --kafka-listen: create unknown topics on produce and metadata requests, as Kafka's auto.create.topics.enable"},
 			&ucli.BoolFlag{Name: "allow-other", Usage: "let other users use the mount (modes are enforced)"},
 			&ucli.DurationFlag{Name: "unmount-grace", Value: 5 * time.Second, Usage: "how long a signalled daemon keeps serving files still open before it exits"},
 			&ucli.BoolFlag{Name: "debug", Usage: "log every FUSE request"},

@@ -46,7 +46,7 @@ Example:
 		Flags: append([]ucli.Flag{
 			&ucli.StringFlag{Name: "listen", Value: "127.0.0.1:9092", Usage: "`ADDR` to accept Kafka clients on (host:port; port 0 picks one)"},
 			&ucli.StringFlag{Name: "advertise", Usage: "`ADDR` clients are told to connect to (default: the address they reached)"},
-			&ucli.BoolFlag{Name: "auto-create-topics", Value: true, Usage: "create unknown topics that a Metadata request asks for with auto-creation allowed (producers send one first), as Kafka's auto.create.topics.enable"},
+			&ucli.BoolFlag{Name: "auto-create-topics", Value: true, Usage: "create unknown topics on produce and metadata requests, as Kafka's auto.create.topics.enable"},
 			&ucli.IntFlag{Name: "partitions", Value: 1, Usage: "`N` partitions for auto-created topics"},
 			&ucli.IntFlag{Name: "max-request-bytes", Value: fetch.DefaultMaxRequestBytes, Usage: "largest request accepted, in `BYTES` (Kafka's socket.request.max.bytes)"},
 			&ucli.BoolFlag{Name: "debug", Usage: "log every request"},

@@ -45,11 +45,14 @@ import (
 //     client id is Kafka's "__admin_client". segfs keeps committed offsets
 //     in a file of its own (offsets.go), so such a topic only holds data
 //     copied from Kafka, which is served to consumers but not extended.
-//   - Unknown topics and partitions get UNKNOWN_TOPIC_OR_PARTITION, and
-//     nothing is created: Kafka's Produce handler never creates a topic
-//     (auto-creation happens on Metadata requests, 03_metadata.go, which
-//     producers send before they produce). The topic is looked up first,
-//     before the batch is examined, as Kafka's handleProduceRequest does.
+//   - An unknown topic is created when auto-creation is on (issue #4 asks
+//     for it on Produce as on Metadata; Kafka's own Produce handler leaves
+//     it to the Metadata request producers send first), but only if the
+//     partition asked for is one it will have (below --partitions):
+//     otherwise UNKNOWN_TOPIC_OR_PARTITION, and nothing is created (it
+//     used to create the topic, then refuse the partition). The topic is
+//     looked up first, before the batch is examined, as Kafka's
+//     handleProduceRequest does.
 //   - A duplicate of one of the producer's last 5 batches succeeds with the
 //     original offsets and writes nothing.
 func init() {
@@ -106,7 +109,8 @@ func (s *Server) produce(req *kmsg.ProduceRequest, topic string, rp *kmsg.Produc
 		sp.ErrorCode = kerr.InvalidRequiredAcks.Code
 		return
 	}
-	t, err := s.topic(topic, false)
+	create := s.cfg.AutoCreateTopics && rp.Partition >= 0 && int(rp.Partition) < s.store.DefaultPartitions()
+	t, err := s.topic(topic, create)
 	if err != nil {
 		sp.ErrorCode = errorCode(err)
 		return

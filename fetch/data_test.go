@@ -631,36 +631,34 @@ func TestCheckAdvertise(t *testing.T) {
 	}
 }
 
-// TestProduceDoesNotCreateTopics: Kafka's Produce handler never creates a
-// topic (auto-creation is Metadata's): a Produce to an unknown topic, at
-// any partition, answers UNKNOWN_TOPIC_OR_PARTITION and leaves no topic
-// behind, even with auto-creation on. segfs used to create the topic, and
-// then answer UNKNOWN_TOPIC_OR_PARTITION for a partition past the default
-// count. Metadata with allow_auto_topic_creation still creates it.
-func TestProduceDoesNotCreateTopics(t *testing.T) {
+// TestProduceCreatesOnlyReachablePartitions: a Produce to an unknown topic
+// creates it (auto-creation on, issue #4) only if the partition asked for
+// is one the new topic will have; past the default partition count it
+// answers UNKNOWN_TOPIC_OR_PARTITION and creates nothing (it used to create
+// the topic, then refuse the partition). With auto-creation off nothing is
+// created.
+func TestProduceCreatesOnlyReachablePartitions(t *testing.T) {
 	ts := startServer(t, Config{AutoCreateTopics: true})
 	c := dial(t, ts.addr)
-	for _, part := range []int32{5, 0} {
-		if sp := c.produce(9, "ghost", part, produceBatch(t, "x")); sp.ErrorCode != kerr.UnknownTopicOrPartition.Code {
-			t.Errorf("produce to unknown topic ghost/%d: error %v, want UNKNOWN_TOPIC_OR_PARTITION", part, kerr.ErrorForCode(sp.ErrorCode))
-		}
-		if _, err := ts.store.Topic("ghost"); err == nil {
-			t.Fatalf("produce to ghost/%d created the topic", part)
-		}
+	if sp := c.produce(9, "ghost", 5, produceBatch(t, "x")); sp.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Errorf("produce to unknown topic ghost/5: error %v, want UNKNOWN_TOPIC_OR_PARTITION", kerr.ErrorForCode(sp.ErrorCode))
 	}
-	md := kmsg.NewPtrMetadataRequest()
-	md.Version = 12
-	md.AllowAutoTopicCreation = true
-	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr("ghost")
-	md.Topics = append(md.Topics, rt)
-	if r := c.roundTrip(md).(*kmsg.MetadataResponse); r.Topics[0].ErrorCode != 0 {
-		t.Fatalf("metadata auto-creation: %+v", r.Topics[0])
+	if _, err := ts.store.Topic("ghost"); err == nil {
+		t.Fatal("produce to ghost/5, past the default partition count, created the topic")
 	}
 	if sp := c.produce(9, "ghost", 0, produceBatch(t, "x")); sp.ErrorCode != 0 || sp.BaseOffset != 0 {
-		t.Errorf("produce after metadata created the topic: %+v", sp)
+		t.Fatalf("produce to unknown topic ghost/0: %+v, want it created and appended at 0", sp)
 	}
 	if sp := c.produce(9, "ghost", 5, produceBatch(t, "x")); sp.ErrorCode != kerr.UnknownTopicOrPartition.Code {
 		t.Errorf("produce past the partition count: error %v", kerr.ErrorForCode(sp.ErrorCode))
+	}
+
+	off := startServer(t, Config{AutoCreateTopics: false})
+	c = dial(t, off.addr)
+	if sp := c.produce(9, "ghost", 0, produceBatch(t, "x")); sp.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Errorf("auto-creation off: produce to unknown ghost/0: error %v, want UNKNOWN_TOPIC_OR_PARTITION", kerr.ErrorForCode(sp.ErrorCode))
+	}
+	if _, err := off.store.Topic("ghost"); err == nil {
+		t.Fatal("auto-creation off: produce created the topic")
 	}
 }

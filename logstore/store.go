@@ -432,6 +432,10 @@ func (s *Store) Topics() []*Topic {
 	return out
 }
 
+// DefaultPartitions is the partition count of a topic created without
+// one (Options.DefaultPartitions).
+func (s *Store) DefaultPartitions() int { return s.opts.DefaultPartitions }
+
 // TopicCount is len(Topics()), without building the list.
 func (s *Store) TopicCount() int {
 	s.topicsMu.Lock()

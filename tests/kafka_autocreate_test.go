@@ -16,13 +16,15 @@ import (
 	"github.com/segfs/segfs/logstore/record"
 )
 
-// TestKafkaAutoCreateOnMetadataOnly: as in Kafka, topics are auto-created
-// by Metadata requests (allow_auto_topic_creation), never by Produce. A
-// Produce straight to an unknown topic (franz-go's kmsg, at partition 3 and
-// 0) answers UNKNOWN_TOPIC_OR_PARTITION and creates nothing; segfs used to
-// create the topic with one partition, then refuse partition 3. kcat and
-// franz-go producers, which send Metadata first, still create topics.
-func TestKafkaAutoCreateOnMetadataOnly(t *testing.T) {
+// TestKafkaAutoCreateOnProduce: with auto-creation on (the default, as
+// issue #4 asks), a Produce straight to an unknown topic (franz-go's kmsg,
+// no Metadata first) creates it if the partition asked for is one it will
+// have: at partition 3 of a default of 1 it answers
+// UNKNOWN_TOPIC_OR_PARTITION and creates nothing (segfs used to create the
+// topic, then refuse the partition), at 0 it creates the topic and
+// appends. kcat and franz-go producers, which send Metadata first, create
+// topics too.
+func TestKafkaAutoCreateOnProduce(t *testing.T) {
 	kafkaNeedKcat(t)
 	srv := kafkaServe(t, "")
 	cl := kafkaClient(t, srv.addr, kgo.AllowAutoTopicCreation())
@@ -49,17 +51,25 @@ func TestKafkaAutoCreateOnMetadataOnly(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.UnknownTopicOrPartition.Code {
-			t.Errorf("produce to unknown direct/%d: %v, want UNKNOWN_TOPIC_OR_PARTITION", part, kerr.ErrorForCode(code))
+		code := resp.Topics[0].Partitions[0].ErrorCode
+		_, statErr := os.Stat(filepath.Join(srv.data, "direct-0"))
+		if part == 3 {
+			if code != kerr.UnknownTopicOrPartition.Code {
+				t.Errorf("produce to unknown direct/3: %v, want UNKNOWN_TOPIC_OR_PARTITION", kerr.ErrorForCode(code))
+			}
+			if !errors.Is(statErr, os.ErrNotExist) {
+				t.Fatalf("produce to direct/3, past the default partition count, created the topic: %v", statErr)
+			}
+			continue
 		}
-		if _, err := os.Stat(filepath.Join(srv.data, "direct-0")); !errors.Is(err, os.ErrNotExist) {
-			t.Fatalf("produce to direct/%d created the topic: %v", part, err)
+		if code != 0 || statErr != nil {
+			t.Fatalf("produce to unknown direct/0: %v, topic directory: %v; want it created", kerr.ErrorForCode(code), statErr)
 		}
 	}
 
 	kcat(t, srv.addr, "k1\nk2\n", "-P", "-t", "bykcat")
 	kafkaProduce(t, cl, "bykgo", 0, "g1")
-	for topic, want := range map[string][]string{"bykcat": {"k1", "k2"}, "bykgo": {"g1"}} {
+	for topic, want := range map[string][]string{"direct": {"x"}, "bykcat": {"k1", "k2"}, "bykgo": {"g1"}} {
 		if got := recordValues(kafkaConsume(t, srv.addr, topic, 0, 0, len(want))); !slices.Equal(got, want) {
 			t.Errorf("%s: %q, want %q", topic, got, want)
 		}
