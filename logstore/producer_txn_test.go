@@ -62,6 +62,43 @@ func TestProducerStateOngoingTxn(t *testing.T) {
 	}
 }
 
+// storeWithSegments creates topic with cfg in a new store at dir, appends
+// line(i) until the partition has n segments, and closes the store. It
+// returns the segments' base offsets, the partition directory and the
+// log end offset.
+func storeWithSegments(t *testing.T, dir, topic string, cfg map[string]string, n int, line func(i int) []byte) (bases []int64, pdir string, leo int64) {
+	t.Helper()
+	s := openStore(t, dir, newClock())
+	if _, err := s.CreateTopic(topic, 1, cfg); err != nil {
+		t.Fatal(err)
+	}
+	p := mustPartition(t, s, topic)
+	for i := 0; len(p.segs) < n; i++ {
+		if _, _, err := p.AppendLines(line(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, sg := range p.segs {
+		bases = append(bases, sg.base)
+	}
+	pdir, leo = p.dir, p.LogEndOffset()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return bases, pdir, leo
+}
+
+// compactSmallSegments is a compacted topic with 1000-byte segments that
+// the cleaner cleans at once; compactLine fills it with three keys.
+var compactSmallSegments = map[string]string{
+	"cleanup.policy": "compact", "key.separator": "=", "segment.bytes": "1000",
+	"min.cleanable.dirty.ratio": "0", "file.delete.delay.ms": "0",
+}
+
+func compactLine(i int) []byte {
+	return fmt.Appendf(nil, "k%d=value %d %s\n", i%3, i, strings.Repeat("z", 20))
+}
+
 // firstOngoing is the first offset of the earliest span, -1 if none.
 func firstOngoing(spans []txnSpan) int64 {
 	first := int64(-1)
@@ -79,27 +116,7 @@ func firstOngoing(spans []txnSpan) int64 {
 // offset, and the state survives segfs's own snapshot at close.
 func TestOngoingTxnFromSnapshotBoundsCompaction(t *testing.T) {
 	dir := t.TempDir()
-	s := openStore(t, dir, newClock())
-	if _, err := s.CreateTopic("c", 1, map[string]string{
-		"cleanup.policy": "compact", "key.separator": "=", "segment.bytes": "1000",
-		"min.cleanable.dirty.ratio": "0", "file.delete.delay.ms": "0",
-	}); err != nil {
-		t.Fatal(err)
-	}
-	p := mustPartition(t, s, "c")
-	for i := 0; len(p.segs) < 4; i++ {
-		if _, _, err := p.AppendLines(fmt.Appendf(nil, "k%d=value %d %s\n", i%3, i, strings.Repeat("z", 20))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var bases []int64
-	for _, sg := range p.segs {
-		bases = append(bases, sg.base)
-	}
-	pdir, leo := p.dir, p.LogEndOffset()
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	bases, pdir, leo := storeWithSegments(t, dir, "c", compactSmallSegments, 4, compactLine)
 	fu := bases[1] + 1
 	ps := producerState{m: map[int64]*producerEntry{99: {epoch: 0, txnFirst: fu,
 		batches: []producerBatch{{firstSeq: 0, lastSeq: 0, firstOff: fu, lastOff: fu, ts: 1}}}}}
@@ -108,8 +125,8 @@ func TestOngoingTxnFromSnapshotBoundsCompaction(t *testing.T) {
 	}
 
 	for round := 0; round < 2; round++ {
-		s = openStore(t, dir, newClock())
-		p = mustPartition(t, s, "c")
+		s := openStore(t, dir, newClock())
+		p := mustPartition(t, s, "c")
 		if got := p.LastStableOffset(); got != fu {
 			t.Fatalf("round %d: last stable offset %d, want %d (log end %d)", round, got, fu, p.LogEndOffset())
 		}
@@ -132,24 +149,8 @@ func TestOngoingTxnFromSnapshotBoundsCompaction(t *testing.T) {
 // with the log start past it, read_committed consumers got nothing.
 func TestOngoingTxnEvictedByRetention(t *testing.T) {
 	dir := t.TempDir()
-	s := openStore(t, dir, newClock())
-	if _, err := s.CreateTopic("d", 1, map[string]string{"segment.bytes": "1000", "file.delete.delay.ms": "0"}); err != nil {
-		t.Fatal(err)
-	}
-	p := mustPartition(t, s, "d")
-	for i := 0; len(p.segs) < 5; i++ {
-		if _, _, err := p.AppendLines(fmt.Appendf(nil, "value %d %s\n", i, strings.Repeat("z", 20))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var bases []int64
-	for _, sg := range p.segs {
-		bases = append(bases, sg.base)
-	}
-	pdir, leo := p.dir, p.LogEndOffset()
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	bases, pdir, leo := storeWithSegments(t, dir, "d", map[string]string{"segment.bytes": "1000", "file.delete.delay.ms": "0"}, 5,
+		func(i int) []byte { return fmt.Appendf(nil, "value %d %s\n", i, strings.Repeat("z", 20)) })
 	// Producer 99's transaction starts in segment 1 and its last batch
 	// is in segment 2.
 	first, last := bases[1]+1, bases[2]+1
@@ -158,9 +159,9 @@ func TestOngoingTxnEvictedByRetention(t *testing.T) {
 	if err := WriteFileAtomic(filepath.Join(pdir, segmentName(leo)+snapshotSuffix), ps.encode()); err != nil {
 		t.Fatal(err)
 	}
-	s = openStore(t, dir, newClock())
+	s := openStore(t, dir, newClock())
 	defer s.Close()
-	p = mustPartition(t, s, "d")
+	p := mustPartition(t, s, "d")
 	retain := func(keepFrom int64) {
 		t.Helper()
 		var bytes int64

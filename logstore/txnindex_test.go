@@ -189,33 +189,13 @@ func TestTxnIndexSurvivesCompaction(t *testing.T) {
 	// and the number of steps the pass took.
 	run := func(stop func(step string) error) (got, want []AbortedTxn, steps int) {
 		dir := t.TempDir()
-		s := openStore(t, dir, newClock())
-		if _, err := s.CreateTopic("c", 1, map[string]string{
-			"cleanup.policy": "compact", "key.separator": "=", "segment.bytes": "1000",
-			"min.cleanable.dirty.ratio": "0", "file.delete.delay.ms": "0",
-		}); err != nil {
-			t.Fatal(err)
-		}
-		p := mustPartition(t, s, "c")
-		for i := 0; len(p.segs) < 4; i++ {
-			if _, _, err := p.AppendLines(fmt.Appendf(nil, "k%d=value %d %s\n", i%3, i, strings.Repeat("z", 20))); err != nil {
-				t.Fatal(err)
-			}
-		}
-		var bases []int64
-		for _, sg := range p.segs {
-			bases = append(bases, sg.base)
-		}
-		pdir, leo := p.dir, p.LogEndOffset()
-		if err := s.Close(); err != nil {
-			t.Fatal(err)
-		}
+		bases, pdir, leo := storeWithSegments(t, dir, "c", compactSmallSegments, 4, compactLine)
 		want = []AbortedTxn{{1, bases[0], bases[0] + 1, bases[0] + 2}, {2, bases[0] + 3, bases[1] + 1, bases[1] + 2}}
 		writeTxnIndex(t, pdir, bases[0], encodeTxnIndex(want[:1]))
 		writeTxnIndex(t, pdir, bases[1], encodeTxnIndex(want[1:]))
 
-		s = openStore(t, dir, newClock())
-		p = mustPartition(t, s, "c")
+		s := openStore(t, dir, newClock())
+		p := mustPartition(t, s, "c")
 		// Larger segments: the closed ones now fit one group.
 		if err := p.Topic().SetConfig(map[string]string{"segment.bytes": "100000"}); err != nil {
 			t.Fatal(err)
