@@ -29,8 +29,8 @@ func serveCommand() *ucli.Command {
 		ArgsUsage: "DATA_DIR",
 		Description: `Runs a single-node Kafka broker over DATA_DIR: Kafka clients (kcat,
 franz-go, librdkafka, sarama, kafka-go, ...) list topics, produce, consume
-with explicit partition assignment, query offsets by time and commit
-offsets. Record bytes go from the segment files to the socket with
+with explicit partition assignment or in consumer groups (kcat -G, subscribe),
+query offsets by time and commit offsets. Record bytes go from the segment files to the socket with
 sendfile(2). The data directory is locked: stop a mount of it first, or use
 "segfs mount --kafka-listen" to serve a mounted directory. A segfs that holds
 it and is shutting down (a restart right after "kill -TERM" of the old

@@ -9,16 +9,22 @@ import (
 
 // OffsetCommit (key 8), versions 0-9.
 //
-// Stores offsets durably (offsets.go) before answering. Group membership
-// (JoinGroup and friends) is not served, so every group is empty and only
-// "simple" commits are accepted: generation -1, which is what clients with
-// manual assignment send (librdkafka assign()+commit, franz-go without a
-// group). As in Kafka (ClassicGroup.validateOffsetCommit), the member id
-// and group instance id of such a commit are not checked: librdkafka sends
-// its group.instance.id with every commit, joined or not. A commit that
-// names a generation gets UNKNOWN_MEMBER_ID when the group has committed
-// offsets (it exists, with no members), else GROUP_ID_NOT_FOUND (v9+) or
-// ILLEGAL_GENERATION (before v9), Kafka's OffsetMetadataManager answers. v0's
+// Stores offsets durably (offsets.go) before answering. A commit is
+// checked against the group's membership as Kafka's
+// ClassicGroup.validateOffsetCommit does (groups.go): a member of a group
+// with members commits with its member id and current generation
+// (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID otherwise,
+// REBALANCE_IN_PROGRESS between JoinGroup and SyncGroup; commits during
+// PreparingRebalance are accepted, so members commit before rejoining).
+// Into a group without members only "simple" commits go: generation -1,
+// which is what clients with manual assignment send (librdkafka
+// assign()+commit, franz-go without a group); as in Kafka, the member id
+// and group instance id of such a commit are not checked: librdkafka
+// sends its group.instance.id with every commit, joined or not. A commit
+// that names a generation for a group that never had members gets
+// UNKNOWN_MEMBER_ID when the group has committed offsets (it exists, with
+// no members), else GROUP_ID_NOT_FOUND (v9+) or ILLEGAL_GENERATION (before
+// v9), Kafka's OffsetMetadataManager answers. v0's
 // ZooKeeper storage and v2-v4's retention time are treated like the rest:
 // offsets are kept until overwritten. Partitions must exist
 // (UNKNOWN_TOPIC_OR_PARTITION, as Kafka checks), metadata is capped at
@@ -34,10 +40,15 @@ func handleOffsetCommit(c *conn, h *reqHeader, r kmsg.Request) error {
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 
 	groupErr := int16(0)
-	switch {
-	case req.Group == "":
+	generation := req.Generation
+	if h.version == 0 {
+		generation = -1 // v0 has none: a simple commit
+	}
+	if req.Group == "" {
 		groupErr = kerr.InvalidGroupID.Code
-	case h.version >= 1 && req.Generation >= 0:
+	} else if code, known := c.s.groups.validateCommit(req.Group, generation, req.MemberID, req.InstanceID); known {
+		groupErr = code
+	} else if generation >= 0 {
 		switch {
 		case c.s.offsets.hasGroup(req.Group):
 			groupErr = kerr.UnknownMemberID.Code

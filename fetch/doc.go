@@ -56,4 +56,22 @@
 //
 // OffsetCommit stores offsets in a JSON file of segfs's own name in the data
 // directory (offsets.go), replaced atomically on every commit.
+//
+// # Consumer groups
+//
+// Classic consumer groups (JoinGroup, SyncGroup, Heartbeat, LeaveGroup;
+// groups.go) behave as Kafka's group coordinator: members join, a
+// rebalance waits for every known member to rejoin (or its rebalance
+// timeout), the leader's assignments are handed to every member, members
+// that stop heartbeating are removed after their session timeout, and
+// OffsetCommit from a member is checked against its member id and
+// generation. The first rebalance of an empty group waits
+// Config.GroupInitialRebalanceDelay (1 s; Kafka's
+// group.initial.rebalance.delay.ms is 3 s) for more members to arrive.
+// Membership lives in memory only: Kafka persists it in
+// __consumer_offsets, but on a single node that restarts, forgetting it
+// only makes consumers rejoin (their next Heartbeat or commit gets
+// UNKNOWN_MEMBER_ID), and they resume from their committed offsets, which
+// are durable. KIP-848 groups (ConsumerGroupHeartbeat) are not served;
+// every client uses the classic protocol by default.
 package fetch

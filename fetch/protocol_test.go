@@ -19,12 +19,13 @@ import (
 )
 
 // Ranges advertised must be exactly KAFKA-PROTOCOL.md §4.2's first release
-// plus the offset-store APIs.
+// plus the offset-store and classic group APIs.
 func TestApiVersionsAdvertised(t *testing.T) {
 	ts := startServer(t, Config{})
 	c := dial(t, ts.addr)
 	want := map[int16][2]int16{
 		0: {0, 12}, 1: {4, 12}, 2: {1, 7}, 3: {0, 12}, 8: {0, 9}, 9: {0, 9}, 10: {0, 4}, 18: {0, 3}, 22: {0, 4},
+		11: {0, 9}, 12: {0, 4}, 13: {0, 5}, 14: {0, 5},
 	}
 	for v := int16(0); v <= 3; v++ {
 		req := kmsg.NewPtrApiVersionsRequest()
@@ -103,7 +104,8 @@ func TestUnsupportedRequests(t *testing.T) {
 		key, version int16
 	}{
 		{"unknown key", 1000, 0},
-		{"key kmsg knows, not served (JoinGroup)", 11, 5},
+		{"key kmsg knows, not served (ConsumerGroupHeartbeat)", 68, 0},
+		{"JoinGroup v10", 11, 10},
 		{"Fetch v13 (topic ids)", 1, 13},
 		{"Fetch v3 (message sets)", 1, 3},
 		{"Produce v2 (message sets; listed, not served)", 0, 2},

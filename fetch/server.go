@@ -53,6 +53,11 @@ type Config struct {
 	CopyRecords bool
 	// ClusterID is reported in Metadata; empty = "segfs".
 	ClusterID string
+	// GroupInitialRebalanceDelay is Kafka's group.initial.rebalance.delay.ms:
+	// how long the first rebalance of an empty consumer group waits for
+	// more members. 0 means DefaultGroupInitialRebalanceDelay, negative
+	// means no delay.
+	GroupInitialRebalanceDelay time.Duration
 }
 
 // Stats counts bytes sent, split by how they left the process. They prove
@@ -70,6 +75,7 @@ type Server struct {
 	cfg     Config
 	log     *slog.Logger
 	offsets *offsetStore
+	groups  *groups
 
 	userBytes     atomic.Int64
 	sendfileBytes atomic.Int64
@@ -122,7 +128,10 @@ func New(store *logstore.Store, cfg Config) *Server {
 	if cfg.ClusterID == "" {
 		cfg.ClusterID = "segfs"
 	}
-	return &Server{
+	if cfg.GroupInitialRebalanceDelay == 0 {
+		cfg.GroupInitialRebalanceDelay = DefaultGroupInitialRebalanceDelay
+	}
+	s := &Server{
 		store:   store,
 		cfg:     cfg,
 		log:     cfg.Logger,
@@ -130,6 +139,8 @@ func New(store *logstore.Store, cfg Config) *Server {
 		done:    make(chan struct{}),
 		conns:   make(map[*conn]struct{}),
 	}
+	s.groups = newGroups(s, max(cfg.GroupInitialRebalanceDelay, 0))
+	return s
 }
 
 // Stats returns the byte counters.

@@ -1,0 +1,858 @@
+package fetch
+
+import (
+	"bytes"
+	"crypto/rand"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Classic consumer groups: the membership half of Kafka's group
+// coordinator (GroupCoordinator / ClassicGroup). JoinGroup, SyncGroup,
+// Heartbeat and LeaveGroup (11_join_group.go ...) are thin wrappers around
+// the methods here; OffsetCommit asks validateCommit.
+//
+// A group moves through Kafka's states:
+//
+//	Empty → PreparingRebalance → CompletingRebalance → Stable
+//	           ↑_____________________|_____________________|
+//
+// A join (new member, a known member with changed protocols, or the
+// leader), a leave, or a session timeout starts a rebalance
+// (PreparingRebalance). Every member's JoinGroup is then held until all
+// known members have rejoined or the largest rebalance timeout passes
+// (members that did not rejoin are removed); then the generation goes up,
+// the protocol every member supports is chosen, every waiting JoinGroup is
+// answered and the leader gets everyone's metadata (CompletingRebalance).
+// Followers' SyncGroups wait for the leader's, whose assignments are then
+// handed to everyone (Stable). Members learn of a new rebalance from
+// Heartbeat (REBALANCE_IN_PROGRESS) and rejoin.
+//
+// All state is in memory behind one mutex. Held requests wait on a
+// channel in their connection's goroutine, so they block only their own
+// connection; timers (sessions, rebalance deadlines) run as time.AfterFunc
+// callbacks that take the mutex and recheck that they still apply.
+// Membership is not persisted: after a restart every consumer gets
+// UNKNOWN_MEMBER_ID and rejoins, and resumes from its committed offsets,
+// which are durable (offsets.go).
+
+// groupState is a classic group's state (Kafka's names).
+type groupState int8
+
+const (
+	groupEmpty groupState = iota
+	groupPreparingRebalance
+	groupCompletingRebalance
+	groupStable
+)
+
+func (s groupState) String() string {
+	switch s {
+	case groupEmpty:
+		return "Empty"
+	case groupPreparingRebalance:
+		return "PreparingRebalance"
+	case groupCompletingRebalance:
+		return "CompletingRebalance"
+	case groupStable:
+		return "Stable"
+	}
+	return "Dead"
+}
+
+const (
+	// DefaultGroupInitialRebalanceDelay is how long the first rebalance of
+	// an empty group waits for more members, extended by the same again
+	// while new members keep arriving (up to the rebalance timeout).
+	// Kafka's group.initial.rebalance.delay.ms is 3 s; a single-node
+	// server used from scripts and tests is better served by a shorter
+	// wait: 1 s still gathers consumers started together into one
+	// generation, while a lone consumer starts 2 s sooner.
+	DefaultGroupInitialRebalanceDelay = time.Second
+	// Kafka's group.min.session.timeout.ms and group.max.session.timeout.ms:
+	// JoinGroup with a session timeout outside them gets
+	// INVALID_SESSION_TIMEOUT.
+	groupMinSessionTimeout = 6 * time.Second
+	groupMaxSessionTimeout = 30 * time.Minute
+)
+
+// groups is the coordinator of every classic group of the server.
+type groups struct {
+	s *Server
+
+	mu     sync.Mutex
+	byName map[string]*group
+	// Settings, read under mu; tests shorten them.
+	initialDelay           time.Duration
+	minSession, maxSession time.Duration
+}
+
+func newGroups(s *Server, initialDelay time.Duration) *groups {
+	return &groups{
+		s:            s,
+		byName:       map[string]*group{},
+		initialDelay: initialDelay,
+		minSession:   groupMinSessionTimeout,
+		maxSession:   groupMaxSessionTimeout,
+	}
+}
+
+// group is one classic group. Groups stay in memory once created (an
+// empty group costs a few hundred bytes), so generations keep counting up
+// as in Kafka.
+type group struct {
+	name         string
+	state        groupState
+	generation   int32
+	protocolType string
+	protocol     string // chosen protocol of the current generation
+	leader       string
+	members      map[string]*member
+	// pending are member ids handed out with MEMBER_ID_REQUIRED whose
+	// owner has not joined with them yet (KIP-394); each expires after the
+	// session timeout. A rebalance waits for them, as Kafka's does.
+	pending map[string]*time.Timer
+	static  map[string]string // group.instance.id → member id
+	seq     uint64            // join order, for leader choice and member lists
+	// epoch changes with every state change and group timer; a group
+	// timer only acts if the epoch it was set in is still current.
+	epoch uint64
+	timer *time.Timer
+	// initial is set during the delayed first rebalance of an empty group;
+	// newJoins records a join since the delay was last (re)armed.
+	initial  bool
+	newJoins bool
+}
+
+// member is one joined member.
+type member struct {
+	id             string
+	instanceID     *string
+	clientID, host string
+	session        time.Duration
+	rebalance      time.Duration
+	protocols      []kmsg.JoinGroupRequestProtocol
+	seq            uint64
+	assignment     []byte
+	synced         bool      // sent SyncGroup in the current generation
+	deadline       time.Time // session expiry
+	timer          *time.Timer
+	joinWait       chan joinResult // non-nil while its JoinGroup is held
+	syncWait       chan syncResult // non-nil while its SyncGroup is held
+}
+
+// joinResult is the outcome of a JoinGroup, independent of version.
+type joinResult struct {
+	err          int16
+	generation   int32
+	memberID     string
+	protocolType string
+	protocol     string
+	leader       string
+	members      []kmsg.JoinGroupResponseMember // the leader's answer only
+}
+
+// syncResult is the outcome of a SyncGroup.
+type syncResult struct {
+	err          int16
+	protocolType string
+	protocol     string
+	assignment   []byte
+}
+
+func errJoin(code int16, memberID string) joinResult {
+	return joinResult{err: code, generation: -1, memberID: memberID}
+}
+
+// joinRequest is a JoinGroup, independent of version.
+type joinRequest struct {
+	group              string
+	memberID           string
+	instanceID         *string
+	clientID, host     string
+	session            time.Duration
+	rebalance          time.Duration
+	protocolType       string
+	protocols          []kmsg.JoinGroupRequestProtocol
+	requireKnownMember bool // v4+: a new dynamic member first gets MEMBER_ID_REQUIRED
+}
+
+// newMemberID is Kafka's member id: the client id (or the group instance
+// id of a static member), a dash and a random UUID.
+func newMemberID(prefix string) string {
+	var u [16]byte
+	rand.Read(u[:])
+	u[6] = u[6]&0x0f | 0x40
+	u[8] = u[8]&0x3f | 0x80
+	return fmt.Sprintf("%s-%x-%x-%x-%x-%x", prefix, u[0:4], u[4:6], u[6:8], u[8:10], u[10:16])
+}
+
+// join handles a JoinGroup. It returns either the answer or, for a join
+// that must wait for the rebalance to complete, a channel that delivers
+// it.
+func (gs *groups) join(r joinRequest) (joinResult, <-chan joinResult) {
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	if r.group == "" {
+		return errJoin(kerr.InvalidGroupID.Code, r.memberID), nil
+	}
+	if r.session < gs.minSession || r.session > gs.maxSession {
+		return errJoin(kerr.InvalidSessionTimeout.Code, r.memberID), nil
+	}
+	g := gs.byName[r.group]
+	if g == nil {
+		// A refused join creates no group: it would turn a later
+		// OffsetCommit's GROUP_ID_NOT_FOUND into UNKNOWN_MEMBER_ID, and
+		// cost memory for nothing.
+		if r.memberID != "" {
+			return errJoin(kerr.UnknownMemberID.Code, r.memberID), nil
+		}
+		if r.protocolType == "" || len(r.protocols) == 0 {
+			return errJoin(kerr.InconsistentGroupProtocol.Code, r.memberID), nil
+		}
+		g = &group{name: r.group, members: map[string]*member{}, pending: map[string]*time.Timer{}, static: map[string]string{}}
+		gs.byName[r.group] = g
+	}
+	if !g.supportsProtocols(r.protocolType, r.protocols) {
+		return errJoin(kerr.InconsistentGroupProtocol.Code, r.memberID), nil
+	}
+
+	if r.memberID == "" {
+		switch {
+		case r.instanceID != nil:
+			// A static member (re)joining: a new member id replaces the
+			// one its instance id had; a request still held for the old
+			// id is fenced (KIP-345). Kafka may skip the rebalance when
+			// nothing changed; here the replacement always rebalances,
+			// which costs a rebalance and nothing else.
+			if old := g.members[g.static[*r.instanceID]]; old != nil {
+				gs.dropMember(g, old, kerr.FencedInstanceID.Code)
+			}
+			return joinResult{}, gs.addMember(g, newMemberID(*r.instanceID), r)
+		case r.requireKnownMember:
+			id := newMemberID(r.clientID)
+			var t *time.Timer
+			t = time.AfterFunc(r.session, func() {
+				gs.mu.Lock()
+				defer gs.mu.Unlock()
+				if g.pending[id] == t {
+					delete(g.pending, id)
+					gs.maybeCompleteJoin(g)
+				}
+			})
+			g.pending[id] = t
+			return errJoin(kerr.MemberIDRequired.Code, id), nil
+		default:
+			return joinResult{}, gs.addMember(g, newMemberID(r.clientID), r)
+		}
+	}
+
+	if t, ok := g.pending[r.memberID]; ok {
+		t.Stop()
+		delete(g.pending, r.memberID)
+		return joinResult{}, gs.addMember(g, r.memberID, r)
+	}
+	if g.fenced(r.memberID, r.instanceID) {
+		return errJoin(kerr.FencedInstanceID.Code, r.memberID), nil
+	}
+	m := g.members[r.memberID]
+	if m == nil {
+		return errJoin(kerr.UnknownMemberID.Code, r.memberID), nil
+	}
+	switch g.state {
+	case groupPreparingRebalance:
+		ch := gs.updateMember(g, m, r)
+		gs.maybeCompleteJoin(g)
+		return joinResult{}, ch
+	case groupCompletingRebalance:
+		if m.sameProtocols(r.protocols) {
+			// A retry of a join already answered: answer it again.
+			gs.touch(g, m)
+			return g.currentJoin(m), nil
+		}
+		ch := gs.updateMember(g, m, r)
+		gs.prepareRebalance(g, "member "+m.id+" changed its protocols")
+		return joinResult{}, ch
+	case groupStable:
+		// A follower rejoining unchanged gets the current generation. The
+		// leader's join always rebalances: it is how a consumer leader
+		// asks for one when topic metadata changed.
+		if m.id != g.leader && m.sameProtocols(r.protocols) {
+			gs.touch(g, m)
+			return g.currentJoin(m), nil
+		}
+		ch := gs.updateMember(g, m, r)
+		gs.prepareRebalance(g, "member "+m.id+" rejoined")
+		return joinResult{}, ch
+	}
+	return errJoin(kerr.UnknownMemberID.Code, r.memberID), nil
+}
+
+// currentJoin is the answer for the current generation.
+func (g *group) currentJoin(m *member) joinResult {
+	res := joinResult{
+		generation:   g.generation,
+		memberID:     m.id,
+		protocolType: g.protocolType,
+		protocol:     g.protocol,
+		leader:       g.leader,
+	}
+	if m.id == g.leader {
+		res.members = g.memberList()
+	}
+	return res
+}
+
+// memberList is the leader's view: every member's metadata for the chosen
+// protocol, in join order.
+func (g *group) memberList() []kmsg.JoinGroupResponseMember {
+	out := make([]kmsg.JoinGroupResponseMember, 0, len(g.members))
+	for _, m := range g.ordered() {
+		jm := kmsg.NewJoinGroupResponseMember()
+		jm.MemberID, jm.InstanceID = m.id, m.instanceID
+		for _, p := range m.protocols {
+			if p.Name == g.protocol {
+				jm.ProtocolMetadata = p.Metadata
+				break
+			}
+		}
+		out = append(out, jm)
+	}
+	return out
+}
+
+// ordered returns the members in join order.
+func (g *group) ordered() []*member {
+	out := make([]*member, 0, len(g.members))
+	for _, m := range g.members {
+		out = append(out, m)
+	}
+	slices.SortFunc(out, func(a, b *member) int {
+		switch {
+		case a.seq < b.seq:
+			return -1
+		case a.seq > b.seq:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// supportsProtocols is Kafka's check: a first member must name a protocol
+// type and at least one protocol; later ones the group's type and a
+// protocol every current member supports.
+func (g *group) supportsProtocols(ptype string, protocols []kmsg.JoinGroupRequestProtocol) bool {
+	if len(g.members) == 0 {
+		return ptype != "" && len(protocols) > 0
+	}
+	if ptype != g.protocolType {
+		return false
+	}
+	for _, p := range protocols {
+		if g.supportedByAll(p.Name) {
+			return true
+		}
+	}
+	return false
+}
+
+func (g *group) supportedByAll(name string) bool {
+	for _, m := range g.members {
+		if !slices.ContainsFunc(m.protocols, func(p kmsg.JoinGroupRequestProtocol) bool { return p.Name == name }) {
+			return false
+		}
+	}
+	return true
+}
+
+// selectProtocol picks, among the protocols every member supports, the one
+// most members prefer (each votes for its first supported one), as Kafka
+// does; ties go to the protocol listed first by the earliest member.
+func (g *group) selectProtocol() string {
+	members := g.ordered()
+	var candidates []string
+	for _, p := range members[0].protocols {
+		if g.supportedByAll(p.Name) && !slices.Contains(candidates, p.Name) {
+			candidates = append(candidates, p.Name)
+		}
+	}
+	votes := map[string]int{}
+	for _, m := range members {
+		for _, p := range m.protocols {
+			if slices.Contains(candidates, p.Name) {
+				votes[p.Name]++
+				break
+			}
+		}
+	}
+	best := ""
+	for _, c := range candidates {
+		if best == "" || votes[c] > votes[best] {
+			best = c
+		}
+	}
+	return best
+}
+
+// fenced reports whether instanceID belongs to another member id (Kafka's
+// isStaticMemberFenced).
+func (g *group) fenced(memberID string, instanceID *string) bool {
+	if instanceID == nil {
+		return false
+	}
+	id, ok := g.static[*instanceID]
+	return ok && id != memberID
+}
+
+func (m *member) sameProtocols(ps []kmsg.JoinGroupRequestProtocol) bool {
+	return slices.EqualFunc(m.protocols, ps, func(a, b kmsg.JoinGroupRequestProtocol) bool {
+		return a.Name == b.Name && bytes.Equal(a.Metadata, b.Metadata)
+	})
+}
+
+// addMember adds a member whose JoinGroup waits for the rebalance it
+// starts (or joins).
+func (gs *groups) addMember(g *group, id string, r joinRequest) <-chan joinResult {
+	if len(g.members) == 0 {
+		g.protocolType = r.protocolType
+	}
+	g.seq++
+	m := &member{id: id, instanceID: r.instanceID, seq: g.seq}
+	g.members[id] = m
+	if r.instanceID != nil {
+		g.static[*r.instanceID] = id
+	}
+	if g.leader == "" {
+		g.leader = id
+	}
+	g.newJoins = true
+	ch := gs.updateMember(g, m, r)
+	if g.state == groupPreparingRebalance {
+		gs.maybeCompleteJoin(g)
+	} else {
+		gs.prepareRebalance(g, "member "+id+" joined")
+	}
+	return ch
+}
+
+// updateMember takes a member's (re)join: its protocols and timeouts, and
+// holds its JoinGroup.
+func (gs *groups) updateMember(g *group, m *member, r joinRequest) <-chan joinResult {
+	m.protocols = slices.Clone(r.protocols)
+	m.session, m.rebalance = r.session, r.rebalance
+	m.clientID, m.host = r.clientID, r.host
+	if m.joinWait != nil {
+		// The same member joined again on another connection: the older
+		// request is superseded; its client, if still waiting, rejoins.
+		m.joinWait <- errJoin(kerr.RebalanceInProgress.Code, m.id)
+	}
+	m.joinWait = make(chan joinResult, 1)
+	gs.touch(g, m)
+	return m.joinWait
+}
+
+// touch restarts a member's session timer.
+func (gs *groups) touch(g *group, m *member) {
+	m.deadline = time.Now().Add(m.session)
+	if m.timer == nil {
+		m.timer = time.AfterFunc(m.session, func() { gs.sessionExpired(g, m) })
+		return
+	}
+	m.timer.Reset(m.session)
+}
+
+// sessionExpired runs from m's timer; a heartbeat since it was armed has
+// moved the deadline, and a member whose JoinGroup or SyncGroup is held
+// is alive by definition (Kafka's shouldKeepAlive).
+func (gs *groups) sessionExpired(g *group, m *member) {
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	if g.members[m.id] != m {
+		return
+	}
+	now := time.Now()
+	if now.Before(m.deadline) {
+		m.timer.Reset(m.deadline.Sub(now))
+		return
+	}
+	if m.joinWait != nil || m.syncWait != nil {
+		m.deadline = now.Add(m.session)
+		m.timer.Reset(m.session)
+		return
+	}
+	gs.s.log.Info("fetch: group member removed: no heartbeat within its session timeout", "group", g.name, "member", m.id, "session_timeout", m.session)
+	gs.removeMember(g, m, "session timeout of "+m.id)
+}
+
+// dropMember takes m out of g without changing g's state. A held request
+// of m is answered with code.
+func (gs *groups) dropMember(g *group, m *member, code int16) {
+	delete(g.members, m.id)
+	if m.instanceID != nil && g.static[*m.instanceID] == m.id {
+		delete(g.static, *m.instanceID)
+	}
+	if m.timer != nil {
+		m.timer.Stop()
+	}
+	if m.joinWait != nil {
+		m.joinWait <- errJoin(code, m.id)
+		m.joinWait = nil
+	}
+	if m.syncWait != nil {
+		m.syncWait <- syncResult{err: code}
+		m.syncWait = nil
+	}
+	if g.leader == m.id {
+		g.leader = ""
+		if first := g.ordered(); len(first) > 0 {
+			g.leader = first[0].id
+		}
+	}
+}
+
+// removeMember drops m (left, or session expired) and rebalances.
+func (gs *groups) removeMember(g *group, m *member, reason string) {
+	gs.dropMember(g, m, kerr.UnknownMemberID.Code)
+	switch g.state {
+	case groupStable, groupCompletingRebalance:
+		gs.prepareRebalance(g, reason)
+	case groupPreparingRebalance:
+		gs.maybeCompleteJoin(g)
+	}
+}
+
+// setState changes state and invalidates the group timer.
+func (g *group) setState(s groupState) {
+	g.state = s
+	g.epoch++
+	if g.timer != nil {
+		g.timer.Stop()
+		g.timer = nil
+	}
+}
+
+// setTimer arms the group timer: fn runs after d unless the state or the
+// timer changes first.
+func (gs *groups) setTimer(g *group, d time.Duration, fn func()) {
+	if g.timer != nil {
+		g.timer.Stop()
+	}
+	g.epoch++
+	epoch := g.epoch
+	g.timer = time.AfterFunc(d, func() {
+		gs.mu.Lock()
+		defer gs.mu.Unlock()
+		if g.epoch == epoch {
+			fn()
+		}
+	})
+}
+
+// maxRebalance is the largest rebalance timeout of the members: how long
+// a rebalance waits for everyone to rejoin, and the leader to sync.
+func (g *group) maxRebalance() time.Duration {
+	var d time.Duration
+	for _, m := range g.members {
+		d = max(d, m.rebalance)
+	}
+	return d
+}
+
+// prepareRebalance starts a rebalance: members learn of it from Heartbeat
+// (or their held SyncGroup) and rejoin.
+func (gs *groups) prepareRebalance(g *group, reason string) {
+	if g.state == groupCompletingRebalance {
+		// The assignment the leader was computing is void: everyone
+		// waiting for it rejoins (Kafka's resetAndPropagateAssignmentError).
+		for _, m := range g.members {
+			m.assignment = nil
+			if m.syncWait != nil {
+				m.syncWait <- syncResult{err: kerr.RebalanceInProgress.Code}
+				m.syncWait = nil
+			}
+		}
+	}
+	wasEmpty := g.state == groupEmpty
+	g.setState(groupPreparingRebalance)
+	gs.s.log.Debug("fetch: group rebalancing", "group", g.name, "generation", g.generation, "reason", reason)
+	rebalance := g.maxRebalance()
+	if wasEmpty && gs.initialDelay > 0 {
+		// Kafka's InitialDelayedJoin: a new group waits a little for more
+		// members, as long as more keep coming, up to the rebalance timeout.
+		g.initial = true
+		g.newJoins = false
+		deadline := time.Now().Add(rebalance)
+		var tick func()
+		tick = func() {
+			if left := time.Until(deadline); g.newJoins && left > 0 {
+				g.newJoins = false
+				gs.setTimer(g, min(gs.initialDelay, left), tick)
+				return
+			}
+			g.initial = false
+			gs.completeJoin(g)
+		}
+		gs.setTimer(g, min(gs.initialDelay, rebalance), tick)
+		return
+	}
+	g.initial = false
+	gs.setTimer(g, rebalance, func() { gs.completeJoin(g) })
+	gs.maybeCompleteJoin(g)
+}
+
+// maybeCompleteJoin completes the rebalance once every member has rejoined
+// and no MEMBER_ID_REQUIRED id is outstanding.
+func (gs *groups) maybeCompleteJoin(g *group) {
+	if g.state != groupPreparingRebalance || g.initial || len(g.pending) > 0 {
+		return
+	}
+	for _, m := range g.members {
+		if m.joinWait == nil {
+			return
+		}
+	}
+	gs.completeJoin(g)
+}
+
+// completeJoin ends PreparingRebalance: members that did not rejoin are
+// removed (static ones stay until their session expires, as in Kafka),
+// the generation goes up and every held JoinGroup is answered.
+func (gs *groups) completeJoin(g *group) {
+	if g.state != groupPreparingRebalance {
+		return
+	}
+	for _, m := range g.members {
+		if m.joinWait == nil && m.instanceID == nil {
+			gs.s.log.Info("fetch: group member removed: did not rejoin within the rebalance timeout", "group", g.name, "member", m.id)
+			gs.dropMember(g, m, kerr.UnknownMemberID.Code)
+		}
+	}
+	g.generation++
+	if len(g.members) == 0 {
+		g.protocol, g.leader = "", ""
+		g.setState(groupEmpty)
+		return
+	}
+	// The leader should be a member that is here to receive the metadata.
+	if l := g.members[g.leader]; l == nil || l.joinWait == nil {
+		for _, m := range g.ordered() {
+			if m.joinWait != nil {
+				g.leader = m.id
+				break
+			}
+		}
+	}
+	g.protocol = g.selectProtocol()
+	g.setState(groupCompletingRebalance)
+	gs.s.log.Info("fetch: group rebalanced", "group", g.name, "generation", g.generation, "members", len(g.members), "protocol", g.protocol, "leader", g.leader)
+	for _, m := range g.members {
+		m.synced = false
+		m.assignment = nil
+		if m.joinWait != nil {
+			m.joinWait <- g.currentJoin(m)
+			m.joinWait = nil
+			gs.touch(g, m)
+		}
+	}
+	// A leader that never sends its SyncGroup would leave everyone
+	// waiting: after the rebalance timeout the members that did not sync
+	// are removed and the others rebalance (Kafka's pending-sync timeout).
+	gs.setTimer(g, g.maxRebalance(), func() {
+		for _, m := range g.members {
+			if !m.synced {
+				gs.s.log.Info("fetch: group member removed: no SyncGroup within the rebalance timeout", "group", g.name, "member", m.id)
+				gs.dropMember(g, m, kerr.UnknownMemberID.Code)
+			}
+		}
+		gs.prepareRebalance(g, "members did not sync")
+	})
+}
+
+// sync handles a SyncGroup; like join it returns the answer or a channel
+// that delivers it once the leader has sent the assignments.
+func (gs *groups) sync(req *kmsg.SyncGroupRequest) (syncResult, <-chan syncResult) {
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	if req.Group == "" {
+		return syncResult{err: kerr.InvalidGroupID.Code}, nil
+	}
+	g := gs.byName[req.Group]
+	if g == nil {
+		return syncResult{err: kerr.UnknownMemberID.Code}, nil
+	}
+	if g.fenced(req.MemberID, req.InstanceID) {
+		return syncResult{err: kerr.FencedInstanceID.Code}, nil
+	}
+	m := g.members[req.MemberID]
+	if m == nil {
+		return syncResult{err: kerr.UnknownMemberID.Code}, nil
+	}
+	if req.Generation != g.generation {
+		return syncResult{err: kerr.IllegalGeneration.Code}, nil
+	}
+	if req.ProtocolType != nil && *req.ProtocolType != g.protocolType || req.Protocol != nil && *req.Protocol != g.protocol {
+		return syncResult{err: kerr.InconsistentGroupProtocol.Code}, nil
+	}
+	switch g.state {
+	case groupPreparingRebalance:
+		return syncResult{err: kerr.RebalanceInProgress.Code}, nil
+	case groupStable:
+		m.synced = true
+		gs.touch(g, m)
+		return g.syncAnswer(m), nil
+	case groupCompletingRebalance:
+		m.synced = true
+		gs.touch(g, m)
+		if m.syncWait != nil {
+			m.syncWait <- syncResult{err: kerr.RebalanceInProgress.Code}
+		}
+		m.syncWait = make(chan syncResult, 1)
+		ch := m.syncWait
+		if m.id == g.leader {
+			for _, mm := range g.members {
+				mm.assignment = []byte{}
+			}
+			for _, a := range req.GroupAssignment {
+				if mm := g.members[a.MemberID]; mm != nil {
+					mm.assignment = a.MemberAssignment
+				}
+			}
+			g.setState(groupStable)
+			for _, mm := range g.members {
+				if mm.syncWait != nil {
+					mm.syncWait <- g.syncAnswer(mm)
+					mm.syncWait = nil
+				}
+			}
+		}
+		return syncResult{}, ch
+	}
+	return syncResult{err: kerr.UnknownMemberID.Code}, nil
+}
+
+func (g *group) syncAnswer(m *member) syncResult {
+	return syncResult{protocolType: g.protocolType, protocol: g.protocol, assignment: m.assignment}
+}
+
+// heartbeat handles a Heartbeat: Kafka's checks and answers.
+func (gs *groups) heartbeat(req *kmsg.HeartbeatRequest) int16 {
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	if req.Group == "" {
+		return kerr.InvalidGroupID.Code
+	}
+	g := gs.byName[req.Group]
+	if g == nil {
+		return kerr.UnknownMemberID.Code
+	}
+	if g.fenced(req.MemberID, req.InstanceID) {
+		return kerr.FencedInstanceID.Code
+	}
+	m := g.members[req.MemberID]
+	if m == nil {
+		return kerr.UnknownMemberID.Code
+	}
+	if req.Generation != g.generation {
+		return kerr.IllegalGeneration.Code
+	}
+	switch g.state {
+	case groupPreparingRebalance:
+		gs.touch(g, m)
+		return kerr.RebalanceInProgress.Code
+	case groupCompletingRebalance, groupStable:
+		// Heartbeats may start right after the JoinGroup answer.
+		gs.touch(g, m)
+		return 0
+	}
+	return kerr.UnknownMemberID.Code
+}
+
+// leaveMember is one member named by a LeaveGroup.
+type leaveMember struct {
+	id         string
+	instanceID *string
+}
+
+// leave handles a LeaveGroup: a top-level error, or one per member.
+func (gs *groups) leave(name string, ms []leaveMember) (int16, []int16) {
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	if name == "" {
+		return kerr.InvalidGroupID.Code, nil
+	}
+	codes := make([]int16, len(ms))
+	g := gs.byName[name]
+	for i, lm := range ms {
+		if g == nil {
+			codes[i] = kerr.UnknownMemberID.Code
+			continue
+		}
+		id := lm.id
+		if lm.instanceID != nil {
+			sid, ok := g.static[*lm.instanceID]
+			switch {
+			case !ok:
+				codes[i] = kerr.UnknownMemberID.Code
+				continue
+			case id != "" && id != sid:
+				codes[i] = kerr.FencedInstanceID.Code
+				continue
+			}
+			id = sid
+		}
+		if t, ok := g.pending[id]; ok {
+			t.Stop()
+			delete(g.pending, id)
+			gs.maybeCompleteJoin(g)
+			continue
+		}
+		m := g.members[id]
+		if m == nil {
+			codes[i] = kerr.UnknownMemberID.Code
+			continue
+		}
+		gs.removeMember(g, m, "member "+id+" left")
+	}
+	return 0, codes
+}
+
+// validateCommit checks an OffsetCommit against the group's membership
+// (Kafka's ClassicGroup.validateOffsetCommit). known is false when the
+// group has no membership state at all; the caller then applies the
+// offsets-only rules.
+func (gs *groups) validateCommit(name string, generation int32, memberID string, instanceID *string) (code int16, known bool) {
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	g := gs.byName[name]
+	if g == nil {
+		return 0, false
+	}
+	if g.fenced(memberID, instanceID) {
+		return kerr.FencedInstanceID.Code, true
+	}
+	if generation < 0 && g.state == groupEmpty {
+		// A consumer with manual assignment (or an admin tool) commits
+		// into a group nobody is a member of.
+		return 0, true
+	}
+	m := g.members[memberID]
+	switch {
+	case m == nil:
+		return kerr.UnknownMemberID.Code, true
+	case generation != g.generation:
+		return kerr.IllegalGeneration.Code, true
+	case g.state == groupCompletingRebalance:
+		// The member has its new generation but not its assignment yet.
+		return kerr.RebalanceInProgress.Code, true
+	}
+	// Commits during PreparingRebalance are allowed: members commit
+	// before they rejoin. A commit is a sign of life, as in Kafka.
+	gs.touch(g, m)
+	return 0, true
+}
