@@ -72,6 +72,7 @@
 // __consumer_offsets, but on a single node that restarts, forgetting it
 // only makes consumers rejoin (their next Heartbeat or commit gets
 // UNKNOWN_MEMBER_ID), and they resume from their committed offsets, which
-// are durable. KIP-848 groups (ConsumerGroupHeartbeat) are not served;
+// are durable. DescribeGroups and ListGroups show groups for admin
+// tools. KIP-848 groups (ConsumerGroupHeartbeat) are not served;
 // every client uses the classic protocol by default.
 package fetch

@@ -856,3 +856,65 @@ func (gs *groups) validateCommit(name string, generation int32, memberID string,
 	gs.touch(g, m)
 	return 0, true
 }
+
+// describe is DescribeGroups' view of one group, as Kafka's
+// GroupMetadata.summary: members with their metadata and assignment only
+// when Stable. A group that has only committed offsets is Empty; one that
+// does not exist is Dead.
+func (gs *groups) describe(name string) kmsg.DescribeGroupsResponseGroup {
+	d := kmsg.NewDescribeGroupsResponseGroup()
+	d.Group = name
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	g := gs.byName[name]
+	if g == nil {
+		d.State = "Dead"
+		if gs.s.offsets.hasGroup(name) {
+			d.State = groupEmpty.String()
+		}
+		return d
+	}
+	d.State, d.ProtocolType = g.state.String(), g.protocolType
+	if g.state == groupStable {
+		d.Protocol = g.protocol
+	}
+	for _, m := range g.ordered() {
+		dm := kmsg.NewDescribeGroupsResponseGroupMember()
+		dm.MemberID, dm.InstanceID, dm.ClientID, dm.ClientHost = m.id, m.instanceID, m.clientID, m.host
+		if g.state == groupStable {
+			for _, p := range m.protocols {
+				if p.Name == g.protocol {
+					dm.ProtocolMetadata = p.Metadata
+					break
+				}
+			}
+			dm.MemberAssignment = m.assignment
+		}
+		d.Members = append(d.Members, dm)
+	}
+	return d
+}
+
+// list is ListGroups: every group with membership state or committed
+// offsets, sorted by name.
+func (gs *groups) list() []kmsg.ListGroupsResponseGroup {
+	names := gs.s.offsets.groupNames()
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	for name := range gs.byName {
+		if !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	out := make([]kmsg.ListGroupsResponseGroup, 0, len(names))
+	for _, name := range names {
+		lg := kmsg.NewListGroupsResponseGroup()
+		lg.Group, lg.GroupState = name, groupEmpty.String()
+		if g := gs.byName[name]; g != nil {
+			lg.ProtocolType, lg.GroupState = g.protocolType, g.state.String()
+		}
+		out = append(out, lg)
+	}
+	return out
+}

@@ -405,3 +405,55 @@ func TestGroupJoinAllVersions(t *testing.T) {
 		wantCode(t, "leave of an unknown group", code, kerr.UnknownMemberID)
 	}
 }
+
+// DescribeGroups and ListGroups show groups with members, groups that only
+// commit offsets, and (Describe) unknown groups as Dead, at every version.
+func TestDescribeListGroups(t *testing.T) {
+	ts := startServer(t, Config{GroupInitialRebalanceDelay: -1})
+	createTopic(t, ts, "t", 1)
+	c := dial(t, ts.addr)
+	j := c.join(joinSpec{version: 5, group: "live", instance: kmsg.StringPtr("i1")}) // static: no MEMBER_ID_REQUIRED
+	wantCode(t, "sync", c.sync("live", j.Generation, j.MemberID, map[string]string{j.MemberID: "assigned"}).ErrorCode, nil)
+	wantCode(t, "simple commit", c.groupCommit("offsets-only", -1, "", nil), nil)
+
+	for v := int16(0); v <= 5; v++ {
+		req := kmsg.NewPtrDescribeGroupsRequest()
+		req.Version = v
+		req.Groups = []string{"live", "offsets-only", "nope"}
+		r := c.roundTrip(req).(*kmsg.DescribeGroupsResponse)
+		if len(r.Groups) != 3 {
+			t.Fatalf("DescribeGroups v%d: %+v", v, r)
+		}
+		live, off, nope := r.Groups[0], r.Groups[1], r.Groups[2]
+		if live.ErrorCode != 0 || live.State != "Stable" || live.ProtocolType != "consumer" || live.Protocol != "range" ||
+			len(live.Members) != 1 || live.Members[0].MemberID != j.MemberID || live.Members[0].ClientID != "test" ||
+			string(live.Members[0].MemberAssignment) != "assigned" || string(live.Members[0].ProtocolMetadata) != "meta-range" {
+			t.Errorf("DescribeGroups v%d live: %+v", v, live)
+		}
+		if v >= 4 && (live.Members[0].InstanceID == nil || *live.Members[0].InstanceID != "i1") {
+			t.Errorf("DescribeGroups v%d: instance id %v", v, live.Members[0].InstanceID)
+		}
+		if off.ErrorCode != 0 || off.State != "Empty" || len(off.Members) != 0 {
+			t.Errorf("DescribeGroups v%d offsets-only: %+v", v, off)
+		}
+		if nope.ErrorCode != 0 || nope.State != "Dead" {
+			t.Errorf("DescribeGroups v%d unknown: %+v", v, nope)
+		}
+	}
+	for v := int16(0); v <= 4; v++ {
+		req := kmsg.NewPtrListGroupsRequest()
+		req.Version = v
+		r := c.roundTrip(req).(*kmsg.ListGroupsResponse)
+		if r.ErrorCode != 0 || len(r.Groups) != 2 || r.Groups[0].Group != "live" || r.Groups[0].ProtocolType != "consumer" ||
+			r.Groups[1].Group != "offsets-only" || r.Groups[1].ProtocolType != "" {
+			t.Errorf("ListGroups v%d: %+v", v, r.Groups)
+		}
+		if v >= 4 {
+			req.StatesFilter = []string{"stable"}
+			r = c.roundTrip(req).(*kmsg.ListGroupsResponse)
+			if len(r.Groups) != 1 || r.Groups[0].Group != "live" || r.Groups[0].GroupState != "Stable" {
+				t.Errorf("ListGroups v%d filtered by state: %+v", v, r.Groups)
+			}
+		}
+	}
+}

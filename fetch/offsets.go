@@ -157,3 +157,16 @@ func (o *offsetStore) topics(group string) map[string][]int32 {
 	}
 	return out
 }
+
+// groupNames returns the groups that have committed offsets.
+func (o *offsetStore) groupNames() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []string
+	for g, topics := range o.groups {
+		if len(topics) > 0 {
+			out = append(out, g)
+		}
+	}
+	return out
+}

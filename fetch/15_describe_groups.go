@@ -1,0 +1,22 @@
+package fetch
+
+import "github.com/twmb/franz-go/pkg/kmsg"
+
+// DescribeGroups (key 15), versions 0-5.
+//
+// For admin tools (kafka-consumer-groups.sh --describe, kadm): each
+// group's state, protocol and members (groups.go describe). An unknown
+// group is answered, as Kafka before v6 does, with state Dead and no
+// error. Authorized operations (v3+) are not computed: segfs has no ACLs,
+// and Kafka's "not provided" value is returned. v5 is flexible; v6
+// (GROUP_ID_NOT_FOUND for unknown groups) is not served.
+func init() { register(15, 0, 5, handleDescribeGroups) }
+
+func handleDescribeGroups(c *conn, h *reqHeader, r kmsg.Request) error {
+	req := r.(*kmsg.DescribeGroupsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
+	for _, name := range req.Groups {
+		resp.Groups = append(resp.Groups, c.s.groups.describe(name))
+	}
+	return c.send(h, resp)
+}
