@@ -128,6 +128,13 @@ func (c *conn) serve() {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				err = fmt.Errorf("the client read nothing of its response for %v: %w", c.s.cfg.MaxWriteIdle, err)
 			}
+			if clientGone(err) {
+				// A client that closed with a response still to come (kcat
+				// exiting mid Metadata, a consumer stopped mid long poll)
+				// is routine, not a warning.
+				c.s.log.Debug("fetch: client closed the connection before its response", "remote", c.remote, "err", err)
+				return
+			}
 			c.s.log.Warn("fetch: closing connection", "remote", c.remote, "err", err)
 			return
 		}
@@ -308,4 +315,10 @@ func notKafka(b [4]byte) string {
 		return "an HTTP request"
 	}
 	return ""
+}
+
+// clientGone reports whether err is a send to a client that has closed its
+// end (EPIPE, ECONNRESET).
+func clientGone(err error) bool {
+	return errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
 }

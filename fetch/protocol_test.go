@@ -315,3 +315,27 @@ func TestNotKafkaClientLogged(t *testing.T) {
 		t.Errorf("logged as a bad frame size:\n%s", logs.String())
 	}
 }
+
+// A client that closes its connection while its request is served (a
+// consumer stopped mid long poll, kcat exiting with a Metadata response
+// under way) is routine: the send fails with EPIPE or ECONNRESET, and the
+// server logs it at debug level, not as a warning.
+func TestClientGoneNotWarned(t *testing.T) {
+	var logs syncBuffer
+	ts := startServer(t, Config{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if _, err := ts.store.CreateTopic("quiet", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, ts.addr)
+	// A long poll on an empty partition: the answer comes after 300 ms,
+	// when the client is long gone.
+	c.send(fetchReq(11, "quiet", 0, 0, 300, 1, 1<<20, 1<<20))
+	waitFor(t, func() bool { return ts.srv.Stats().Connections == 1 })
+	tc := c.conn.(*net.TCPConn)
+	tc.SetLinger(0) // close with a reset
+	tc.Close()
+	waitFor(t, func() bool { return ts.srv.Stats().Connections == 0 })
+	if strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "client closed the connection") {
+		t.Fatalf("a client that went away: want one debug line, no warning; the log:\n%s", logs.String())
+	}
+}
