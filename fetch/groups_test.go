@@ -355,6 +355,9 @@ func TestGroupJoinHeldAtShutdown(t *testing.T) {
 	held := c.start(joinSpec{version: 3, group: "g"}.request())
 	// The join is held by the initial delay (an hour, capped by the
 	// minute of rebalance timeout); Shutdown must not wait for either.
+	// It must be held first: a request Shutdown finds unread closes the
+	// connection, a reset for the client.
+	waitFor(t, func() bool { return ts.srv.groups.describe("g").State == "PreparingRebalance" })
 	done := make(chan struct{})
 	go func() { ts.stop(); close(done) }()
 	r := held.wait().(*kmsg.JoinGroupResponse)

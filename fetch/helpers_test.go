@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -49,23 +50,23 @@ func startServerDir(t testing.TB, dir string, cfg Config) *testServer {
 	ts := &testServer{srv: New(store, cfg), store: store, dir: dir, addr: ln.Addr().String()}
 	served := make(chan error, 1)
 	go func() { served <- ts.srv.Serve(ln) }()
-	stopped := false
+	// stop runs once, whoever calls it first (the test, or its cleanup
+	// after a failure while the test's own call is still running).
+	var once sync.Once
 	stop := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := ts.srv.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-		if err := <-served; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-		if err := store.Close(); err != nil {
-			t.Errorf("store.Close: %v", err)
-		}
+		once.Do(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := ts.srv.Shutdown(ctx); err != nil {
+				t.Errorf("Shutdown: %v", err)
+			}
+			if err := <-served; err != nil {
+				t.Errorf("Serve: %v", err)
+			}
+			if err := store.Close(); err != nil {
+				t.Errorf("store.Close: %v", err)
+			}
+		})
 	}
 	t.Cleanup(stop)
 	ts.stop = stop
