@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -371,5 +372,31 @@ func TestKafkaPythonSubscribe(t *testing.T) {
 	slices.Sort(want)
 	if got := run(len(want)); !slices.Equal(got, want) {
 		t.Fatalf("second run read %q, want only the new records %q", got, want)
+	}
+}
+
+// TestKafkaConsumerGroupThroughMount: a consumer group served by `segfs
+// mount --kafka-listen` (the mount's own fetch server, not `serve`): a
+// `kcat -G` member reads what the shell appended to two partitions, and
+// the next member of the group resumes from what the first committed,
+// getting only the lines appended since.
+func TestKafkaConsumerGroupThroughMount(t *testing.T) {
+	kafkaNeedKcat(t)
+	addr := kafkaFreeAddr(t)
+	m := mntNew(t, "--kafka-listen", addr, "--partitions", "2")
+	m.ok(`mkdir "$M/gt" && seq 1 30 >> "$M/gt/0/data" && seq 31 60 >> "$M/gt/1/data"`)
+	read := func(n int) []string {
+		t.Helper()
+		out := kcat(t, addr, "", "-G", "grp", "-c", strconv.Itoa(n), "-X", "auto.offset.reset=earliest", "-q", "gt")
+		got := mntLines(out)
+		sort.Slice(got, func(i, j int) bool { return len(got[i]) < len(got[j]) || len(got[i]) == len(got[j]) && got[i] < got[j] })
+		return got
+	}
+	if got := read(60); len(got) != 60 || got[0] != "1" || got[59] != "60" {
+		t.Fatalf("first member read %d lines (%v ... ), want 1..60", len(got), got[:min(3, len(got))])
+	}
+	m.ok(`seq 61 65 >> "$M/gt/0/data"`)
+	if got := read(5); strings.Join(got, " ") != "61 62 63 64 65" {
+		t.Fatalf("the next member read %q, want 61..65 (resumed from the commit)", got)
 	}
 }
