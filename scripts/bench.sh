@@ -120,10 +120,15 @@ hwm_track() { # the main daemon's peak RSS so far, for step 7
 	return 0
 }
 # profile NAME SECONDS: CPU profile of the main daemon in the background.
+# It returns once the request is on its way: `go tool pprof` can take a
+# second or more to start, and a fixed pause let the eleventh session's
+# append profile start after the `cat` it was for (0 samples). pprof prints
+# "Please wait" just before it sends the request.
 profile() {
-	(go tool pprof -top -nodecount=22 -seconds "$2" "http://127.0.0.1:$PPORT/debug/pprof/profile" >"$W/prof.$1.txt" 2>/dev/null || true) &
+	(go tool pprof -top -nodecount=22 -seconds "$2" "http://127.0.0.1:$PPORT/debug/pprof/profile" >"$W/prof.$1.txt" 2>"$W/prof.$1.err" || true) &
 	PROFPID=$!
-	sleep 0.3
+	for _ in $(seq 200); do grep -qs 'Please wait' "$W/prof.$1.err" && break; sleep 0.05; done
+	sleep 0.1
 }
 # wait_prof: wait for the profile started last (never a bare `wait`: the
 # peers are children too).
@@ -202,6 +207,9 @@ bulk() { # run target-kind
 	fi
 	return 0
 }
+# bulk() syncs before its `cat`, and the inputs were just written: synced
+# here, so that the profile's window holds the append, not that sync.
+sync
 profile append 2
 bulk 0 segfs
 wait_prof
