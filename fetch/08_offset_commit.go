@@ -39,36 +39,19 @@ func handleOffsetCommit(c *conn, h *reqHeader, r kmsg.Request) error {
 	req := r.(*kmsg.OffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 
-	groupErr := int16(0)
 	generation := req.Generation
 	if h.version == 0 {
 		generation = -1 // v0 has none: a simple commit
 	}
-	if req.Group == "" {
-		groupErr = kerr.InvalidGroupID.Code
-	} else if code, known := c.s.groups.validateCommit(req.Group, generation, req.MemberID, req.InstanceID); known {
-		groupErr = code
-	} else if generation >= 0 {
-		switch {
-		case c.s.offsets.hasGroup(req.Group):
-			groupErr = kerr.UnknownMemberID.Code
-		case h.version >= 9:
-			groupErr = kerr.GroupIDNotFound.Code
-		default:
-			groupErr = kerr.IllegalGeneration.Code
-		}
-	}
 
+	// Per-partition checks first, outside the group lock.
 	now := time.Now().UnixMilli()
 	var entries []commitEntry
 	codes := make([][]int16, len(req.Topics))
 	for i, rt := range req.Topics {
 		codes[i] = make([]int16, len(rt.Partitions))
 		for j, rp := range rt.Partitions {
-			code := groupErr
-			if code == 0 {
-				code = c.s.checkCommit(rt.Topic, &rp)
-			}
+			code := c.s.checkCommit(rt.Topic, &rp)
 			codes[i][j] = code
 			if code != 0 {
 				continue
@@ -89,11 +72,32 @@ func handleOffsetCommit(c *conn, h *reqHeader, r kmsg.Request) error {
 			})
 		}
 	}
-	// One durable write for the whole request.
+
+	// Validation against the group and staging of the offsets happen in
+	// one critical section of the coordinator (groups.commit), so a
+	// rebalance is either before the commit (which is then refused) or
+	// after it; the durable write follows outside the lock.
+	groupErr, op := c.s.groups.commit(commitRequest{
+		group:      req.Group,
+		generation: generation,
+		memberID:   req.MemberID,
+		instanceID: req.InstanceID,
+		version:    h.version,
+		entries:    entries,
+	})
 	writeErr := int16(0)
-	if err := c.s.offsets.commit(req.Group, entries); err != nil {
-		c.s.log.Error("fetch: storing committed offsets", "group", req.Group, "err", err)
-		writeErr = kerr.CoordinatorNotAvailable.Code // retriable
+	if op != nil {
+		if err := c.s.offsets.wait(op); err != nil {
+			c.s.log.Error("fetch: storing committed offsets", "group", req.Group, "err", err)
+			writeErr = kerr.CoordinatorNotAvailable.Code // retriable
+		}
+	}
+	for i := range codes {
+		for j := range codes[i] {
+			if groupErr != 0 {
+				codes[i][j] = groupErr
+			}
+		}
 	}
 	for i, rt := range req.Topics {
 		st := kmsg.NewOffsetCommitResponseTopic()

@@ -21,6 +21,9 @@ func init() { register(9, 0, 9, handleOffsetFetch) }
 func handleOffsetFetch(c *conn, h *reqHeader, r kmsg.Request) error {
 	req := r.(*kmsg.OffsetFetchRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	// Commits and deletions acknowledged, or being written, before this
+	// request are visible (offsets.go).
+	c.s.offsets.settle()
 	if h.version < 8 {
 		var topics []kmsg.OffsetFetchRequestGroupTopic
 		for _, t := range req.Topics {

@@ -14,10 +14,12 @@ import (
 // session timeout serves as both, as in Kafka. v4+ (KIP-394): a new
 // dynamic member first gets MEMBER_ID_REQUIRED with its member id and
 // joins again with it. v5 adds group.instance.id (static members, KIP-345):
-// a rejoin with the same instance id replaces the old member. v6 is
-// flexible, v7 returns the protocol type, v8 adds a reason (ignored), v9
-// SkipAssignment (KIP-814), which is always false here: the leader always
-// computes the assignment. The answer is held until the rebalance
+// a rejoin with the same instance id replaces the old member, without a
+// rebalance when the group is Stable and its protocol stays (groups.go
+// replaceStatic). v6 is flexible, v7 returns the protocol type, v8 adds a
+// reason (ignored), v9 SkipAssignment (KIP-814): set only for a static
+// leader that rejoined a Stable group, which then gets the members but
+// keeps the current assignment. The answer is held until the rebalance
 // completes; meanwhile only this connection waits.
 func init() { register(11, 0, 9, handleJoinGroup) }
 
@@ -42,6 +44,7 @@ func handleJoinGroup(c *conn, h *reqHeader, r kmsg.Request) error {
 		protocolType:       req.ProtocolType,
 		protocols:          req.Protocols,
 		requireKnownMember: h.version >= 4,
+		skipAssignment:     h.version >= 9,
 	})
 	if wait != nil {
 		res = await(c, wait, errJoin(kerr.NotCoordinator.Code, req.MemberID))
@@ -51,6 +54,7 @@ func handleJoinGroup(c *conn, h *reqHeader, r kmsg.Request) error {
 	if res.err == 0 {
 		resp.ProtocolType, resp.Protocol = &res.protocolType, &res.protocol
 		resp.LeaderID, resp.Members = res.leader, res.members
+		resp.SkipAssignment = res.skipAssignment
 	}
 	return c.send(h, resp)
 }

@@ -15,6 +15,7 @@ func init() { register(15, 0, 5, handleDescribeGroups) }
 func handleDescribeGroups(c *conn, h *reqHeader, r kmsg.Request) error {
 	req := r.(*kmsg.DescribeGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
+	c.s.offsets.settle()
 	for _, name := range req.Groups {
 		resp.Groups = append(resp.Groups, c.s.groups.describe(name))
 	}

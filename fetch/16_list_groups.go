@@ -18,6 +18,7 @@ func init() { register(16, 0, 4, handleListGroups) }
 func handleListGroups(c *conn, h *reqHeader, r kmsg.Request) error {
 	req := r.(*kmsg.ListGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
+	c.s.offsets.settle()
 	for _, g := range c.s.groups.list() {
 		if len(req.StatesFilter) > 0 && !slices.ContainsFunc(req.StatesFilter, func(s string) bool { return strings.EqualFold(s, g.GroupState) }) {
 			continue

@@ -127,6 +127,14 @@ type group struct {
 	// newJoins records a join since the delay was last (re)armed.
 	initial  bool
 	newJoins bool
+	// syncTimer removes the members that have not sent SyncGroup within
+	// the rebalance timeout after a generation formed (Kafka's pending
+	// sync); it survives the move to Stable, unlike the group timer.
+	syncTimer *time.Timer
+	// subscribed are the topics the members of the current generation
+	// subscribe to (consumer protocol only; nil when unknown or Empty),
+	// whose offsets OffsetDelete refuses to delete.
+	subscribed map[string]bool
 }
 
 // member is one joined member.
@@ -155,6 +163,9 @@ type joinResult struct {
 	protocol     string
 	leader       string
 	members      []kmsg.JoinGroupResponseMember // the leader's answer only
+	// skipAssignment (v9+, KIP-814) tells a static leader that rejoined
+	// without a rebalance not to compute an assignment.
+	skipAssignment bool
 }
 
 // syncResult is the outcome of a SyncGroup.
@@ -180,6 +191,7 @@ type joinRequest struct {
 	protocolType       string
 	protocols          []kmsg.JoinGroupRequestProtocol
 	requireKnownMember bool // v4+: a new dynamic member first gets MEMBER_ID_REQUIRED
+	skipAssignment     bool // v9+: the answer can carry SkipAssignment
 }
 
 // newMemberID is Kafka's member id: the client id (or the group instance
@@ -226,12 +238,9 @@ func (gs *groups) join(r joinRequest) (joinResult, <-chan joinResult) {
 		switch {
 		case r.instanceID != nil:
 			// A static member (re)joining: a new member id replaces the
-			// one its instance id had; a request still held for the old
-			// id is fenced (KIP-345). Kafka may skip the rebalance when
-			// nothing changed; here the replacement always rebalances,
-			// which costs a rebalance and nothing else.
+			// one its instance id had (KIP-345).
 			if old := g.members[g.static[*r.instanceID]]; old != nil {
-				gs.dropMember(g, old, kerr.FencedInstanceID.Code)
+				return gs.replaceStatic(g, old, newMemberID(*r.instanceID), r)
 			}
 			return joinResult{}, gs.addMember(g, newMemberID(*r.instanceID), r)
 		case r.requireKnownMember:
@@ -290,6 +299,71 @@ func (gs *groups) join(r joinRequest) (joinResult, <-chan joinResult) {
 		gs.prepareRebalance(g, "member "+m.id+" rejoined")
 		return joinResult{}, ch
 	}
+	return errJoin(kerr.UnknownMemberID.Code, r.memberID), nil
+}
+
+// replaceStatic is Kafka's answer to a known static member joining with
+// an unknown member id, typically a restarted consumer with the same
+// group.instance.id: the member keeps its place, metadata and assignment
+// under a new member id, and requests still held for the old id are
+// fenced. In a Stable group a rejoin that leaves the group's protocol as
+// it is completes at once with the current generation, and the other
+// members notice nothing: that is the point of static membership. Only a
+// change of the selected protocol rebalances (changed metadata alone does
+// not, as in Kafka: the member's new metadata is kept for the next
+// rebalance). Before v9 the answer names the leader as it was before the
+// replacement, so a restarted leader does not take itself for the leader
+// and compute an assignment nobody would receive; from v9 a leader gets
+// the members with SkipAssignment (KIP-814). During CompletingRebalance
+// the leader may already be assigning to the old id, so the group
+// rebalances; during PreparingRebalance the join waits as any other.
+func (gs *groups) replaceStatic(g *group, m *member, newID string, r joinRequest) (joinResult, <-chan joinResult) {
+	oldID, prevLeader := m.id, g.leader
+	if m.joinWait != nil {
+		m.joinWait <- errJoin(kerr.FencedInstanceID.Code, oldID)
+		m.joinWait = nil
+	}
+	if m.syncWait != nil {
+		m.syncWait <- syncResult{err: kerr.FencedInstanceID.Code}
+		m.syncWait = nil
+	}
+	delete(g.members, oldID)
+	m.id = newID
+	g.members[newID] = m
+	g.static[*r.instanceID] = newID
+	if g.leader == oldID {
+		g.leader = newID
+	}
+	gs.s.log.Info("fetch: static group member rejoined", "group", g.name, "instance_id", *r.instanceID, "old_member", oldID, "member", newID, "state", g.state.String())
+
+	switch g.state {
+	case groupStable:
+		m.protocols = slices.Clone(r.protocols)
+		m.session, m.rebalance = r.session, r.rebalance
+		m.clientID, m.host = r.clientID, r.host
+		if g.selectProtocol() == g.protocol {
+			gs.touch(g, m)
+			res := g.currentJoin(m)
+			if r.skipAssignment {
+				res.skipAssignment = m.id == g.leader
+			} else {
+				res.leader, res.members = prevLeader, nil
+			}
+			return res, nil
+		}
+		ch := gs.updateMember(g, m, r)
+		gs.prepareRebalance(g, "static member "+newID+" changed the group's protocol")
+		return joinResult{}, ch
+	case groupCompletingRebalance:
+		ch := gs.updateMember(g, m, r)
+		gs.prepareRebalance(g, "static member "+newID+" rejoined while the assignment was computed")
+		return joinResult{}, ch
+	case groupPreparingRebalance:
+		ch := gs.updateMember(g, m, r)
+		gs.maybeCompleteJoin(g)
+		return joinResult{}, ch
+	}
+	// An Empty group has no members, so no static member to replace.
 	return errJoin(kerr.UnknownMemberID.Code, r.memberID), nil
 }
 
@@ -635,7 +709,7 @@ func (gs *groups) completeJoin(g *group) {
 	}
 	g.generation++
 	if len(g.members) == 0 {
-		g.protocol, g.leader = "", ""
+		g.protocol, g.leader, g.subscribed = "", "", nil
 		g.setState(groupEmpty)
 		return
 	}
@@ -649,6 +723,7 @@ func (gs *groups) completeJoin(g *group) {
 		}
 	}
 	g.protocol = g.selectProtocol()
+	g.subscribed = g.subscriptions()
 	g.setState(groupCompletingRebalance)
 	gs.s.log.Info("fetch: group rebalanced", "group", g.name, "generation", g.generation, "members", len(g.members), "protocol", g.protocol, "leader", g.leader)
 	for _, m := range g.members {
@@ -660,18 +735,69 @@ func (gs *groups) completeJoin(g *group) {
 			gs.touch(g, m)
 		}
 	}
-	// A leader that never sends its SyncGroup would leave everyone
-	// waiting: after the rebalance timeout the members that did not sync
-	// are removed and the others rebalance (Kafka's pending-sync timeout).
-	gs.setTimer(g, g.maxRebalance(), func() {
-		for _, m := range g.members {
-			if !m.synced {
-				gs.s.log.Info("fetch: group member removed: no SyncGroup within the rebalance timeout", "group", g.name, "member", m.id)
-				gs.dropMember(g, m, kerr.UnknownMemberID.Code)
-			}
-		}
-		gs.prepareRebalance(g, "members did not sync")
+	gs.armPendingSync(g)
+}
+
+// armPendingSync starts Kafka's pending-sync timeout for the generation
+// just formed: a member that has not sent its SyncGroup within the
+// rebalance timeout is removed, and the rest rebalance. It applies in
+// CompletingRebalance (a leader that never syncs would leave everyone
+// waiting) and in Stable (a follower that never syncs holds no
+// assignment, yet would keep the group from reassigning its share for as
+// long as it heartbeats).
+func (gs *groups) armPendingSync(g *group) {
+	if g.syncTimer != nil {
+		g.syncTimer.Stop()
+	}
+	gen := g.generation
+	g.syncTimer = time.AfterFunc(g.maxRebalance(), func() {
+		gs.mu.Lock()
+		defer gs.mu.Unlock()
+		gs.expirePendingSync(g, gen)
 	})
+}
+
+// expirePendingSync runs from the pending-sync timer of generation gen.
+func (gs *groups) expirePendingSync(g *group, gen int32) {
+	if g.generation != gen || g.state != groupCompletingRebalance && g.state != groupStable {
+		return
+	}
+	removed := 0
+	for _, m := range g.ordered() {
+		if !m.synced {
+			gs.s.log.Info("fetch: group member removed: no SyncGroup within the rebalance timeout", "group", g.name, "member", m.id, "generation", gen)
+			gs.dropMember(g, m, kerr.UnknownMemberID.Code)
+			removed++
+		}
+	}
+	if removed > 0 {
+		gs.prepareRebalance(g, "members did not sync")
+	}
+}
+
+// subscriptions are the topics the members subscribe to in the selected
+// protocol, read from their consumer-protocol metadata; nil unless the
+// group uses the consumer protocol and every member's metadata parses
+// (Kafka's computeSubscribedTopics).
+func (g *group) subscriptions() map[string]bool {
+	if g.protocolType != "consumer" || g.protocol == "" {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, m := range g.members {
+		i := slices.IndexFunc(m.protocols, func(p kmsg.JoinGroupRequestProtocol) bool { return p.Name == g.protocol })
+		if i < 0 {
+			return nil
+		}
+		var md kmsg.ConsumerMemberMetadata
+		if err := md.ReadFrom(m.protocols[i].Metadata); err != nil {
+			return nil
+		}
+		for _, t := range md.Topics {
+			out[t] = true
+		}
+	}
+	return out
 }
 
 // sync handles a SyncGroup; like join it returns the answer or a channel
@@ -822,39 +948,155 @@ func (gs *groups) leave(name string, ms []leaveMember) (int16, []int16) {
 	return 0, codes
 }
 
-// validateCommit checks an OffsetCommit against the group's membership
-// (Kafka's ClassicGroup.validateOffsetCommit). known is false when the
-// group has no membership state at all; the caller then applies the
-// offsets-only rules.
-func (gs *groups) validateCommit(name string, generation int32, memberID string, instanceID *string) (code int16, known bool) {
+// commitRequest is an OffsetCommit, independent of version, with the
+// partitions that passed their own checks.
+type commitRequest struct {
+	group      string
+	generation int32
+	memberID   string
+	instanceID *string
+	version    int16
+	entries    []commitEntry
+}
+
+// commit validates an OffsetCommit against the group (Kafka's
+// ClassicGroup.validateOffsetCommit, or the offsets-only rules for a group
+// without membership state) and, if it is accepted, stages its offsets in
+// the same critical section: a rebalance, a member's removal or a
+// DeleteGroups is then ordered entirely before the commit (which it
+// refuses) or after it. The caller waits for the returned change to be
+// written outside the lock: holding the coordinator's lock across an
+// fsync would stall the heartbeats of every group.
+func (gs *groups) commit(r commitRequest) (int16, *offsetsOp) {
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
-	g := gs.byName[name]
+	code := gs.validateCommit(r)
+	if code != 0 || len(r.entries) == 0 {
+		return code, nil
+	}
+	return 0, gs.s.offsets.stage(commitOp(r.group, r.entries))
+}
+
+// validateCommit is commit's check; gs.mu is held.
+func (gs *groups) validateCommit(r commitRequest) int16 {
+	if r.group == "" {
+		return kerr.InvalidGroupID.Code
+	}
+	g := gs.byName[r.group]
 	if g == nil {
-		return 0, false
+		if r.generation < 0 {
+			return 0
+		}
+		switch {
+		case gs.s.offsets.hasGroupStaged(r.group):
+			return kerr.UnknownMemberID.Code
+		case r.version >= 9:
+			return kerr.GroupIDNotFound.Code
+		}
+		return kerr.IllegalGeneration.Code
 	}
-	if g.fenced(memberID, instanceID) {
-		return kerr.FencedInstanceID.Code, true
+	if g.fenced(r.memberID, r.instanceID) {
+		return kerr.FencedInstanceID.Code
 	}
-	if generation < 0 && g.state == groupEmpty {
+	if r.generation < 0 && g.state == groupEmpty {
 		// A consumer with manual assignment (or an admin tool) commits
 		// into a group nobody is a member of.
-		return 0, true
+		return 0
 	}
-	m := g.members[memberID]
+	m := g.members[r.memberID]
 	switch {
 	case m == nil:
-		return kerr.UnknownMemberID.Code, true
-	case generation != g.generation:
-		return kerr.IllegalGeneration.Code, true
+		return kerr.UnknownMemberID.Code
+	case r.generation != g.generation:
+		return kerr.IllegalGeneration.Code
 	case g.state == groupCompletingRebalance:
 		// The member has its new generation but not its assignment yet.
-		return kerr.RebalanceInProgress.Code, true
+		return kerr.RebalanceInProgress.Code
 	}
 	// Commits during PreparingRebalance are allowed: members commit
 	// before they rejoin. A commit is a sign of life, as in Kafka.
 	gs.touch(g, m)
-	return 0, true
+	return 0
+}
+
+// deleteGroup is DeleteGroups for one group (Kafka's
+// validateDeleteGroup): only a group without members goes, with its
+// membership state and its committed offsets. The offsets' removal is
+// staged under the lock, so no commit or join can slip between the check
+// and the deletion; the caller waits for it outside the lock.
+func (gs *groups) deleteGroup(name string) (int16, *offsetsOp) {
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	if name == "" {
+		return kerr.InvalidGroupID.Code, nil
+	}
+	g := gs.byName[name]
+	hasOffsets := gs.s.offsets.hasGroupStaged(name)
+	if g == nil && !hasOffsets {
+		return kerr.GroupIDNotFound.Code, nil
+	}
+	if g != nil {
+		if g.state != groupEmpty {
+			return kerr.NonEmptyGroup.Code, nil
+		}
+		gs.forget(g)
+	}
+	gs.s.log.Info("fetch: group deleted", "group", name)
+	if !hasOffsets {
+		return 0, nil
+	}
+	return 0, gs.s.offsets.stage(deleteGroupOp(name))
+}
+
+// forget drops an Empty group's membership state: it is Dead, and a later
+// join starts a new group at generation 0. Its timers find nothing to do.
+func (gs *groups) forget(g *group) {
+	for id, t := range g.pending {
+		t.Stop()
+		delete(g.pending, id)
+	}
+	g.setState(groupEmpty)
+	if g.syncTimer != nil {
+		g.syncTimer.Stop()
+	}
+	delete(gs.byName, g.name)
+}
+
+// deleteOffsets is OffsetDelete (Kafka's OffsetMetadataManager.deleteOffsets):
+// a group-level error, or one code per requested partition, and the
+// staged removal of the partitions' offsets. A group with members keeps
+// the offsets of the topics its current generation subscribes to
+// (GROUP_SUBSCRIBED_TO_TOPIC); one with members whose subscriptions are
+// unknown (not the consumer protocol) keeps all (NON_EMPTY_GROUP).
+func (gs *groups) deleteOffsets(name string, topics []kmsg.OffsetDeleteRequestTopic) (int16, [][]int16, *offsetsOp) {
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	if name == "" {
+		return kerr.InvalidGroupID.Code, nil, nil
+	}
+	g := gs.byName[name]
+	if g == nil && !gs.s.offsets.hasGroupStaged(name) {
+		return kerr.GroupIDNotFound.Code, nil, nil
+	}
+	if g != nil && g.state != groupEmpty && g.protocolType != "consumer" {
+		return kerr.NonEmptyGroup.Code, nil, nil
+	}
+	codes := make([][]int16, len(topics))
+	var tps []topicPartition
+	for i, t := range topics {
+		codes[i] = make([]int16, len(t.Partitions))
+		for j, p := range t.Partitions {
+			if g != nil && g.state != groupEmpty && g.subscribed[t.Topic] {
+				codes[i][j] = kerr.GroupSubscribedToTopic.Code
+				continue
+			}
+			tps = append(tps, topicPartition{t.Topic, p.Partition})
+		}
+	}
+	if len(tps) == 0 {
+		return 0, codes, nil
+	}
+	return 0, codes, gs.s.offsets.stage(deletePartitionsOp(name, tps))
 }
 
 // describe is DescribeGroups' view of one group, as Kafka's

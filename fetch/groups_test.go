@@ -324,13 +324,15 @@ func TestGroupStaticMember(t *testing.T) {
 	wantCode(t, "sync", c.sync(g, 1, j1.MemberID, nil).ErrorCode, nil)
 	wantCode(t, "commit", c.groupCommit(g, 1, j1.MemberID, inst), nil)
 
-	// The same instance restarts: a new member id, a new generation.
+	// The same instance restarts: a new member id in the same generation
+	// (no rebalance, TestGroupStaticRejoin); the answer names the old
+	// leader id so that the member does not compute an assignment.
 	j2 := c.join(joinSpec{version: 5, group: g, instance: inst})
-	if j2.ErrorCode != 0 || j2.Generation != 2 || j2.MemberID == j1.MemberID || len(j2.Members) != 1 {
+	if j2.ErrorCode != 0 || j2.Generation != 1 || j2.MemberID == j1.MemberID || j2.LeaderID != j1.MemberID || len(j2.Members) != 0 {
 		t.Fatalf("static rejoin: %+v", j2)
 	}
-	wantCode(t, "heartbeat of the replaced member", c.heartbeat(g, 2, j1.MemberID, inst), kerr.FencedInstanceID)
-	wantCode(t, "commit of the replaced member", c.groupCommit(g, 2, j1.MemberID, inst), kerr.FencedInstanceID)
+	wantCode(t, "heartbeat of the replaced member", c.heartbeat(g, 1, j1.MemberID, inst), kerr.FencedInstanceID)
+	wantCode(t, "commit of the replaced member", c.groupCommit(g, 1, j1.MemberID, inst), kerr.FencedInstanceID)
 	wantCode(t, "join with the old member id", c.join(joinSpec{version: 5, group: g, member: j1.MemberID, instance: inst}).ErrorCode, kerr.FencedInstanceID)
 	// LeaveGroup by instance id, with a stale member id: fenced; without: gone.
 	leave := kmsg.NewPtrLeaveGroupRequest()
@@ -343,7 +345,7 @@ func TestGroupStaticMember(t *testing.T) {
 	if r := c.roundTrip(leave).(*kmsg.LeaveGroupResponse); r.Members[0].ErrorCode != 0 {
 		t.Fatalf("leave by instance id: %+v", r)
 	}
-	wantCode(t, "heartbeat after the leave", c.heartbeat(g, 2, j2.MemberID, inst), kerr.UnknownMemberID)
+	wantCode(t, "heartbeat after the leave", c.heartbeat(g, 1, j2.MemberID, inst), kerr.UnknownMemberID)
 }
 
 // A join held in a rebalance is answered at Shutdown (NOT_COORDINATOR, so

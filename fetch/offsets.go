@@ -36,23 +36,59 @@ type offsetsFileData struct {
 	Groups  map[string]map[string]map[int32]committedOffset `json:"groups"`
 }
 
-// offsetStore keeps committed offsets in memory and persists every commit
+// offsetsMap is group → topic → partition → offset. A map once published
+// in offsetStore is never modified: changes copy what they touch.
+type offsetsMap = map[string]map[string]map[int32]committedOffset
+
+// offsetStore keeps committed offsets in memory and persists every change
 // before acknowledging it: the whole map is written with
 // logstore.WriteFileAtomic (temp file, fsync, rename, fsync of the
 // directory), so a crash leaves either the old or the new file. Commits
 // are rare (clients commit every few seconds), so rewriting the file each
 // time costs less than the complexity of a log.
+//
+// A change happens in two steps, so that the group coordinator can order
+// it against membership without waiting for the disk:
+//
+//   - stage applies it to latest, the map with every change accepted so
+//     far, and queues it. It takes only mu and does no I/O: the
+//     coordinator calls it under its own lock, in the same critical
+//     section that validated the change, so a commit and a rebalance are
+//     ordered one way or the other, never interleaved.
+//   - wait writes the file (every change queued by then, in one write),
+//     then publishes the written map as durable and reports the outcome.
+//     It takes writeMu, which only serialises writers, across the fsync;
+//     neither the coordinator's lock nor mu is held meanwhile, so
+//     heartbeats and joins of every group carry on.
+//
+// Readers (OffsetFetch, ListGroups, DescribeGroups) first settle (wait
+// for whatever is queued) and then read durable: they see every change
+// acknowledged before they asked and nothing a restart could lose. If a
+// write fails, every change in it fails, latest is rebuilt from durable
+// and the changes queued since, and nothing was ever visible.
 type offsetStore struct {
 	path string
 
-	mu     sync.Mutex
-	groups map[string]map[string]map[int32]committedOffset // group → topic → partition
+	writeMu sync.Mutex // held across a file write; never under mu or groups.mu
+
+	mu      sync.Mutex
+	durable offsetsMap   // what the file holds
+	latest  offsetsMap   // durable with every queued change applied
+	queue   []*offsetsOp // staged, not yet written, in order
+}
+
+// offsetsOp is one staged change.
+type offsetsOp struct {
+	apply func(offsetsMap) offsetsMap // returns a changed copy
+	done  chan struct{}               // closed once written (or failed)
+	err   error
 }
 
 func newOffsetStore(dir string) *offsetStore {
 	return &offsetStore{
-		path:   filepath.Join(dir, OffsetsFile),
-		groups: map[string]map[string]map[int32]committedOffset{},
+		path:    filepath.Join(dir, OffsetsFile),
+		durable: offsetsMap{},
+		latest:  offsetsMap{},
 	}
 }
 
@@ -75,9 +111,76 @@ func (o *offsetStore) load() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if d.Groups != nil {
-		o.groups = d.Groups
+		o.durable, o.latest = d.Groups, d.Groups
 	}
 	return nil
+}
+
+// stage applies a change to latest and queues it for the next write. It
+// does no I/O; the caller then calls wait.
+func (o *offsetStore) stage(apply func(offsetsMap) offsetsMap) *offsetsOp {
+	op := &offsetsOp{apply: apply, done: make(chan struct{})}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.latest = apply(o.latest)
+	o.queue = append(o.queue, op)
+	return op
+}
+
+// wait returns once op is on disk, or failed to get there. Whoever holds
+// writeMu writes everything queued so far, so concurrent changes share
+// one fsync.
+func (o *offsetStore) wait(op *offsetsOp) error {
+	o.writeMu.Lock()
+	defer o.writeMu.Unlock()
+	select {
+	case <-op.done:
+		return op.err
+	default:
+	}
+	o.mu.Lock()
+	batch, snap := o.queue, o.latest
+	o.queue = nil
+	o.mu.Unlock()
+
+	b, err := json.MarshalIndent(offsetsFileData{Version: offsetsFileVersion, Groups: snap}, "", " ")
+	if err == nil {
+		err = logstore.WriteFileAtomic(o.path, b)
+	}
+	if err != nil {
+		err = fmt.Errorf("committed offsets: %w", err)
+	}
+
+	o.mu.Lock()
+	if err == nil {
+		o.durable = snap
+	} else {
+		// Undo the failed changes, keep those staged since.
+		o.latest = o.durable
+		for _, q := range o.queue {
+			o.latest = q.apply(o.latest)
+		}
+	}
+	o.mu.Unlock()
+	for _, q := range batch {
+		q.err = err
+		close(q.done)
+	}
+	return op.err
+}
+
+// settle waits until every change staged so far is written (or failed),
+// so that a reader sees what was acknowledged before it asked.
+func (o *offsetStore) settle() {
+	o.mu.Lock()
+	var last *offsetsOp
+	if n := len(o.queue); n > 0 {
+		last = o.queue[n-1]
+	}
+	o.mu.Unlock()
+	if last != nil {
+		o.wait(last)
+	}
 }
 
 // commitEntry is one offset to store.
@@ -87,62 +190,113 @@ type commitEntry struct {
 	offset    committedOffset
 }
 
-// commit stores entries for group and persists them. On a write error
-// nothing changes in memory either, so readers never see an offset that a
-// restart would lose.
+// commit stores entries for group and waits until they are durable. On a
+// write error nothing changes, in memory either, so readers never see an
+// offset that a restart would lose.
 func (o *offsetStore) commit(group string, entries []commitEntry) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	old := o.groups[group]
-	// Copy on write: old stays intact for the rollback below.
-	next := maps.Clone(old)
-	if next == nil {
-		next = map[string]map[int32]committedOffset{}
-	}
-	cloned := map[string]bool{}
-	for _, e := range entries {
-		if !cloned[e.topic] {
-			cloned[e.topic] = true
-			parts := maps.Clone(next[e.topic])
-			if parts == nil {
-				parts = map[int32]committedOffset{}
+	return o.wait(o.stage(commitOp(group, entries)))
+}
+
+// commitOp is the change that stores entries for group.
+func commitOp(group string, entries []commitEntry) func(offsetsMap) offsetsMap {
+	return func(m offsetsMap) offsetsMap {
+		next := maps.Clone(m)
+		topics := maps.Clone(next[group])
+		if topics == nil {
+			topics = map[string]map[int32]committedOffset{}
+		}
+		cloned := map[string]bool{}
+		for _, e := range entries {
+			if !cloned[e.topic] {
+				cloned[e.topic] = true
+				parts := maps.Clone(topics[e.topic])
+				if parts == nil {
+					parts = map[int32]committedOffset{}
+				}
+				topics[e.topic] = parts
 			}
-			next[e.topic] = parts
+			topics[e.topic][e.partition] = e.offset
 		}
-		next[e.topic][e.partition] = e.offset
+		next[group] = topics
+		return next
 	}
-	o.groups[group] = next
-	b, err := json.MarshalIndent(offsetsFileData{Version: offsetsFileVersion, Groups: o.groups}, "", " ")
-	if err == nil {
-		err = logstore.WriteFileAtomic(o.path, b)
+}
+
+// deleteGroupOp is the change that forgets every offset of group
+// (DeleteGroups).
+func deleteGroupOp(group string) func(offsetsMap) offsetsMap {
+	return func(m offsetsMap) offsetsMap {
+		if _, ok := m[group]; !ok {
+			return m
+		}
+		next := maps.Clone(m)
+		delete(next, group)
+		return next
 	}
-	if err != nil {
-		if old == nil {
-			delete(o.groups, group)
+}
+
+// topicPartition names one partition.
+type topicPartition struct {
+	topic     string
+	partition int32
+}
+
+// deletePartitionsOp is the change that forgets group's offsets of tps
+// (OffsetDelete). A group left without offsets is gone from the file.
+func deletePartitionsOp(group string, tps []topicPartition) func(offsetsMap) offsetsMap {
+	return func(m offsetsMap) offsetsMap {
+		topics := maps.Clone(m[group])
+		for _, tp := range tps {
+			parts, ok := topics[tp.topic]
+			if !ok {
+				continue
+			}
+			if _, ok := parts[tp.partition]; !ok {
+				continue
+			}
+			parts = maps.Clone(parts)
+			delete(parts, tp.partition)
+			if len(parts) == 0 {
+				delete(topics, tp.topic)
+			} else {
+				topics[tp.topic] = parts
+			}
+		}
+		next := maps.Clone(m)
+		if len(topics) == 0 {
+			delete(next, group)
 		} else {
-			o.groups[group] = old
+			next[group] = topics
 		}
-		return fmt.Errorf("committed offsets: %w", err)
+		return next
 	}
-	return nil
 }
 
 // hasGroup reports whether group has committed offsets: the group exists,
-// as Kafka's simple group created by its first commit does.
+// as Kafka's simple group created by its first commit does. It reads
+// durable state: callers settle first.
 func (o *offsetStore) hasGroup(group string) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return len(o.groups[group]) > 0
+	return len(o.durable[group]) > 0
+}
+
+// hasGroupStaged is hasGroup including changes not yet written: what the
+// coordinator decides on, under its lock, in the order it stages changes.
+func (o *offsetStore) hasGroupStaged(group string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.latest[group]) > 0
 }
 
 // get returns the committed offset of group in topic/partition.
 func (o *offsetStore) get(group, topic string, partition int32) (committedOffset, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	c, ok := o.groups[group][topic][partition]
+	c, ok := o.durable[group][topic][partition]
 	return c, ok
 }
 
@@ -152,7 +306,7 @@ func (o *offsetStore) topics(group string) map[string][]int32 {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	out := map[string][]int32{}
-	for t, parts := range o.groups[group] {
+	for t, parts := range o.durable[group] {
 		out[t] = slices.Sorted(maps.Keys(parts))
 	}
 	return out
@@ -163,7 +317,7 @@ func (o *offsetStore) groupNames() []string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	var out []string
-	for g, topics := range o.groups {
+	for g, topics := range o.durable {
 		if len(topics) > 0 {
 			out = append(out, g)
 		}

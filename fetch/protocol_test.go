@@ -26,6 +26,7 @@ func TestApiVersionsAdvertised(t *testing.T) {
 	want := map[int16][2]int16{
 		0: {0, 12}, 1: {4, 12}, 2: {1, 7}, 3: {0, 12}, 8: {0, 9}, 9: {0, 9}, 10: {0, 4}, 18: {0, 3}, 22: {0, 4},
 		11: {0, 9}, 12: {0, 4}, 13: {0, 5}, 14: {0, 5}, 15: {0, 5}, 16: {0, 4},
+		42: {0, 2}, 47: {0, 0},
 	}
 	for v := int16(0); v <= 3; v++ {
 		req := kmsg.NewPtrApiVersionsRequest()

@@ -1,0 +1,35 @@
+package fetch
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// DeleteGroups (key 42), versions 0-2.
+//
+// For admin tools (kafka-consumer-groups.sh --delete, kadm DeleteGroups):
+// deletes a group's membership state and committed offsets, durably,
+// before answering. As Kafka: only a group without members can go
+// (NON_EMPTY_GROUP otherwise), an unknown group is GROUP_ID_NOT_FOUND, an
+// empty group id INVALID_GROUP_ID. A failed write of the offsets file is
+// COORDINATOR_NOT_AVAILABLE (retriable); the offsets are then still
+// there. v2 is flexible.
+func init() { register(42, 0, 2, handleDeleteGroups) }
+
+func handleDeleteGroups(c *conn, h *reqHeader, r kmsg.Request) error {
+	req := r.(*kmsg.DeleteGroupsRequest)
+	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+	for _, name := range req.Groups {
+		code, op := c.s.groups.deleteGroup(name)
+		if op != nil {
+			if err := c.s.offsets.wait(op); err != nil {
+				c.s.log.Error("fetch: deleting committed offsets", "group", name, "err", err)
+				code = kerr.CoordinatorNotAvailable.Code
+			}
+		}
+		rg := kmsg.NewDeleteGroupsResponseGroup()
+		rg.Group, rg.ErrorCode = name, code
+		resp.Groups = append(resp.Groups, rg)
+	}
+	return c.send(h, resp)
+}

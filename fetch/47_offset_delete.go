@@ -1,0 +1,52 @@
+package fetch
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// OffsetDelete (key 47), version 0.
+//
+// For admin tools (kafka-consumer-groups.sh --delete-offsets, kadm
+// DeleteOffsets): deletes a group's committed offsets of some partitions,
+// durably, before answering; a consumer of the group then starts those
+// partitions from auto.offset.reset. As Kafka: INVALID_GROUP_ID for an
+// empty group id and GROUP_ID_NOT_FOUND for an unknown group (group-level
+// errors); while the group has members, a partition of a topic its
+// current generation subscribes to is refused with
+// GROUP_SUBSCRIBED_TO_TOPIC, and a group with members whose protocol is
+// not the consumer one is NON_EMPTY_GROUP. A partition without a commit
+// is answered without error. A failed write of the offsets file is
+// COORDINATOR_NOT_AVAILABLE for the partitions it would have deleted.
+func init() { register(47, 0, 0, handleOffsetDelete) }
+
+func handleOffsetDelete(c *conn, h *reqHeader, r kmsg.Request) error {
+	req := r.(*kmsg.OffsetDeleteRequest)
+	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+	code, codes, op := c.s.groups.deleteOffsets(req.Group, req.Topics)
+	resp.ErrorCode = code
+	if code != 0 {
+		return c.send(h, resp)
+	}
+	writeErr := int16(0)
+	if op != nil {
+		if err := c.s.offsets.wait(op); err != nil {
+			c.s.log.Error("fetch: deleting committed offsets", "group", req.Group, "err", err)
+			writeErr = kerr.CoordinatorNotAvailable.Code
+		}
+	}
+	for i, t := range req.Topics {
+		rt := kmsg.NewOffsetDeleteResponseTopic()
+		rt.Topic = t.Topic
+		for j, p := range t.Partitions {
+			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, codes[i][j]
+			if rp.ErrorCode == 0 {
+				rp.ErrorCode = writeErr
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return c.send(h, resp)
+}
