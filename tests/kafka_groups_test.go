@@ -33,20 +33,22 @@ type kcatMember struct {
 	mu       sync.Mutex
 	records  []string // "PARTITION VALUE"
 	assigned string   // partitions of the last "assigned:" line
+	assigns  int      // "assigned:" lines so far: rebalances this member took part in
 	stderr   bytes.Buffer
 	changed  chan struct{} // a new line arrived (capacity 1)
 	exited   chan struct{}
 }
 
 // kcatJoin starts kcat as a member of group consuming topic from the
-// earliest offset where the group has no commit. It is stopped (SIGTERM)
-// in t.Cleanup if still running.
-func kcatJoin(t *testing.T, addr, group, topic, name string) *kcatMember {
+// earliest offset where the group has no commit; extra are more kcat
+// options. It is stopped (SIGTERM) in t.Cleanup if still running.
+func kcatJoin(t *testing.T, addr, group, topic, name string, extra ...string) *kcatMember {
 	t.Helper()
 	bin := kafkaNeedKcat(t)
 	m := &kcatMember{t: t, name: name, changed: make(chan struct{}, 1), exited: make(chan struct{})}
-	m.cmd = exec.Command(bin, "-b", addr, "-G", group, "-u", "-f", "%p %s\n",
-		"-X", "auto.offset.reset=earliest", topic)
+	args := []string{"-b", addr, "-G", group, "-u", "-f", "%p %s\n", "-X", "auto.offset.reset=earliest"}
+	args = append(append(args, extra...), topic)
+	m.cmd = exec.Command(bin, args...)
 	stdout, err := m.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -79,6 +81,7 @@ func kcatJoin(t *testing.T, addr, group, topic, name string) *kcatMember {
 			m.stderr.WriteString(line + "\n")
 			if _, list, ok := strings.Cut(line, "assigned: "); ok && strings.Contains(line, "rebalanced") {
 				m.assigned = list
+				m.assigns++
 			}
 			m.mu.Unlock()
 			m.notify()
