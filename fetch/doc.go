@@ -55,7 +55,16 @@
 // # Committed offsets
 //
 // OffsetCommit stores offsets in a JSON file of segfs's own name in the data
-// directory (offsets.go), replaced atomically on every commit.
+// directory (offsets.go), replaced atomically (and fsynced) before the
+// commit is answered; DeleteGroups and OffsetDelete remove offsets the
+// same way. A change is first staged in memory, in the same critical
+// section of the group coordinator that validated it (so a commit and a
+// rebalance or a group's deletion are ordered, never interleaved), and
+// written after, outside the coordinator's lock: a slow fsync delays only
+// the requests that wait for it, never the heartbeats or joins of other
+// groups, and concurrent changes share one write. Readers (OffsetFetch,
+// ListGroups, DescribeGroups) wait for staged changes first and see only
+// what is on disk.
 //
 // # Consumer groups
 //
@@ -72,7 +81,17 @@
 // __consumer_offsets, but on a single node that restarts, forgetting it
 // only makes consumers rejoin (their next Heartbeat or commit gets
 // UNKNOWN_MEMBER_ID), and they resume from their committed offsets, which
-// are durable. DescribeGroups and ListGroups show groups for admin
-// tools. KIP-848 groups (ConsumerGroupHeartbeat) are not served;
-// every client uses the classic protocol by default.
+// are durable. Static members (group.instance.id, KIP-345) keep their
+// place across restarts: one that rejoins a Stable group with an unknown
+// member id takes a new one and the current generation and assignment,
+// with no rebalance, unless the group's selected protocol would change
+// (a v9 leader gets the members with SkipAssignment, KIP-814). A member
+// that has not sent SyncGroup within the rebalance timeout after its
+// generation formed is removed, even once the group is Stable, as in
+// Kafka. DescribeGroups and ListGroups show groups for admin tools;
+// DeleteGroups deletes a group without members (its membership state and
+// committed offsets), OffsetDelete some partitions' offsets, refusing
+// those of topics the current generation subscribes to. KIP-848 groups
+// (ConsumerGroupHeartbeat) are not served; every client uses the classic
+// protocol by default.
 package fetch
