@@ -11,9 +11,11 @@ import (
 //
 // Stores offsets durably (offsets.go) before answering. A commit is
 // checked against the group's membership as Kafka's
-// ClassicGroup.validateOffsetCommit does (groups.go): a member of a group
-// with members commits with its member id and current generation
-// (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID otherwise,
+// ClassicGroup.validateOffsetCommit does (groups.go), and its offsets are
+// staged in the same critical section, so a rebalance is either before it
+// (and refuses it) or after it; the fsync follows outside the group lock.
+// A member of a group with members commits with its member id and current
+// generation (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID otherwise,
 // REBALANCE_IN_PROGRESS between JoinGroup and SyncGroup; commits during
 // PreparingRebalance are accepted, so members commit before rejoining).
 // Into a group without members only "simple" commits go: generation -1,

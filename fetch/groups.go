@@ -15,7 +15,10 @@ import (
 // Classic consumer groups: the membership half of Kafka's group
 // coordinator (GroupCoordinator / ClassicGroup). JoinGroup, SyncGroup,
 // Heartbeat and LeaveGroup (11_join_group.go ...) are thin wrappers around
-// the methods here; OffsetCommit asks validateCommit.
+// the methods here; OffsetCommit, DeleteGroups and OffsetDelete validate
+// and stage their change of the committed offsets here, under the same
+// lock as every membership change (commit, deleteGroup, deleteOffsets),
+// and wait for its write outside it (offsets.go).
 //
 // A group moves through Kafka's states:
 //
@@ -23,7 +26,9 @@ import (
 //	           ↑_____________________|_____________________|
 //
 // A join (new member, a known member with changed protocols, or the
-// leader), a leave, or a session timeout starts a rebalance
+// leader; a static member's restart only if it changes the selected
+// protocol), a leave, a session timeout, or a member that did not send
+// SyncGroup within the rebalance timeout starts a rebalance
 // (PreparingRebalance). Every member's JoinGroup is then held until all
 // known members have rejoined or the largest rebalance timeout passes
 // (members that did not rejoin are removed); then the generation goes up,
