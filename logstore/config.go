@@ -324,6 +324,33 @@ func CheckUnfinishedConfigLine(line []byte) error {
 	return nil
 }
 
+// NormalizeConfigValue is value as the config file takes it for key: the
+// separator verbatim, so that " " or "\t" can be set; other values are
+// trimmed, as a properties file (and Kafka's ConfigDef) would.
+func NormalizeConfigValue(key, value string) string {
+	if key == "key.separator" {
+		return value
+	}
+	return strings.TrimSpace(value)
+}
+
+// CheckConfigValue reports why value (normalized) can never be key's
+// value, with ErrInvalidConfig: an unknown key, or a value the key does
+// not take. Unlike a config file line, an empty value is checked like any
+// other (only key.separator takes it): the Kafka protocol names the keys
+// to reset separately. Checks across keys are SetConfig's.
+func CheckConfigValue(key, value string) error {
+	ck, ok := configKeys[key]
+	if !ok {
+		return fmt.Errorf("%w: unknown key %q", ErrInvalidConfig, key)
+	}
+	c := DefaultConfig()
+	if err := ck.set(&c, value); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrInvalidConfig, key, err)
+	}
+	return nil
+}
+
 // ParseConfigText parses key=value lines (blank lines and # comments
 // skipped) into changes for SetConfig; a malformed line is ErrInvalidConfig
 // naming its line number.
@@ -343,12 +370,7 @@ func ParseConfigText(text []byte) (map[string]string, error) {
 		if _, known := configKeys[k]; !known {
 			return nil, fmt.Errorf("%w: line %d: unknown key %q", ErrInvalidConfig, i+1, k)
 		}
-		// The separator is taken verbatim so that " " or "\t" can be set;
-		// other values are trimmed like a properties file would.
-		if k != "key.separator" {
-			v = strings.TrimSpace(v)
-		}
-		changes[k] = v
+		changes[k] = NormalizeConfigValue(k, v)
 	}
 	return changes, nil
 }

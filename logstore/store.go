@@ -466,35 +466,17 @@ func (s *Store) Partition(topic string, n int32) (*Partition, error) {
 // CreateTopic creates a topic with n partitions (n <= 0: the default) and
 // config overrides (validated first; nothing is created on error).
 func (s *Store) CreateTopic(name string, n int, overrides map[string]string) (*Topic, error) {
-	if err := ValidateTopicName(name); err != nil {
+	ov, cfg, err := s.checkNewTopic(name, overrides)
+	if err != nil {
 		return nil, err
-	}
-	if s.closed.Load() {
-		return nil, ErrClosed
 	}
 	if n <= 0 {
 		n = s.opts.DefaultPartitions
 	}
-	ov := map[string]string{}
-	for k, v := range overrides {
-		if v != "" {
-			ov[k] = v
-		}
-	}
-	cfg, err := withOverrides(ov)
-	if err == nil {
-		err = checkValues(&cfg)
-	}
-	if err != nil {
-		return nil, err
-	}
 	s.topicsMu.Lock()
 	defer s.topicsMu.Unlock()
-	if _, ok := s.topics[name]; ok {
-		return nil, fmt.Errorf("%w: %q", ErrTopicExists, name)
-	}
-	if other := s.collidingTopicLocked(name); other != "" {
-		return nil, fmt.Errorf("%w: %q collides with existing topic %q ('.' and '_' are the same in Kafka's metric names)", ErrInvalidName, name, other)
+	if err := s.checkNameFreeLocked(name); err != nil {
+		return nil, err
 	}
 	t := &Topic{store: s, name: name, id: newTopicID(), overrides: ov}
 	t.cfg.Store(&cfg)
@@ -514,6 +496,58 @@ func (s *Store) CreateTopic(name string, n int, overrides map[string]string) (*T
 		return nil, err
 	}
 	return t, nil
+}
+
+// CheckCreateTopic reports the error CreateTopic(name, n, overrides) would
+// fail with now, creating nothing: a dry run for Kafka's CreateTopics with
+// validate_only; on success it returns the config the topic would have.
+// The answer may be stale by the time it is acted on.
+func (s *Store) CheckCreateTopic(name string, overrides map[string]string) (Config, error) {
+	_, cfg, err := s.checkNewTopic(name, overrides)
+	if err != nil {
+		return Config{}, err
+	}
+	s.topicsMu.Lock()
+	defer s.topicsMu.Unlock()
+	return cfg, s.checkNameFreeLocked(name)
+}
+
+// checkNewTopic validates a new topic's name and overrides (an empty value
+// means the default) and returns the overrides to store and the effective
+// config.
+func (s *Store) checkNewTopic(name string, overrides map[string]string) (map[string]string, Config, error) {
+	if err := ValidateTopicName(name); err != nil {
+		return nil, Config{}, err
+	}
+	if s.closed.Load() {
+		return nil, Config{}, ErrClosed
+	}
+	ov := map[string]string{}
+	for k, v := range overrides {
+		if v != "" {
+			ov[k] = v
+		}
+	}
+	cfg, err := withOverrides(ov)
+	if err == nil {
+		err = checkValues(&cfg)
+	}
+	if err != nil {
+		return nil, Config{}, err
+	}
+	return ov, cfg, nil
+}
+
+// checkNameFreeLocked fails if name is taken, or collides with a topic's
+// name (topicsMu held).
+func (s *Store) checkNameFreeLocked(name string) error {
+	if _, ok := s.topics[name]; ok {
+		return fmt.Errorf("%w: %q", ErrTopicExists, name)
+	}
+	if other := s.collidingTopicLocked(name); other != "" {
+		return fmt.Errorf("%w: %q collides with existing topic %q ('.' and '_' are the same in Kafka's metric names)", ErrInvalidName, name, other)
+	}
+	return nil
 }
 
 // collidingTopicLocked returns an existing topic whose name differs from

@@ -48,27 +48,7 @@ func (t *Topic) SetConfig(changes map[string]string) error {
 	t.store.topicsMu.Lock()
 	defer t.store.topicsMu.Unlock()
 	t.mu.Lock()
-	next := make(map[string]string, len(t.overrides)+len(changes))
-	for k, v := range t.overrides {
-		next[k] = v
-	}
-	for k, v := range changes {
-		if _, ok := configKeys[k]; !ok {
-			t.mu.Unlock()
-			return fmt.Errorf("%w: unknown key %q", ErrInvalidConfig, k)
-		}
-		// key.separator may legitimately be set to any non-empty string;
-		// an empty value means "back to the default" for every key.
-		if v == "" {
-			delete(next, k)
-		} else {
-			next[k] = v
-		}
-	}
-	cfg, err := withOverrides(next)
-	if err == nil {
-		err = checkValues(&cfg)
-	}
+	next, cfg, err := t.nextConfigLocked(changes)
 	if err != nil {
 		t.mu.Unlock()
 		return err
@@ -90,6 +70,45 @@ func (t *Topic) SetConfig(changes map[string]string) error {
 		}
 	}
 	return nil
+}
+
+// CheckConfig reports the error SetConfig(changes) would fail with now,
+// changing nothing: a dry run for Kafka's AlterConfigs with validate_only.
+func (t *Topic) CheckConfig(changes map[string]string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, _, err := t.nextConfigLocked(changes)
+	return err
+}
+
+// nextConfigLocked returns the overrides and effective config after
+// changes, or the error wrapping ErrInvalidConfig that refuses them (t.mu
+// held).
+func (t *Topic) nextConfigLocked(changes map[string]string) (map[string]string, Config, error) {
+	next := make(map[string]string, len(t.overrides)+len(changes))
+	for k, v := range t.overrides {
+		next[k] = v
+	}
+	for k, v := range changes {
+		if _, ok := configKeys[k]; !ok {
+			return nil, Config{}, fmt.Errorf("%w: unknown key %q", ErrInvalidConfig, k)
+		}
+		// key.separator may legitimately be set to any non-empty string;
+		// an empty value means "back to the default" for every key.
+		if v == "" {
+			delete(next, k)
+		} else {
+			next[k] = v
+		}
+	}
+	cfg, err := withOverrides(next)
+	if err == nil {
+		err = checkValues(&cfg)
+	}
+	if err != nil {
+		return nil, Config{}, err
+	}
+	return next, cfg, nil
 }
 
 // Partitions returns the partitions in order 0..n-1.

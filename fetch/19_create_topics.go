@@ -1,0 +1,220 @@
+package fetch
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/segfs/segfs/logstore"
+)
+
+// CreateTopics (key 19), versions 0-7.
+//
+// The same path as `mkdir MOUNT/T` and auto-creation (Store.CreateTopic):
+// Kafka's name rules (INVALID_TOPIC_EXCEPTION, also for a name that
+// collides with a topic's in '.' against '_'), TOPIC_ALREADY_EXISTS, and
+// config overrides checked key by key as a line of the mount's `config`
+// file is (INVALID_CONFIG with the reason in ErrorMessage; a null value is
+// Kafka's INVALID_CONFIG too). The checks run in the order of Kafka's
+// ReplicationControlManager: name, existence, configs, then the layout:
+// with a manual assignment both counts must be -1 (INVALID_REQUEST), the
+// partitions 0..n-1, each once, each on node 0 alone
+// (INVALID_REPLICA_ASSIGNMENT); without one the replication factor is -1
+// or 1 (INVALID_REPLICATION_FACTOR otherwise: there is one broker) and the
+// partition count -1 (the server's default, --partitions) or positive
+// (INVALID_PARTITIONS). A name given twice is INVALID_REQUEST and neither
+// is created; __cluster_metadata, KRaft's own log, is refused as Kafka's
+// controller does (TOPIC_AUTHORIZATION_FAILED); Kafka's other internal
+// topics are created like any other, as Kafka's controller creates them.
+// validate_only (v1+) runs every check and creates nothing. v5+ answers
+// with the partition count, replication factor 1 and every effective
+// config; v7 with the topic's persistent UUID (all zero for a dry run, as
+// no topic has it). TimeoutMillis is moot: the answer waits for the
+// creation, which is durable before it is sent.
+func init() { register(19, 0, 7, handleCreateTopics) }
+
+// clusterMetadataTopic is KRaft's metadata log, which Kafka's controller
+// never creates for a client.
+const clusterMetadataTopic = "__cluster_metadata"
+
+func handleCreateTopics(c *conn, h *reqHeader, r kmsg.Request) error {
+	req := r.(*kmsg.CreateTopicsRequest)
+	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	validateOnly := req.ValidateOnly && h.version >= 1
+
+	count := map[string]int{}
+	for _, rt := range req.Topics {
+		count[rt.Topic]++
+	}
+	done := map[string]bool{}
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		if done[rt.Topic] {
+			continue
+		}
+		done[rt.Topic] = true
+		st := kmsg.NewCreateTopicsResponseTopic()
+		st.Topic = rt.Topic
+		if count[rt.Topic] > 1 {
+			st.ErrorCode, st.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr("Duplicate topic name.")
+		} else {
+			c.s.createTopic(rt, &st, validateOnly)
+		}
+		if h.version < 1 {
+			st.ErrorMessage = nil
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return c.send(h, resp)
+}
+
+// createTopic creates (or with validateOnly checks) one topic and fills
+// its answer.
+func (s *Server) createTopic(rt *kmsg.CreateTopicsRequestTopic, st *kmsg.CreateTopicsResponseTopic, validateOnly bool) {
+	fail := func(code int16, format string, args ...any) {
+		st.ErrorCode, st.ErrorMessage = code, kmsg.StringPtr(fmt.Sprintf(format, args...))
+	}
+	name := rt.Topic
+	if name == clusterMetadataTopic {
+		fail(kerr.TopicAuthorizationFailed.Code, "Authorization failed: %s is Kafka's metadata log, never a client's topic.", name)
+		return
+	}
+	if err := logstore.ValidateTopicName(name); err != nil {
+		fail(kerr.InvalidTopicException.Code, "%v", err)
+		return
+	}
+	if _, err := s.store.Topic(name); err == nil {
+		fail(kerr.TopicAlreadyExists.Code, "Topic '%s' already exists.", name)
+		return
+	}
+	overrides, code, msg := createOverrides(rt.Configs)
+	if code != 0 {
+		st.ErrorCode, st.ErrorMessage = code, &msg
+		return
+	}
+	n, code, msg := createPartitionCount(rt)
+	if code != 0 {
+		st.ErrorCode, st.ErrorMessage = code, &msg
+		return
+	}
+
+	var (
+		cfg logstore.Config
+		ovr map[string]string
+		err error
+	)
+	if validateOnly {
+		cfg, err = s.store.CheckCreateTopic(name, overrides)
+		ovr = overrides
+		if n <= 0 {
+			n = int32(s.store.DefaultPartitions())
+		}
+	} else {
+		var t *logstore.Topic
+		t, err = s.store.CreateTopic(name, int(n), overrides)
+		if err == nil {
+			cfg, ovr, n, st.TopicID = t.Config(), t.Overrides(), int32(t.PartitionCount()), t.ID()
+			s.log.Info("fetch: created topic", "topic", name, "partitions", n, "overrides", ovr)
+		}
+	}
+	if err != nil {
+		st.ErrorCode, st.ErrorMessage = configError(err)
+		if st.ErrorCode == kerr.UnknownServerError.Code {
+			s.log.Error("fetch: creating topic", "topic", name, "err", err)
+		}
+		return
+	}
+	st.NumPartitions, st.ReplicationFactor = n, 1
+	for _, e := range topicConfigEntries(cfg, ovr) {
+		sc := kmsg.NewCreateTopicsResponseTopicConfig()
+		sc.Name, sc.Value, sc.Source, sc.ReadOnly = e.name, kmsg.StringPtr(e.value), int8(e.source), e.readOnly
+		st.Configs = append(st.Configs, sc)
+	}
+}
+
+// createOverrides checks a new topic's configs one by one as a line of
+// the `config` file is checked, and returns them as overrides.
+func createOverrides(configs []kmsg.CreateTopicsRequestTopicConfig) (map[string]string, int16, string) {
+	var nulls []string
+	overrides := map[string]string{}
+	for _, rc := range configs {
+		if rc.Value == nil {
+			nulls = append(nulls, rc.Name)
+			continue
+		}
+		v := logstore.NormalizeConfigValue(rc.Name, *rc.Value)
+		if err := logstore.CheckConfigValue(rc.Name, v); err != nil {
+			return nil, kerr.InvalidConfig.Code, err.Error()
+		}
+		overrides[rc.Name] = v
+	}
+	if len(nulls) > 0 {
+		return nil, kerr.InvalidConfig.Code, "Null value not supported for topic configs: " + strings.Join(nulls, ",")
+	}
+	return overrides, 0, ""
+}
+
+// createPartitionCount checks the layout a CreateTopics entry asks for
+// and returns its partition count, -1 for the default.
+func createPartitionCount(rt *kmsg.CreateTopicsRequestTopic) (int32, int16, string) {
+	if len(rt.ReplicaAssignment) > 0 {
+		if rt.ReplicationFactor != -1 {
+			return 0, kerr.InvalidRequest.Code, "A manual partition assignment was specified, but replication factor was not set to -1."
+		}
+		if rt.NumPartitions != -1 {
+			return 0, kerr.InvalidRequest.Code, "A manual partition assignment was specified, but numPartitions was not set to -1."
+		}
+		seen := map[int32]bool{}
+		for _, a := range rt.ReplicaAssignment {
+			if seen[a.Partition] {
+				return 0, kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("Found multiple manual partition assignments for partition %d", a.Partition)
+			}
+			seen[a.Partition] = true
+			if code, msg := checkReplicas(a.Replicas); code != 0 {
+				return 0, code, msg
+			}
+		}
+		n := int32(len(rt.ReplicaAssignment))
+		for p := range n {
+			if !seen[p] {
+				parts := make([]int32, 0, n)
+				for q := range seen {
+					parts = append(parts, q)
+				}
+				slices.Sort(parts)
+				return 0, kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("partitions should be a consecutive 0-based integer sequence, but it is %v.", parts)
+			}
+		}
+		return n, 0, ""
+	}
+	switch rf := rt.ReplicationFactor; {
+	case rf < -1 || rf == 0:
+		return 0, kerr.InvalidReplicationFactor.Code, "Replication factor must be larger than 0, or -1 to use the default value."
+	case rf > 1:
+		return 0, kerr.InvalidReplicationFactor.Code, fmt.Sprintf("Unable to replicate the partition %d time(s): The target replication factor of %d cannot be reached because only 1 broker(s) are registered.", rf, rf)
+	}
+	if np := rt.NumPartitions; np < -1 || np == 0 {
+		return 0, kerr.InvalidPartitions.Code, "Number of partitions was set to an invalid non-positive value."
+	}
+	return rt.NumPartitions, 0, ""
+}
+
+// checkReplicas checks one partition's manual assignment: node 0 and
+// nothing else, as Kafka checks that every broker named is registered.
+func checkReplicas(replicas []int32) (int16, string) {
+	if len(replicas) == 0 {
+		return kerr.InvalidReplicaAssignment.Code, "The manual partition assignment includes an empty replica list."
+	}
+	for i, b := range replicas {
+		if b != nodeID {
+			return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("The manual partition assignment includes broker %d, but no such broker is registered (this is a single broker, node %d).", b, nodeID)
+		}
+		if slices.Contains(replicas[:i], b) {
+			return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("The manual partition assignment includes the broker %d more than once.", b)
+		}
+	}
+	return 0, ""
+}

@@ -1,0 +1,132 @@
+package fetch
+
+import (
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/segfs/segfs/logstore"
+)
+
+// AlterConfigs (key 33), versions 0-2.
+//
+// Replaces every override of a topic with the ones given, as Kafka's
+// legacy AlterConfigs does: a key not named goes back to its default.
+// Values are checked as a line of the mount's `config` file is
+// (INVALID_CONFIG with the reason), and the whole set is applied and
+// persisted at once by the same Topic.SetConfig, or not at all;
+// validate_only checks and changes nothing. A null value, a key named
+// twice or a resource named twice is INVALID_REQUEST, as in Kafka. Unknown
+// topic: UNKNOWN_TOPIC_OR_PARTITION. Broker resources: segfs has no
+// dynamic broker configs, so any setting is INVALID_REQUEST, Kafka's
+// answer for a static broker config (configs.go, alterBroker).
+func init() { register(33, 0, 2, handleAlterConfigs) }
+
+func handleAlterConfigs(c *conn, h *reqHeader, r kmsg.Request) error {
+	req := r.(*kmsg.AlterConfigsRequest)
+	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
+	count := map[resourceKey]int{}
+	for _, rr := range req.Resources {
+		count[resourceKey{rr.ResourceType, rr.ResourceName}]++
+	}
+	for _, rr := range req.Resources {
+		sr := kmsg.NewAlterConfigsResponseResource()
+		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+		keys := make([]string, 0, len(rr.Configs))
+		for _, rc := range rr.Configs {
+			keys = append(keys, rc.Name)
+		}
+		var msg string
+		switch {
+		case count[resourceKey{rr.ResourceType, rr.ResourceName}] > 1:
+			sr.ErrorCode, msg = kerr.InvalidRequest.Code, "Duplicate resource: each may appear once in a request."
+		case hasDuplicate(keys):
+			sr.ErrorCode, msg = kerr.InvalidRequest.Code, "Error due to duplicate config keys"
+		case rr.ResourceType == kmsg.ConfigResourceTypeTopic:
+			sr.ErrorCode, msg = c.s.alterTopicConfigs(rr.ResourceName, req.ValidateOnly, func(t *logstore.Topic) (map[string]string, int16, string) {
+				return replaceOverrides(t, rr.Configs)
+			})
+		case rr.ResourceType == kmsg.ConfigResourceTypeBroker:
+			sr.ErrorCode, msg = alterBroker(rr.ResourceName, keys)
+		default:
+			var m *string
+			sr.ErrorCode, m = unsupportedResource(rr.ResourceType)
+			msg = *m
+		}
+		if sr.ErrorCode != 0 {
+			sr.ErrorMessage = &msg
+		}
+		resp.Resources = append(resp.Resources, sr)
+	}
+	return c.send(h, resp)
+}
+
+// replaceOverrides turns a legacy AlterConfigs set into SetConfig changes:
+// the values given, and a reset of every other override.
+func replaceOverrides(t *logstore.Topic, configs []kmsg.AlterConfigsRequestResourceConfig) (map[string]string, int16, string) {
+	var nulls []string
+	changes := map[string]string{}
+	for _, rc := range configs {
+		if rc.Value == nil {
+			nulls = append(nulls, rc.Name)
+			continue
+		}
+		v := logstore.NormalizeConfigValue(rc.Name, *rc.Value)
+		if err := logstore.CheckConfigValue(rc.Name, v); err != nil {
+			return nil, kerr.InvalidConfig.Code, err.Error()
+		}
+		changes[rc.Name] = v
+	}
+	if len(nulls) > 0 {
+		return nil, kerr.InvalidRequest.Code, "Null value not supported for : " + strings.Join(nulls, ",")
+	}
+	for k := range t.Overrides() {
+		if _, ok := changes[k]; !ok {
+			changes[k] = "" // back to the default
+		}
+	}
+	return changes, 0, ""
+}
+
+// alterTopicConfigs applies (or with validateOnly checks) the changes
+// build computes for the named topic through Topic.SetConfig, the path of
+// the mount's `config` file.
+func (s *Server) alterTopicConfigs(name string, validateOnly bool, build func(*logstore.Topic) (map[string]string, int16, string)) (int16, string) {
+	t, code, msg := s.lookupTopicResource(name)
+	if code != 0 {
+		return code, *msg
+	}
+	changes, code, m := build(t)
+	if code != 0 {
+		return code, m
+	}
+	var err error
+	if validateOnly {
+		err = t.CheckConfig(changes)
+	} else {
+		err = t.SetConfig(changes)
+	}
+	if err != nil {
+		code, msg := configError(err)
+		if code != kerr.InvalidConfig.Code {
+			s.log.Error("fetch: storing topic config", "topic", name, "err", err)
+		}
+		return code, *msg
+	}
+	if !validateOnly && len(changes) > 0 {
+		s.log.Info("fetch: config changed", "topic", name, "changes", changes)
+	}
+	return 0, ""
+}
+
+func hasDuplicate(keys []string) bool {
+	seen := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		if seen[k] {
+			return true
+		}
+		seen[k] = true
+	}
+	return false
+}

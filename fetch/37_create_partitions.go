@@ -1,0 +1,90 @@
+package fetch
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// CreatePartitions (key 37), versions 0-3.
+//
+// The same path as `mkdir MOUNT/T/N` (Topic.AddPartition), one partition
+// after the other up to the new count. As Kafka's controller answers:
+// UNKNOWN_TOPIC_OR_PARTITION for a topic that does not exist,
+// INVALID_PARTITIONS for a count that does not grow, and for an
+// assignment INVALID_REPLICA_ASSIGNMENT unless it has one entry per new
+// partition, each naming node 0 alone. A topic named twice is
+// INVALID_REQUEST. validate_only checks and adds nothing. Partitions are
+// added one at a time, each durable before the next: a failure part way
+// (a full disk) keeps those already made, as the same mkdirs would, and
+// answers the error.
+func init() { register(37, 0, 3, handleCreatePartitions) }
+
+func handleCreatePartitions(c *conn, h *reqHeader, r kmsg.Request) error {
+	req := r.(*kmsg.CreatePartitionsRequest)
+	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
+	count := map[string]int{}
+	for _, rt := range req.Topics {
+		count[rt.Topic]++
+	}
+	done := map[string]bool{}
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		if done[rt.Topic] {
+			continue
+		}
+		done[rt.Topic] = true
+		st := kmsg.NewCreatePartitionsResponseTopic()
+		st.Topic = rt.Topic
+		var msg string
+		if count[rt.Topic] > 1 {
+			st.ErrorCode, msg = kerr.InvalidRequest.Code, "Duplicate topic name."
+		} else {
+			st.ErrorCode, msg = c.s.createPartitions(rt, req.ValidateOnly)
+		}
+		if st.ErrorCode != 0 {
+			st.ErrorMessage = &msg
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return c.send(h, resp)
+}
+
+func (s *Server) createPartitions(rt *kmsg.CreatePartitionsRequestTopic, validateOnly bool) (int16, string) {
+	t, err := s.store.Topic(rt.Topic)
+	if err != nil {
+		return kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("Topic %s does not exist.", rt.Topic)
+	}
+	have := int32(t.PartitionCount())
+	switch {
+	case rt.Count < have:
+		return kerr.InvalidPartitions.Code, fmt.Sprintf("The topic %s currently has %d partition(s); %d would not be an increase.", rt.Topic, have, rt.Count)
+	case rt.Count == have:
+		return kerr.InvalidPartitions.Code, fmt.Sprintf("Topic already has %d partition(s).", have)
+	}
+	if rt.Assignment != nil {
+		if int64(len(rt.Assignment)) != int64(rt.Count)-int64(have) {
+			return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("Attempted to add %d additional partition(s), but only %d assignment(s) were specified.", rt.Count-have, len(rt.Assignment))
+		}
+		for _, a := range rt.Assignment {
+			if code, msg := checkReplicas(a.Replicas); code != 0 {
+				return code, msg
+			}
+		}
+	}
+	if validateOnly {
+		return 0, ""
+	}
+	for n := have; n < rt.Count; n++ {
+		if _, err := t.AddPartition(n); err != nil {
+			code := errorCode(err)
+			if code == kerr.UnknownServerError.Code || code == kerr.KafkaStorageError.Code {
+				s.log.Error("fetch: adding a partition", "topic", rt.Topic, "partition", n, "err", err)
+			}
+			return code, fmt.Sprintf("adding partition %d of %s: %v", n, rt.Topic, err)
+		}
+		s.log.Info("fetch: partition added", "topic", rt.Topic, "partition", n)
+	}
+	return 0, ""
+}

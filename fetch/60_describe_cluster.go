@@ -1,0 +1,45 @@
+package fetch
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// DescribeCluster (key 60), versions 0-2.
+//
+// The cluster Metadata describes: its id (Config.ClusterID), node 0 as
+// controller and as the one broker, at the advertised address. Asked for
+// controllers (v1+ endpoint type 2), a broker answers
+// UNSUPPORTED_ENDPOINT_TYPE, as Kafka's brokers do: only a KRaft
+// controller listener serves that. No broker is fenced (v2). The cluster
+// authorized operations (when asked) are every operation Kafka defines on
+// a cluster: segfs has no authorizer, and Kafka without one allows all.
+func init() { register(60, 0, 2, handleDescribeCluster) }
+
+// clusterOperations is Kafka's AclEntry.supportedOperations(CLUSTER) as a
+// bit field: CREATE 4, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9,
+// DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12.
+const clusterOperations = 1<<4 | 1<<7 | 1<<8 | 1<<9 | 1<<10 | 1<<11 | 1<<12
+
+func handleDescribeCluster(c *conn, h *reqHeader, r kmsg.Request) error {
+	req := r.(*kmsg.DescribeClusterRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
+	if h.version >= 1 {
+		resp.EndpointType = req.EndpointType
+		if req.EndpointType != 1 {
+			resp.ErrorCode = kerr.UnsupportedEndpointType.Code
+			resp.ErrorMessage = kmsg.StringPtr("The request was sent to a broker, which describes brokers only (endpoint type 1).")
+			return c.send(h, resp)
+		}
+	}
+	resp.ClusterID = c.s.cfg.ClusterID
+	resp.ControllerID = nodeID
+	host, port := c.advertised()
+	b := kmsg.NewDescribeClusterResponseBroker()
+	b.NodeID, b.Host, b.Port = nodeID, host, port
+	resp.Brokers = []kmsg.DescribeClusterResponseBroker{b}
+	if req.IncludeClusterAuthorizedOperations {
+		resp.ClusterAuthorizedOperations = clusterOperations
+	}
+	return c.send(h, resp)
+}

@@ -1,0 +1,217 @@
+package fetch
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/segfs/segfs/logstore"
+)
+
+// Topic and broker configs as the admin APIs (CreateTopics v5+,
+// DescribeConfigs, AlterConfigs, IncrementalAlterConfigs) show and change
+// them. A topic's settings are exactly the mount's `config` file
+// (logstore.Config); changes go through the same validation and
+// persistence as writing that file (Topic.SetConfig).
+
+// topicConfigMeta is what Kafka tells about a topic key besides its value:
+// its type, and the broker setting whose default applies when the topic
+// has no override (Kafka's ServerTopicConfigSynonyms), named as Kafka's
+// DescribeConfigs names the synonym that carries a default: retention.ms
+// falls back to log.retention.hours=168, as log.retention.ms and
+// log.retention.minutes have none. segfs has no broker config file: these
+// defaults are Kafka's, which is what logstore.DefaultConfig applies.
+type topicConfigMeta struct {
+	typ kmsg.ConfigType
+	// synonym is the broker key, "" for segfs's own keys.
+	synonym string
+	// synonymValue is the synonym's default in its own unit; "" means the
+	// topic default as it is.
+	synonymValue string
+}
+
+var topicConfigMetas = map[string]topicConfigMeta{
+	"segment.bytes":             {kmsg.ConfigTypeInt, "log.segment.bytes", ""},
+	"segment.ms":                {kmsg.ConfigTypeLong, "log.roll.hours", "168"},
+	"segment.jitter.ms":         {kmsg.ConfigTypeLong, "log.roll.jitter.hours", "0"},
+	"segment.index.bytes":       {kmsg.ConfigTypeInt, "log.index.size.max.bytes", ""},
+	"index.interval.bytes":      {kmsg.ConfigTypeInt, "log.index.interval.bytes", ""},
+	"retention.ms":              {kmsg.ConfigTypeLong, "log.retention.hours", "168"},
+	"retention.bytes":           {kmsg.ConfigTypeLong, "log.retention.bytes", ""},
+	"cleanup.policy":            {kmsg.ConfigTypeList, "log.cleanup.policy", ""},
+	"min.cleanable.dirty.ratio": {kmsg.ConfigTypeDouble, "log.cleaner.min.cleanable.ratio", ""},
+	"delete.retention.ms":       {kmsg.ConfigTypeLong, "log.cleaner.delete.retention.ms", ""},
+	"min.compaction.lag.ms":     {kmsg.ConfigTypeLong, "log.cleaner.min.compaction.lag.ms", ""},
+	"max.compaction.lag.ms":     {kmsg.ConfigTypeLong, "log.cleaner.max.compaction.lag.ms", ""},
+	"max.message.bytes":         {kmsg.ConfigTypeInt, "message.max.bytes", ""},
+	"message.timestamp.type":    {kmsg.ConfigTypeString, "log.message.timestamp.type", ""},
+	"flush.messages":            {kmsg.ConfigTypeLong, "log.flush.interval.messages", ""},
+	"flush.ms":                  {kmsg.ConfigTypeLong, "log.flush.scheduler.interval.ms", ""},
+	"file.delete.delay.ms":      {kmsg.ConfigTypeLong, "log.segment.delete.delay.ms", ""},
+	"compression.type":          {kmsg.ConfigTypeString, "compression.type", ""},
+	"key.separator":             {kmsg.ConfigTypeString, "", ""},
+}
+
+// configEntry is one setting as DescribeConfigs and CreateTopics v5+ show
+// it.
+type configEntry struct {
+	name     string
+	value    string
+	source   kmsg.ConfigSource
+	readOnly bool
+	typ      kmsg.ConfigType
+	synonyms []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym
+}
+
+func synonym(name, value string, src kmsg.ConfigSource) kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
+	s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+	s.Name, s.Value, s.Source = name, kmsg.StringPtr(value), src
+	return s
+}
+
+// topicConfigEntries lists every effective setting of t, sorted by name
+// as the config file is: an override is DYNAMIC_TOPIC_CONFIG (Kafka's
+// source for a topic-level setting), anything else DEFAULT_CONFIG. The
+// synonyms are Kafka's chain: the override if any, then the broker
+// default that applies without it.
+func topicConfigEntries(cfg logstore.Config, overrides map[string]string) []configEntry {
+	var out []configEntry
+	for _, key := range logstore.ConfigKeys() {
+		value, _ := cfg.Get(key)
+		meta := topicConfigMetas[key]
+		e := configEntry{name: key, value: value, source: kmsg.ConfigSourceDefaultConfig, typ: meta.typ}
+		if _, ok := overrides[key]; ok {
+			e.source = kmsg.ConfigSourceDynamicTopicConfig
+			e.synonyms = append(e.synonyms, synonym(key, value, e.source))
+		}
+		if meta.synonym != "" {
+			def, _ := logstore.DefaultConfig().Get(key)
+			if meta.synonymValue != "" {
+				def = meta.synonymValue
+			}
+			e.synonyms = append(e.synonyms, synonym(meta.synonym, def, kmsg.ConfigSourceDefaultConfig))
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// brokerConfigEntries is broker 0's settings: only what segfs really
+// applies. The topic defaults (log.segment.bytes, ...) are Kafka's, as
+// logstore applies them; the rest comes from the command line or is
+// segfs's own choice. A value that differs from Kafka's default is shown
+// as STATIC_BROKER_CONFIG, as a server.properties setting would be.
+// Everything is read-only: segfs has no dynamic broker configs.
+func (s *Server) brokerConfigEntries() []configEntry {
+	var out []configEntry
+	add := func(name, value, kafkaDefault string, typ kmsg.ConfigType) {
+		src := kmsg.ConfigSourceDefaultConfig
+		if value != kafkaDefault {
+			src = kmsg.ConfigSourceStaticBrokerConfig
+		}
+		out = append(out, configEntry{name: name, value: value, source: src, readOnly: true, typ: typ,
+			synonyms: []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{synonym(name, value, src)}})
+	}
+	itoa := func(n int64) string { return strconv.FormatInt(n, 10) }
+	add("auto.create.topics.enable", strconv.FormatBool(s.cfg.AutoCreateTopics), "true", kmsg.ConfigTypeBoolean)
+	add("broker.id", itoa(nodeID), "-1", kmsg.ConfigTypeInt)
+	add("connections.max.idle.ms", itoa(s.cfg.MaxWriteIdle.Milliseconds()), "600000", kmsg.ConfigTypeLong)
+	// Topics cannot be deleted (20_delete_topics.go).
+	add("delete.topic.enable", "false", "true", kmsg.ConfigTypeBoolean)
+	add("group.initial.rebalance.delay.ms", itoa(max(s.cfg.GroupInitialRebalanceDelay, 0).Milliseconds()), "3000", kmsg.ConfigTypeInt)
+	add("num.partitions", itoa(int64(s.store.DefaultPartitions())), "1", kmsg.ConfigTypeInt)
+	add("offset.metadata.max.bytes", itoa(maxOffsetMetadata), "4096", kmsg.ConfigTypeInt)
+	add("socket.request.max.bytes", itoa(int64(s.cfg.MaxRequestBytes)), "104857600", kmsg.ConfigTypeInt)
+	def := logstore.DefaultConfig()
+	for _, key := range logstore.ConfigKeys() {
+		meta := topicConfigMetas[key]
+		if meta.synonym == "" {
+			continue
+		}
+		value, _ := def.Get(key)
+		if meta.synonymValue != "" {
+			value = meta.synonymValue
+		}
+		add(meta.synonym, value, value, meta.typ)
+	}
+	slices.SortFunc(out, func(a, b configEntry) int { return strings.Compare(a.name, b.name) })
+	return out
+}
+
+// brokerResource checks a broker resource name as Kafka does: "" is the
+// cluster-wide default resource, else it must be this broker's id. The
+// error is INVALID_REQUEST with Kafka's message.
+func brokerResource(name string) (isDefault bool, code int16, msg string) {
+	if name == "" {
+		return true, 0, ""
+	}
+	id, err := strconv.ParseInt(name, 10, 32)
+	if err != nil {
+		return false, kerr.InvalidRequest.Code, fmt.Sprintf("Broker id must be an integer, but it is: %s", name)
+	}
+	if id != nodeID {
+		return false, kerr.InvalidRequest.Code, fmt.Sprintf("Unexpected broker id, expected %d or empty string, but received %s", nodeID, name)
+	}
+	return false, 0, ""
+}
+
+// alterBroker answers an alteration of a broker resource: segfs has no
+// dynamic broker configs, so any setting is refused as Kafka refuses a
+// static one (DynamicBrokerConfig.validateConfigs: a ConfigException
+// "Cannot update these configs dynamically: Set(...)", which the admin
+// manager turns into INVALID_REQUEST, not POLICY_VIOLATION: no
+// alter.config.policy is involved). An empty change list changes nothing
+// and succeeds.
+func alterBroker(name string, keys []string) (int16, string) {
+	if _, code, msg := brokerResource(name); code != 0 {
+		return code, msg
+	}
+	if len(keys) == 0 {
+		return 0, ""
+	}
+	return kerr.InvalidRequest.Code, fmt.Sprintf("Cannot update these configs dynamically: Set(%s) (segfs has no dynamic broker configs)", strings.Join(keys, ", "))
+}
+
+// configError is the code and message for an error from logstore's config
+// validation or persistence.
+func configError(err error) (int16, *string) {
+	msg := err.Error()
+	if errors.Is(err, logstore.ErrInvalidConfig) {
+		return kerr.InvalidConfig.Code, &msg
+	}
+	return errorCode(err), &msg
+}
+
+// lookupTopicResource finds the topic a config resource names: Kafka's
+// INVALID_TOPIC_EXCEPTION for a name no topic can have, else
+// UNKNOWN_TOPIC_OR_PARTITION if there is none.
+func (s *Server) lookupTopicResource(name string) (*logstore.Topic, int16, *string) {
+	if err := logstore.ValidateTopicName(name); err != nil {
+		msg := err.Error()
+		return nil, kerr.InvalidTopicException.Code, &msg
+	}
+	t, err := s.store.Topic(name)
+	if err != nil {
+		msg := fmt.Sprintf("Topic %s does not exist", name)
+		return nil, errorCode(err), &msg
+	}
+	return t, 0, nil
+}
+
+// resourceKey identifies a resource in a request, to find duplicates.
+type resourceKey struct {
+	typ  kmsg.ConfigResourceType
+	name string
+}
+
+// unsupportedResource is Kafka's answer for a resource type it has no
+// configs for here: INVALID_REQUEST.
+func unsupportedResource(typ kmsg.ConfigResourceType) (int16, *string) {
+	msg := fmt.Sprintf("Unsupported resource type: %s (segfs serves topic and broker configs)", typ)
+	return kerr.InvalidRequest.Code, &msg
+}
