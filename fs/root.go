@@ -149,6 +149,7 @@ func (n *topicNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 		ino := inoFor(n.topic.Name(), "config")
 		c := &configNode{fs: n.fs, topic: n.topic, changed: n.fs.changeTimeFor(ino)}
 		c.attr(&out.Attr)
+		out.SetAttrTimeout(textAttrTimeout)
 		return n.NewInode(ctx, c, gofs.StableAttr{Mode: syscall.S_IFREG, Ino: ino}), 0
 	}
 	num, ok := parsePartitionName(name)
@@ -219,8 +220,14 @@ func (n *configNode) attr(a *fuse.Attr) {
 	n.fs.setAttr(a, modeConfig, int64(len(text)), n.changed.of(text))
 }
 
+// Getattr: the size is not cached (textAttrTimeout). The config also
+// changes without a write through the mount (the fetch server's
+// AlterConfigs), and a cached size longer than the text made `grep` on the
+// file report "binary file matches" for up to a second: reads bypass the
+// page cache and return the shorter text, which grep took for a hole.
 func (n *configNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	n.attr(&out.Attr)
+	out.SetTimeout(textAttrTimeout)
 	return 0
 }
 
@@ -233,6 +240,7 @@ func (n *configNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.Se
 		return syscall.EPERM
 	}
 	n.attr(&out.Attr)
+	out.SetTimeout(textAttrTimeout)
 	return 0
 }
 
