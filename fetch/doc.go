@@ -94,4 +94,26 @@
 // those of topics the current generation subscribes to. KIP-848 groups
 // (ConsumerGroupHeartbeat) are not served; every client uses the classic
 // protocol by default.
+//
+// # Topic admin
+//
+// CreateTopics, CreatePartitions, DescribeConfigs, AlterConfigs,
+// IncrementalAlterConfigs and DescribeCluster let admin clients
+// (confluent-kafka's AdminClient, franz-go's kadm, Kafka's CLI tools)
+// manage topics as they would on a single-node Kafka broker (node 0, the
+// controller). They take the mount's paths: a topic is created by
+// Store.CreateTopic as `mkdir MOUNT/T` and auto-creation are, partitions
+// are added by Topic.AddPartition as `mkdir MOUNT/T/N`, and a config
+// value is checked as a line written to `config` is and applied by the
+// same Topic.SetConfig, so what one door changes the other shows at once
+// and it persists alike. validate_only runs the same checks through
+// logstore's dry runs (Store.CheckCreateTopic, Topic.CheckConfig). A
+// topic's settings are the config file's, described with Kafka's sources
+// (an override is DYNAMIC_TOPIC_CONFIG, else DEFAULT_CONFIG) and Kafka's
+// broker synonyms; broker 0 describes only the settings segfs applies
+// (configs.go), read-only, as segfs has no dynamic broker configs: altering
+// one is INVALID_REQUEST, as Kafka answers for a static one. segfs does
+// not delete topics: DeleteTopics answers as a broker with
+// delete.topic.enable=false (TOPIC_DELETION_DISABLED, or INVALID_REQUEST
+// before v3) for every topic named, and deletes nothing.
 package fetch
