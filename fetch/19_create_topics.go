@@ -108,7 +108,12 @@ func (s *Server) createTopic(rt *kmsg.CreateTopicsRequestTopic, st *kmsg.CreateT
 	)
 	if validateOnly {
 		cfg, err = s.store.CheckCreateTopic(name, overrides)
-		ovr = overrides
+		ovr = map[string]string{}
+		for k, v := range overrides {
+			if v != "" { // an empty value is the default, as CreateTopic takes it
+				ovr[k] = v
+			}
+		}
 		if n <= 0 {
 			n = int32(s.store.DefaultPartitions())
 		}
