@@ -55,7 +55,11 @@
 // # Cleaners
 //
 // Retention deletes whole closed segments (renamed .deleted, removed after
-// file.delete.delay.ms or when the last reader lets go). Compaction
+// file.delete.delay.ms or when the last reader lets go). DeleteRecords
+// (Kafka's API of that name) moves the log start forward, possibly into
+// the middle of a segment, and writes the log-start checkpoint before it
+// returns; the next retention pass deletes the segments wholly below it,
+// whatever the cleanup policy, as Kafka's does. Compaction
 // (cleaner.go) rewrites closed segments keeping the latest record of each
 // key, and cleans groups of consecutive segments into one, as Kafka's
 // cleaner does: a group's logs and indexes fit one segment's limits, so the

@@ -27,6 +27,7 @@ var (
 	ErrOutOfOrderSeq     = errors.New("out of order sequence number")
 	ErrProducerFenced    = errors.New("invalid producer epoch")
 	ErrUnknownProducerID = errors.New("unknown producer id")
+	ErrPolicyViolation   = errors.New("policy violation") // DeleteRecords on a topic without cleanup.policy=delete
 )
 
 // CorruptError reports damaged segment data with its file and position. It

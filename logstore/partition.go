@@ -32,6 +32,7 @@ type Partition struct {
 	segs []*segment   // sorted by base offset; the last is active
 
 	logStart      atomic.Int64
+	savedStart    atomic.Int64 // the log start the checkpoint on disk holds (DeleteRecords)
 	leo           atomic.Int64
 	recoveryPoint atomic.Int64
 	gen           atomic.Uint64

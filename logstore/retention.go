@@ -9,7 +9,10 @@ import (
 // closed segments, oldest first. The active segment is never deleted, so a
 // partition overshoots retention.bytes by at most one segment; instead an
 // idle active segment is rolled once it is older than segment.ms, so that
-// time retention reaches its records on a later pass.
+// time retention reaches its records on a later pass. Whatever the policy,
+// a pass also deletes the closed segments wholly below the log start
+// (DeleteRecords moves it, possibly mid-segment), as Kafka's
+// deleteLogStartOffsetBreachedSegments does.
 
 // CleanupStats is what one retention or compaction pass did, for its log
 // line and for tests.
@@ -62,29 +65,35 @@ func (p *Partition) ApplyRetention() (CleanupStats, error) {
 			}
 		}
 	}
-	if !cfg.Delete() {
-		return st, nil
-	}
 	p.mu.RLock()
 	segs := append([]*segment(nil), p.segs...)
 	p.mu.RUnlock()
 	closed := segs[:len(segs)-1]
+	// Segments wholly below the log start (DeleteRecords moved it, or a
+	// checkpoint copied from Kafka says so) go whatever the policy, as
+	// in Kafka's deleteLogStartOffsetBreachedSegments: a segment whose
+	// successor starts at or below the log start holds nothing readable.
 	n := 0
-	if cfg.RetentionBytes >= 0 {
+	for n < len(closed) && segs[n+1].base <= p.logStart.Load() {
+		n++
+	}
+	if cfg.Delete() && cfg.RetentionBytes >= 0 {
 		var total int64
 		for _, s := range segs {
 			total += s.size.Load()
 		}
 		diff := total - cfg.RetentionBytes
+		k := 0
 		for _, s := range closed {
 			if diff-s.size.Load() < 0 {
 				break
 			}
 			diff -= s.size.Load()
-			n++
+			k++
 		}
+		n = max(n, k)
 	}
-	if cfg.RetentionMs >= 0 {
+	if cfg.Delete() && cfg.RetentionMs >= 0 {
 		k := 0
 		for _, s := range closed {
 			if now-s.largestTimestamp() <= cfg.RetentionMs {

@@ -698,17 +698,10 @@ func (s *Store) writeCheckpoints() error {
 	defer s.ckMu.Unlock()
 	s.dirty.Store(false)
 	rp := map[tp]int64{}
-	ls := map[tp]int64{}
 	cl := map[tp]int64{}
 	for _, t := range s.topicsSnapshot() {
 		for _, p := range t.Partitions() {
 			rp[tp{t.name, p.num}] = p.recoveryPoint.Load()
-			p.mu.RLock()
-			first := p.segs[0].base
-			p.mu.RUnlock()
-			if st := p.logStart.Load(); st > first {
-				ls[tp{t.name, p.num}] = st
-			}
 			if fd := p.firstDirty.Load(); fd > 0 {
 				cl[tp{t.name, p.num}] = fd
 			}
@@ -717,10 +710,50 @@ func (s *Store) writeCheckpoints() error {
 	if err := writeOffsetCheckpoint(filepath.Join(s.dir, recoveryCheckpointFile), rp); err != nil {
 		return err
 	}
-	if err := writeOffsetCheckpoint(filepath.Join(s.dir, logStartCheckpointFile), ls); err != nil {
+	if err := s.writeLogStartsLocked(); err != nil {
 		return err
 	}
 	return writeOffsetCheckpoint(filepath.Join(s.dir, cleanerCheckpointFile), cl)
+}
+
+// saveLogStarts writes the log-start checkpoint alone, for DeleteRecords,
+// which must not answer before its new log start is on disk.
+func (s *Store) saveLogStarts() error {
+	s.ckMu.Lock()
+	defer s.ckMu.Unlock()
+	return s.writeLogStartsLocked()
+}
+
+// writeLogStartsLocked writes the log-start checkpoint (ckMu held): the
+// log start of every partition where it lies above the first segment's
+// base (elsewhere the segment files say it), and on success notes in each
+// partition what is now on disk.
+func (s *Store) writeLogStartsLocked() error {
+	ls := map[tp]int64{}
+	type saved struct {
+		p     *Partition
+		start int64
+	}
+	var all []saved
+	for _, t := range s.topicsSnapshot() {
+		for _, p := range t.Partitions() {
+			st := p.logStart.Load()
+			p.mu.RLock()
+			first := p.segs[0].base
+			p.mu.RUnlock()
+			if st > first {
+				ls[tp{t.name, p.num}] = st
+			}
+			all = append(all, saved{p, st})
+		}
+	}
+	if err := writeOffsetCheckpoint(filepath.Join(s.dir, logStartCheckpointFile), ls); err != nil {
+		return err
+	}
+	for _, sv := range all {
+		sv.p.savedStart.Store(sv.start)
+	}
+	return nil
 }
 
 // topicsSnapshot lists topics without sorting (for internal loops).
