@@ -52,6 +52,18 @@
 // transaction coordinator to time it out and takes no markers, and Kafka's
 // partition leader never ends one by itself either.
 //
+// # Deleting records
+//
+// DeleteRecords (21_delete_records.go) moves a partition's log start up to
+// an offset, as kafka-delete-records.sh does on Kafka: the log-start
+// checkpoint is on disk before the answer; Fetch below the new start is
+// OFFSET_OUT_OF_RANGE, ListOffsets earliest answers it, and the mounted
+// view starts a new generation of data there, as after retention (open
+// readers keep theirs). The segments wholly below it are deleted by the
+// next retention pass, whatever the cleanup policy; a topic whose
+// cleanup.policy lacks delete refuses the request (POLICY_VIOLATION), as
+// Kafka does.
+//
 // # Committed offsets
 //
 // OffsetCommit stores offsets in a JSON file of segfs's own name in the data

@@ -51,6 +51,7 @@ var errorCodes = []struct {
 	{logstore.ErrPartitionExists, kerr.InvalidPartitions},
 	{logstore.ErrInvalidPartition, kerr.InvalidPartitions},
 	{logstore.ErrInvalidConfig, kerr.InvalidConfig},
+	{logstore.ErrPolicyViolation, kerr.PolicyViolation},
 }
 
 // errorCode returns the Kafka error code for err: 0 for nil,

@@ -41,6 +41,7 @@ func TestErrorCode(t *testing.T) {
 		{logstore.ErrInvalidName, kerr.InvalidTopicException},
 		{logstore.ErrTopicExists, kerr.TopicAlreadyExists},
 		{logstore.ErrInvalidConfig, kerr.InvalidConfig},
+		{logstore.ErrPolicyViolation, kerr.PolicyViolation},
 		// Wrapped errors keep their code: the store adds file and position.
 		{fmt.Errorf("orders-0: %w", logstore.ErrOffsetOutOfRange), kerr.OffsetOutOfRange},
 		{fmt.Errorf("segment 5: %w", fmt.Errorf("batch at 10: %w", logstore.ErrCorrupt)), kerr.CorruptMessage},
@@ -67,7 +68,7 @@ func TestErrorCodeCoversStoreSentinels(t *testing.T) {
 		logstore.ErrInvalidPartition, logstore.ErrInvalidConfig, logstore.ErrMessageTooLarge,
 		logstore.ErrBatchTooLarge, logstore.ErrInvalidRecord, logstore.ErrCorrupt, logstore.ErrFenced,
 		logstore.ErrClosed, logstore.ErrLocked, logstore.ErrDuplicateSequence, logstore.ErrOutOfOrderSeq,
-		logstore.ErrProducerFenced, logstore.ErrUnknownProducerID,
+		logstore.ErrProducerFenced, logstore.ErrUnknownProducerID, logstore.ErrPolicyViolation,
 	} {
 		if got := errorCode(err) == kerr.UnknownServerError.Code; got != unmapped[err] {
 			t.Errorf("%v: unmapped = %v, want %v", err, got, unmapped[err])
