@@ -16,7 +16,9 @@ import (
 // librdkafka 2.0 sends it at v2 for `kcat -Q -t T:P:-3`),
 // and ts >= 0 the first offset whose timestamp is >= ts via the time index,
 // or -1 when there is none (Kafka's answer; clients then use the end).
-// v0's legacy multi-offset form is not served. Leader epochs are returned
+// v0's legacy multi-offset form is not served. A partition named more
+// than once in a request is INVALID_REQUEST at each of its entries, as in
+// Kafka. Leader epochs are returned
 // as -1 (unknown): OffsetForLeaderEpoch is not served, so clients have no
 // use for them.
 func init() { register(2, 1, 7, handleListOffsets) }
@@ -31,6 +33,7 @@ const (
 func handleListOffsets(c *conn, h *reqHeader, r kmsg.Request) error {
 	req := r.(*kmsg.ListOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	dups := duplicateListPartitions(req)
 	for _, rt := range req.Topics {
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
@@ -38,12 +41,50 @@ func handleListOffsets(c *conn, h *reqHeader, r kmsg.Request) error {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.Timestamp, sp.Offset = -1, -1
+			if dups[reqPartition{rt.Topic, rp.Partition}] {
+				// Kafka's handleListOffsetRequestV1AndAbove: every
+				// entry of a partition named more than once, the
+				// first too, is INVALID_REQUEST, and nothing is
+				// looked up for it.
+				sp.ErrorCode = kerr.InvalidRequest.Code
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
 			sp.ErrorCode = c.s.listOffset(rt.Topic, rp.Partition, rp.Timestamp, req.IsolationLevel, &sp)
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
 	return c.send(h, resp)
+}
+
+// reqPartition names one partition of a request.
+type reqPartition struct {
+	topic string
+	part  int32
+}
+
+// duplicateListPartitions returns the partitions a ListOffsets request
+// names more than once (Kafka's ListOffsetsRequest.duplicatePartitions),
+// nil if none.
+func duplicateListPartitions(req *kmsg.ListOffsetsRequest) map[reqPartition]bool {
+	var seen, dups map[reqPartition]bool
+	for _, rt := range req.Topics {
+		for _, rp := range rt.Partitions {
+			k := reqPartition{rt.Topic, rp.Partition}
+			if seen == nil {
+				seen = map[reqPartition]bool{}
+			}
+			if seen[k] {
+				if dups == nil {
+					dups = map[reqPartition]bool{}
+				}
+				dups[k] = true
+			}
+			seen[k] = true
+		}
+	}
+	return dups
 }
 
 // listOffset fills sp for one partition and returns its error code.

@@ -29,11 +29,7 @@ func init() { register(21, 0, 2, handleDeleteRecords) }
 func handleDeleteRecords(c *conn, h *reqHeader, r kmsg.Request) error {
 	req := r.(*kmsg.DeleteRecordsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
-	type tp struct {
-		topic string
-		part  int32
-	}
-	offsets := map[tp]int64{}
+	offsets := map[reqPartition]int64{}
 	topicAt := map[string]int{}
 	var order [][]int32 // partitions of resp.Topics[i], in request order
 	for _, rt := range req.Topics {
@@ -47,7 +43,7 @@ func handleDeleteRecords(c *conn, h *reqHeader, r kmsg.Request) error {
 			order = append(order, nil)
 		}
 		for _, rp := range rt.Partitions {
-			k := tp{rt.Topic, rp.Partition}
+			k := reqPartition{rt.Topic, rp.Partition}
 			if _, seen := offsets[k]; !seen {
 				order[i] = append(order[i], rp.Partition)
 			}
@@ -59,7 +55,7 @@ func handleDeleteRecords(c *conn, h *reqHeader, r kmsg.Request) error {
 		for _, part := range order[i] {
 			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			sp.Partition = part
-			sp.LowWatermark, sp.ErrorCode = c.s.deleteRecords(st.Topic, part, offsets[tp{st.Topic, part}])
+			sp.LowWatermark, sp.ErrorCode = c.s.deleteRecords(st.Topic, part, offsets[reqPartition{st.Topic, part}])
 			st.Partitions = append(st.Partitions, sp)
 		}
 	}

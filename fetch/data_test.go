@@ -662,3 +662,63 @@ func TestProduceCreatesOnlyReachablePartitions(t *testing.T) {
 		t.Fatal("auto-creation off: produce created the topic")
 	}
 }
+
+// A ListOffsets naming a partition twice is INVALID_REQUEST at both of its
+// entries (Kafka's ListOffsetsRequest.duplicatePartitions), whether the
+// two are in one topic entry or two; the other partitions are answered.
+// segfs answered every entry.
+func TestListOffsetsDuplicatePartitions(t *testing.T) {
+	ts := startServer(t, Config{})
+	createTopic(t, ts, "t", 2)
+	c := dial(t, ts.addr)
+	c.produce(9, "t", 0, produceBatch(t, "a", "b"))
+	part := func(p int32, ts int64) kmsg.ListOffsetsRequestTopicPartition {
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp = p, ts
+		return rp
+	}
+	for v := int16(1); v <= 7; v++ {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.Version, req.ReplicaID = v, -1
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = "t"
+		rt.Partitions = append(rt.Partitions, part(0, -1), part(1, -1), part(0, -2))
+		rt2 := kmsg.NewListOffsetsRequestTopic()
+		rt2.Topic = "t"
+		rt2.Partitions = append(rt2.Partitions, part(1, -2))
+		rt3 := kmsg.NewListOffsetsRequestTopic()
+		rt3.Topic = "nope" // once: answered as unknown
+		rt3.Partitions = append(rt3.Partitions, part(0, -1))
+		req.Topics = append(req.Topics, rt, rt2, rt3)
+		resp := c.roundTrip(req).(*kmsg.ListOffsetsResponse)
+		type ans struct {
+			topic     string
+			part      int32
+			code      int16
+			offset    int64
+			timestamp int64
+		}
+		var got []ans
+		for _, st := range resp.Topics {
+			for _, sp := range st.Partitions {
+				got = append(got, ans{st.Topic, sp.Partition, sp.ErrorCode, sp.Offset, sp.Timestamp})
+			}
+		}
+		inv, unk := kerr.InvalidRequest.Code, kerr.UnknownTopicOrPartition.Code
+		want := []ans{{"t", 0, inv, -1, -1}, {"t", 1, inv, -1, -1}, {"t", 0, inv, -1, -1}, {"t", 1, inv, -1, -1}, {"nope", 0, unk, -1, -1}}
+		if !slices.Equal(got, want) {
+			t.Errorf("v%d: answered %+v, want %+v", v, got, want)
+		}
+		// Alone, each partition is answered.
+		one := kmsg.NewPtrListOffsetsRequest()
+		one.Version, one.ReplicaID = v, -1
+		rt = kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = "t"
+		rt.Partitions = append(rt.Partitions, part(0, -1), part(1, -1))
+		one.Topics = append(one.Topics, rt)
+		ps := c.roundTrip(one).(*kmsg.ListOffsetsResponse).Topics[0].Partitions
+		if ps[0].ErrorCode != 0 || ps[0].Offset != 2 || ps[1].ErrorCode != 0 || ps[1].Offset != 0 {
+			t.Errorf("v%d: distinct partitions answered %+v", v, ps)
+		}
+	}
+}
