@@ -2,10 +2,13 @@ package fetch
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/segfs/segfs/logstore"
 )
 
 // Produce (key 0), versions 3-12, advertised as 0-12.
@@ -55,6 +58,14 @@ import (
 //     handleProduceRequest does.
 //   - A duplicate of one of the producer's last 5 batches succeeds with the
 //     original offsets and writes nothing.
+//   - Records without a key on a compacted topic are INVALID_RECORD with,
+//     from v8, each one listed in RecordErrors (its index and Kafka's
+//     "Compacted topic cannot accept message without key in topic
+//     partition T-N.") and Kafka's summary as the ErrorMessage. Kafka
+//     sends a message with no other produce error (CORRUPT_MESSAGE,
+//     MESSAGE_TOO_LARGE, a batch-level INVALID_RECORD,
+//     INVALID_TOPIC_EXCEPTION, UNKNOWN_TOPIC_OR_PARTITION: null), and
+//     neither does segfs.
 func init() {
 	register(0, 3, 12, handleProduce)
 	apis[0].adMin = 0
@@ -144,6 +155,10 @@ func (s *Server) produce(req *kmsg.ProduceRequest, topic string, rp *kmsg.Produc
 	if err != nil {
 		sp.ErrorCode = errorCode(err)
 		sp.LogStartOffset = p.LogStartOffset()
+		var recErrs *logstore.RecordErrors
+		if errors.As(err, &recErrs) {
+			setRecordErrors(sp, recErrs)
+		}
 		switch sp.ErrorCode {
 		case kerr.UnknownServerError.Code:
 			s.log.Error("fetch: produce failed", "topic", topic, "partition", rp.Partition, "err", err)
@@ -157,6 +172,23 @@ func (s *Server) produce(req *kmsg.ProduceRequest, topic string, rp *kmsg.Produc
 	sp.BaseOffset = res.BaseOffset
 	sp.LogAppendTime = res.LogAppendTime
 	sp.LogStartOffset = res.LogStartOffset
+}
+
+// setRecordErrors fills the v8+ error message and per-record errors of a
+// batch refused record by record, as Kafka's ReplicaManager does for a
+// RecordValidationException: the only produce errors to which Kafka
+// attaches a message (hasCustomErrorMessage); every other error code
+// goes out with a null one, in Kafka as here.
+func setRecordErrors(sp *kmsg.ProduceResponseTopicPartition, e *logstore.RecordErrors) {
+	msg := e.Error()
+	sp.ErrorMessage = &msg
+	for _, r := range e.Records {
+		er := kmsg.NewProduceResponseTopicPartitionErrorRecord()
+		er.RelativeOffset = r.Index
+		m := r.Message
+		er.ErrorMessage = &m
+		sp.ErrorRecords = append(sp.ErrorRecords, er)
+	}
 }
 
 // adminClientID is the client id to which Kafka's Produce handler allows

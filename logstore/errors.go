@@ -3,6 +3,7 @@ package logstore
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Sentinel errors. Callers map them once at their edge (fs/errno.go,
@@ -82,3 +83,37 @@ func (e *fencedError) Error() string {
 }
 func (e *fencedError) Is(target error) bool { return target == ErrFenced }
 func (e *fencedError) Unwrap() error        { return e.cause }
+
+// RecordError is one record a produced batch was refused for: its index
+// in the batch (Kafka's batchIndex) and why.
+type RecordError struct {
+	Index   int32
+	Message string
+}
+
+// RecordErrors is AppendBatch's error for a batch whose records fail the
+// checks Kafka's LogValidator makes record by record (a record without a
+// key on a compacted topic), listing every such record, as Kafka's
+// RecordValidationException does. It matches ErrInvalidRecord. Error() is
+// Kafka's message for it (LogValidator.processRecordErrors), which
+// Produce v8+ sends as the partition's error message beside the records.
+type RecordErrors struct {
+	Records []RecordError
+}
+
+func (e *RecordErrors) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "One or more records have been rejected due to %d record errors in total, and only showing the first three errors at most: [", len(e.Records))
+	for i, r := range e.Records[:min(len(e.Records), 3)] {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		// ProduceResponse.RecordError.toString.
+		fmt.Fprintf(&b, "RecordError(batchIndex=%d, message='%s')", r.Index, r.Message)
+	}
+	b.WriteString("]")
+	return b.String()
+}
+
+// Is makes errors.Is(err, ErrInvalidRecord) true.
+func (e *RecordErrors) Is(target error) bool { return target == ErrInvalidRecord }

@@ -347,18 +347,25 @@ func (p *Partition) AppendBatch(batch []byte) (AppendResult, error) {
 	}
 	// Walk every record: the layout must be valid (so the text view can
 	// always render it) and compacted topics need keys.
+	// Like Kafka's LogValidator, every keyless record is listed, not only
+	// the first: Produce v8+ answers each with its index.
 	var dec record.Decoder
 	var n int32
+	var keyless []RecordError
 	err = dec.Records(batch, func(r *record.Record) error {
 		if r.OffsetDelta != n {
 			return fmt.Errorf("%w: record %d has offset delta %d", ErrInvalidRecord, n, r.OffsetDelta)
 		}
-		n++
 		if cfg.Compact() && r.Key == nil {
-			return fmt.Errorf("%w: record without a key on a compacted topic", ErrInvalidRecord)
+			keyless = append(keyless, RecordError{Index: n,
+				Message: "Compacted topic cannot accept message without key in topic partition " + p.name() + "."})
 		}
+		n++
 		return nil
 	})
+	if err == nil && keyless != nil {
+		err = &RecordErrors{Records: keyless}
+	}
 	if err != nil {
 		if errors.Is(err, ErrInvalidRecord) {
 			return res, err

@@ -1,0 +1,157 @@
+package fetch
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/segfs/segfs/logstore/record"
+)
+
+// keyedBatch builds a batch of records whose key is keys[i] ("" for none).
+func keyedBatch(t testing.TB, keys ...string) []byte {
+	t.Helper()
+	var bl record.Builder
+	bl.Reset(record.DefaultSpec())
+	now := time.Now().UnixMilli()
+	for i, k := range keys {
+		var key []byte
+		if k != "" {
+			key = []byte(k)
+		}
+		bl.Add(now, key, []byte(fmt.Sprint("v", i)), nil)
+	}
+	b, err := bl.Build(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// kgoProduce sends one raw Produce of batch to topic/0 at version through
+// a kgo client (client.Request) and returns the partition's answer.
+func kgoProduce(t *testing.T, addr string, version int16, topic string, batch []byte) kmsg.ProduceResponseTopicPartition {
+	t.Helper()
+	vs := kversion.Stable()
+	vs.SetMaxKeyVersion(0, version)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.MaxVersions(vs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = batch
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	resp, err := cl.Request(ctx, req)
+	if err != nil {
+		t.Fatalf("produce v%d to %s: %v", version, topic, err)
+	}
+	pr := resp.(*kmsg.ProduceResponse)
+	if pr.Version != version || len(pr.Topics) != 1 || len(pr.Topics[0].Partitions) != 1 {
+		t.Fatalf("produce v%d response: %+v", version, pr)
+	}
+	return pr.Topics[0].Partitions[0]
+}
+
+// Records without a key on a compacted topic: from Produce v8 every one of
+// them is listed in ErrorRecords with its index and Kafka's message, and
+// the ErrorMessage is Kafka's summary (LogValidator.processRecordErrors).
+// Every other produce error carries no message, as in Kafka
+// (ReplicaManager's hasCustomErrorMessage is false for them). segfs sent
+// no ErrorRecords nor ErrorMessage.
+func TestProduceRecordErrors(t *testing.T) {
+	ts := startServer(t, Config{})
+	if _, err := ts.store.CreateTopic("compact", 1, map[string]string{"cleanup.policy": "compact"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.store.CreateTopic("small", 1, map[string]string{"max.message.bytes": "1000"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.store.CreateTopic("__consumer_offsets", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	createTopic(t, ts, "t", 1)
+	const keyMsg = "Compacted topic cannot accept message without key in topic partition compact-0."
+	wantRecs := []int32{1, 3, 4, 5}
+	wantMsg := "One or more records have been rejected due to 4 record errors in total, and only showing the first three errors at most: [" +
+		"RecordError(batchIndex=1, message='" + keyMsg + "'), " +
+		"RecordError(batchIndex=3, message='" + keyMsg + "'), " +
+		"RecordError(batchIndex=4, message='" + keyMsg + "')]"
+	for _, v := range []int16{7, 8, 9, 12} {
+		sp := kgoProduce(t, ts.addr, v, "compact", keyedBatch(t, "k0", "", "k2", "", "", ""))
+		if sp.ErrorCode != kerr.InvalidRecord.Code {
+			t.Fatalf("v%d keyless records: error %v, want INVALID_RECORD", v, kerr.ErrorForCode(sp.ErrorCode))
+		}
+		if v < 8 {
+			// The fields are not in the v7 response.
+			if sp.ErrorMessage != nil || sp.ErrorRecords != nil {
+				t.Errorf("v%d: message %v, records %v", v, sp.ErrorMessage, sp.ErrorRecords)
+			}
+			continue
+		}
+		if sp.ErrorMessage == nil || *sp.ErrorMessage != wantMsg {
+			t.Errorf("v%d error message:\n got %v\nwant %q", v, deref(sp.ErrorMessage), wantMsg)
+		}
+		var got []int32
+		for _, r := range sp.ErrorRecords {
+			got = append(got, r.RelativeOffset)
+			if r.ErrorMessage == nil || *r.ErrorMessage != keyMsg {
+				t.Errorf("v%d record %d: message %v, want %q", v, r.RelativeOffset, deref(r.ErrorMessage), keyMsg)
+			}
+		}
+		if !slices.Equal(got, wantRecs) {
+			t.Errorf("v%d record errors at %v, want %v", v, got, wantRecs)
+		}
+	}
+	if p, _ := ts.store.Partition("compact", 0); p.LogEndOffset() != 0 {
+		t.Fatalf("the refused batch was stored")
+	}
+	if sp := kgoProduce(t, ts.addr, 12, "compact", keyedBatch(t, "a", "b")); sp.ErrorCode != 0 || sp.ErrorMessage != nil || sp.ErrorRecords != nil {
+		t.Fatalf("keyed batch: %+v", sp)
+	}
+
+	// Errors Kafka answers without a message.
+	base := produceBatch(t, "x")
+	base[7] = 5 // base offset 5: outside the CRC, a batch-level INVALID_RECORD
+	crc := produceBatch(t, "y")
+	crc[len(crc)-1] ^= 0xff
+	for _, tc := range []struct {
+		name, topic string
+		batch       []byte
+		want        *kerr.Error
+	}{
+		{"over max.message.bytes", "small", produceBatch(t, strings.Repeat("m", 2000)), kerr.MessageTooLarge},
+		{"bad CRC", "t", crc, kerr.CorruptMessage},
+		{"base offset not 0", "t", base, kerr.InvalidRecord},
+		{"unknown topic", "nope", produceBatch(t, "z"), kerr.UnknownTopicOrPartition},
+		{"internal topic", "__consumer_offsets", produceBatch(t, "z"), kerr.InvalidTopicException},
+	} {
+		sp := kgoProduce(t, ts.addr, 12, tc.topic, tc.batch)
+		if sp.ErrorCode != tc.want.Code || sp.ErrorMessage != nil || sp.ErrorRecords != nil {
+			t.Errorf("%s: error %v, message %v, records %v; want %s with no message, as Kafka", tc.name,
+				kerr.ErrorForCode(sp.ErrorCode), deref(sp.ErrorMessage), sp.ErrorRecords, tc.want.Message)
+		}
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("%q", *s)
+}
