@@ -545,6 +545,19 @@ func (n *textNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uin
 		return nil, 0, syscall.EPERM
 	}
 	if errno := n.startWriter(); errno != 0 {
+		if errno == syscall.ESTALE {
+			// The VFS retries ESTALE once, but not always with a
+			// LOOKUP: when this walk had just looked the name up, it
+			// sent the retry's OPEN to the same retired node (seen on
+			// 6.18), and the second ESTALE reached the writer. With the
+			// dentry gone the retry must look the name up, and Lookup
+			// hands out a node without cached readers. Sent from here,
+			// with no lock of ours held (startWriter released pubMu and
+			// mu; a LOOKUP holding the directory's lock shared, which
+			// this waits for, takes pubMu), and the writer's walk holds
+			// no directory lock during OPEN.
+			n.parent.NotifyEntry(n.name)
+		}
 		return nil, 0, errno
 	}
 	h := &dataHandle{node: n}

@@ -163,3 +163,28 @@ exit $fail`, writers, lines), 150)
 		t.Errorf("du did not drop after the readers closed: %d → %d", held, freed)
 	}
 }
+
+// TestRetentionWriterBesideCachedReaders appends 6,000 lines with `echo >>`
+// while retention moves the generation of data every ~50 ms and a loop of
+// `head -n1 data` keeps opening it through the page cache. A writable open
+// that finds cached readers answers ESTALE so that the VFS's retry reaches
+// a node of their own (fs/data.go, startWriter); the kernel sometimes sent
+// that retry's OPEN to the same node without a LOOKUP, and the second
+// ESTALE failed the echo with "Stale file handle" (about one run in ten
+// or two, 1-3 lines each). Every echo must succeed and every line count.
+func TestRetentionWriterBesideCachedReaders(t *testing.T) {
+	const lines = 6000
+	m := mntNew(t, cleanerFlags...)
+	m.ok(`mkdir "$M/rw" && printf 'segment.bytes=1024\nretention.ms=1\nfile.delete.delay.ms=0\n' > "$M/rw/config"`)
+	r := m.sh(fmt.Sprintf(`
+( for i in $(seq 1 %d); do echo "r $i" >> "$M/rw/0/data" || echo "echo $i failed" >&2; done ) &
+w=$!
+while kill -0 $w 2>/dev/null; do head -n1 "$M/rw/0/data" >/dev/null 2>&1; done
+wait $w`, lines), 300)
+	if r.code != 0 || strings.Contains(r.err, "failed") {
+		t.Fatalf("appends beside cached readers failed (exit %d):\n%.2000s", r.code, r.err)
+	}
+	if got := m.ok(`grep '^log.end.offset=' "$M/rw/0/status"`); strings.TrimSpace(got) != fmt.Sprintf("log.end.offset=%d", lines) {
+		t.Fatalf("status: %q, want log.end.offset=%d", got, lines)
+	}
+}
