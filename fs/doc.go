@@ -18,12 +18,15 @@
 // list nothing else, so that find, grep -r and backups do not read the log
 // once per name, while every valid name resolves on lookup.
 //
-// A directory's times are those of the directory behind it on disk, so
-// that they move when its entries change: the data directory for the
-// root, the partition's log directory for TOPIC/N and its offset/, time/
-// and segments/, and for TOPIC/, which has no directory of its own, the
-// newest of its partitions' (topicModTime). A GETATTR of a directory costs
-// one stat (one per partition for a topic).
+// A directory's times move when its entries change. For TOPIC/N and its
+// offset/, time/ and segments/ they are those of the partition's log
+// directory on disk; for TOPIC/, which has no directory of its own, the
+// newest of its partitions' (topicModTime). The root's is when the last
+// topic was created (Store.TopicsModTime: the birth time of the newest
+// topic's partition 0 directory), not the data directory's mtime, which
+// the checkpoint rewrites (temp file and rename) move about once a second
+// while appends go on. A GETATTR of a directory costs one stat (one per
+// partition for a topic; the root's birth times are read once per topic).
 //
 // Inode numbers are derived from the path (inoFor), so a file keeps its
 // st_ino across kernel forgets and remounts; `tail -F` compares them.

@@ -33,15 +33,18 @@ var (
 	_ gofs.NodeCreater   = (*rootNode)(nil)
 )
 
-// Getattr reports the data directory's mtime (and ctime, atime), which
-// moves when a topic or partition is added; it was the mount time.
+// Getattr reports as mtime (and ctime, atime) when the last topic was
+// created (Store.TopicsModTime), as a directory's mtime moves when an
+// entry is added. It was the mount time, then the data directory's mtime,
+// which the checkpoint rewrites moved about once a second while appends
+// went on.
 func (n *rootNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	n.fs.setDirAttr(&out.Attr, modeRoot, n.fs.store.TopicCount(), n.fs.store.DirModTime())
+	n.fs.setDirAttr(&out.Attr, modeRoot, n.fs.store.TopicCount(), n.fs.store.TopicsModTime())
 	return 0
 }
 
 func (n *rootNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	return dirSetattr(n.fs, modeRoot, n.fs.store.TopicCount(), n.fs.store.DirModTime(), in, out)
+	return dirSetattr(n.fs, modeRoot, n.fs.store.TopicCount(), n.fs.store.TopicsModTime(), in, out)
 }
 
 // Statfs reports the data directory's filesystem, so df shows the space

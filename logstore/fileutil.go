@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -352,4 +353,14 @@ func (p *syncProbe) close() {
 	if p != nil {
 		p.f.Close()
 	}
+}
+
+// birthTime is path's birth time (statx STATX_BTIME), and false where the
+// filesystem does not record one or path cannot be read.
+func birthTime(path string) (time.Time, bool) {
+	var stx unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, path, 0, unix.STATX_BTIME, &stx); err != nil || stx.Mask&unix.STATX_BTIME == 0 {
+		return time.Time{}, false
+	}
+	return time.Unix(stx.Btime.Sec, int64(stx.Btime.Nsec)), true
 }

@@ -248,10 +248,27 @@ var startWriteback = func(f *os.File, off, n int64) {
 // Dir is the data directory.
 func (s *Store) Dir() string { return s.dir }
 
-// DirModTime is the modification time of the data directory: when an
-// entry of it was last created, renamed or removed (a topic or partition
-// added, a checkpoint rewritten). The zero time if it cannot be read.
-func (s *Store) DirModTime() time.Time { return dirModTime(s.dir) }
+// TopicsModTime is when the set of topics last changed: the newest birth
+// time of the data directory and of every topic's partition 0 directory,
+// which CreateTopic makes (topics are never removed). It is not the data
+// directory's mtime, which moves whenever the checkpoints are rewritten
+// (write-temp and rename, about once a second while appends go on) and
+// whenever a partition is added, neither of which changes the list of
+// topics. Where the filesystem records no birth time (statx without
+// STATX_BTIME), it is the data directory's mtime after all. The zero time
+// if nothing can be read.
+func (s *Store) TopicsModTime() time.Time {
+	newest, ok := birthTime(s.dir)
+	if !ok {
+		return dirModTime(s.dir)
+	}
+	for _, t := range s.Topics() {
+		if b := t.createdTime(); b.After(newest) {
+			newest = b
+		}
+	}
+	return newest
+}
 
 // dirScan is what Open reads of a data directory before it changes
 // anything: the topics file and the partition directories, by topic, each

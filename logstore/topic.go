@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Topic is a named set of partitions sharing one config.
@@ -20,6 +21,29 @@ type Topic struct {
 	mu        sync.Mutex // guards overrides and parts
 	overrides map[string]string
 	parts     []*Partition
+
+	born atomic.Int64 // createdTime in Unix nanoseconds, 0 until known
+}
+
+// createdTime is the birth time of the topic's partition 0 directory,
+// made when the topic was created; it never changes, so it is read once.
+// The zero time where the filesystem records no birth time.
+func (t *Topic) createdTime() time.Time {
+	if ns := t.born.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	t.mu.Lock()
+	var dir string
+	if len(t.parts) > 0 {
+		dir = t.parts[0].dir
+	}
+	t.mu.Unlock()
+	b, ok := birthTime(dir)
+	if dir == "" || !ok {
+		return time.Time{}
+	}
+	t.born.Store(b.UnixNano())
+	return b
 }
 
 func (t *Topic) Name() string { return t.name }

@@ -66,12 +66,15 @@ func TestMountDirDots(t *testing.T) {
 	}
 }
 
-// TestMountDirMtime: a directory's mtime (and ctime) is the mtime of what
-// backs it on disk, so that it moves when its entries change: the root's
-// is the data directory's, a partition's and its offset/, time/ and
-// segments/ are the partition's log directory's, and a topic's is the
-// newest of its partitions'. Every directory showed the mount time, so
-// `ls -lt MOUNT` and `find MOUNT -newer X -type d` told nothing.
+// TestMountDirMtime: a directory's mtime (and ctime) moves when its
+// entries change: the root's is when the last topic was created (the
+// newest birth time of the data directory and of each topic's partition 0
+// directory), a partition's and its offset/, time/ and segments/ are the
+// partition's log directory's mtime, and a topic's is the newest of its
+// partitions'. Every directory showed the mount time, so `ls -lt MOUNT`
+// and `find MOUNT -newer X -type d` told nothing; then the root showed the
+// data directory's mtime, which the checkpoint rewrites moved about once a
+// second while appends went on.
 func TestMountDirMtime(t *testing.T) {
 	m := mntNew(t)
 	m.ok(`mkdir "$M/q" "$M/q/1" && echo segment.bytes=8192 > "$M/q/config" && seq 1 10 >> "$M/q/0/data"`)
@@ -80,12 +83,12 @@ func TestMountDirMtime(t *testing.T) {
 	// directory's checkpoints may be rewritten between the two stats:
 	// compare until both agree.
 	agree := func() (bool, string) {
-		out := m.ok(`cd "$M" && stat -c '%.9Y %.9Z' ` + strings.Join(mounted, " ") + `; stat -c %.9Y "$D" "$D/q-0" "$D/q-1"`)
+		out := m.ok(`cd "$M" && stat -c '%.9Y %.9Z' ` + strings.Join(mounted, " ") + `; stat -c %.9Y "$D/q-0" "$D/q-1"; stat -c %.9W "$D" "$D/q-0" | sort -n | tail -1`)
 		l := mntLines(out)
 		if len(l) != len(mounted)+3 {
 			return false, out
 		}
-		d, q0, q1 := l[len(mounted)], l[len(mounted)+1], l[len(mounted)+2]
+		q0, q1, d := l[len(mounted)], l[len(mounted)+1], l[len(mounted)+2]
 		newest := q0
 		if q1 > q0 { // same width: seconds since 1970 with 9 decimals
 			newest = q1
@@ -123,15 +126,51 @@ func TestMountDirMtime(t *testing.T) {
 		t.Fatalf("after the roll, directory times differ from the data directory's:\n%s", why)
 	}
 
-	// A new topic moves the root.
-	before := m.ok(`stat -c %.9Y "$M"`)
+	// Appends do not move the root: the data directory's mtime does move
+	// (the checkpoints are rewritten there), and once the kernel's cached
+	// root attributes (1 s) have expired after it moved, the root must
+	// still show the same time.
+	before := strings.TrimSpace(m.ok(`stat -c %.9Y "$M"`))
+	var moved time.Time
+	for i := 0; ; i++ {
+		m.ok(`echo more >> "$M/q/0/data"`)
+		if moved.IsZero() && strings.TrimSpace(m.ok(`stat -c %.9Y "$D"`)) > before {
+			moved = time.Now()
+		}
+		if !moved.IsZero() && time.Since(moved) > 1500*time.Millisecond {
+			break
+		}
+		if i > 2000 {
+			t.Fatal("appends never moved the data directory's mtime; the test proves nothing")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if now := strings.TrimSpace(m.ok(`stat -c %.9Y "$M"`)); now != before {
+		t.Fatalf("appends moved the root's mtime from %s to %s (data directory %s)", before, now, m.ok(`stat -c %.9Y "$D"`))
+	}
+	if !mntWaitFor(10*time.Second, func() (ok bool) { ok, why = agree(); return ok }) {
+		t.Fatalf("after appends, directory times differ:\n%s", why)
+	}
+
+	// A new topic moves the root, to the birth of its partition 0.
 	m.ok(`mkdir "$M/r"`)
 	if !mntWaitFor(10*time.Second, func() bool {
-		now := m.ok(`stat -c %.9Y "$M"; stat -c %.9Y "$D"`)
+		now := m.ok(`stat -c %.9Y "$M"; stat -c %.9W "$D/r-0"`)
 		l := mntLines(now)
 		return len(l) == 2 && l[0] == l[1] && l[0] > before
 	}) {
 		t.Fatalf("mkdir of a topic left the root's mtime at %s", before)
+	}
+	// A new partition moves its topic, not the root.
+	root := strings.TrimSpace(m.ok(`stat -c %.9Y "$M"`))
+	m.ok(`mkdir "$M/r/1"`)
+	if !mntWaitFor(10*time.Second, func() bool {
+		return strings.TrimSpace(m.ok(`stat -c %.9Y "$M/r"`)) == strings.TrimSpace(m.ok(`stat -c %.9Y "$D/r-1"`))
+	}) {
+		t.Fatal("mkdir of a partition did not move its topic's mtime")
+	}
+	if now := strings.TrimSpace(m.ok(`sleep 1.1; stat -c %.9Y "$M"`)); now != root {
+		t.Fatalf("mkdir of a partition moved the root's mtime from %s to %s", root, now)
 	}
 }
 
