@@ -412,10 +412,11 @@ func (n *textNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.Att
 	return 0
 }
 
-// Setattr accepts times set to now (touch) and a size equal to the
-// current one (truncate to the same size destroys nothing); any other
-// size, as from `>`, truncate or O_TRUNC, is EPERM, as are mode and owner
-// changes. data, append-only like chattr +a, also refuses explicit times
+// Setattr accepts times set to now (touch) and, for data, a size equal
+// to the current one (truncate to the same size destroys nothing); any
+// other size, as from `>`, truncate or O_TRUNC, is EPERM, as are mode and
+// owner changes. offset/N, read-only, answers any size with EROFS, as its
+// writable open does. data, append-only like chattr +a, also refuses explicit times
 // (touch -d, touch -r, utime with times) with EPERM, as Linux does for an
 // append-only file: they used to succeed and change nothing, the mtime
 // being the log's own.
@@ -426,6 +427,9 @@ func (n *textNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetA
 	}
 	if n.isData && explicitTimes(in) {
 		return syscall.EPERM
+	}
+	if !n.isData && sizeChange {
+		return syscall.EROFS // offset/N is read-only (readOnlySetattr)
 	}
 	size, errno := n.size()
 	if errno != 0 {

@@ -178,6 +178,23 @@ func setattrCommon(in *fuse.SetAttrIn) (sizeChange bool, errno syscall.Errno) {
 	return in.Valid&fuse.FATTR_SIZE != 0, 0
 }
 
+// readOnlySetattr answers the SETATTR of a read-only entry (status,
+// segments/NAME, offset/N, time/T): times are accepted and ignored, mode
+// and owner changes are EPERM as everywhere in the mount, and a size, of
+// any value, is EROFS, the answer its writable open already gives
+// (readOnlyOpen): truncate(2) by path said EPERM while `truncate -s`,
+// which opens the file for writing first, said EROFS.
+func readOnlySetattr(in *fuse.SetAttrIn) syscall.Errno {
+	size, errno := setattrCommon(in)
+	if errno != 0 {
+		return errno
+	}
+	if size {
+		return syscall.EROFS
+	}
+	return 0
+}
+
 // rootIno is the root's st_ino (gofs.Options.RootStableAttr).
 const rootIno = 1
 

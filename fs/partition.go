@@ -203,13 +203,13 @@ func (l *timeLink) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.Att
 	return 0
 }
 
-// Setattr answers as offset/N and the other read-only entries do: times,
-// now or given, are accepted and ignored; owner and mode changes are
-// EPERM. Without it go-fuse answered ENOTSUP, so `touch -h time/T` failed
-// with "Operation not supported" and `chown -h` reported success.
+// Setattr answers as offset/N and the other read-only entries do
+// (readOnlySetattr). Without it go-fuse answered ENOTSUP, so `touch -h
+// time/T` failed with "Operation not supported" and `chown -h` reported
+// success.
 func (l *timeLink) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	if size, errno := setattrCommon(in); errno != 0 || size {
-		return syscall.EPERM
+	if errno := readOnlySetattr(in); errno != 0 {
+		return errno
 	}
 	l.fs.setAttr(&out.Attr, modeLink, int64(len(l.target)), l.fs.mounted)
 	return 0
@@ -246,8 +246,8 @@ func (n *statusNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.A
 }
 
 func (n *statusNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	if size, errno := setattrCommon(in); errno != 0 || size {
-		return syscall.EPERM
+	if errno := readOnlySetattr(in); errno != 0 {
+		return errno
 	}
 	n.attr(&out.Attr)
 	return 0
@@ -340,8 +340,8 @@ func (n *segFile) mtime() time.Time {
 }
 
 func (n *segFile) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	if size, errno := setattrCommon(in); errno != 0 || size {
-		return syscall.EPERM
+	if errno := readOnlySetattr(in); errno != 0 {
+		return errno
 	}
 	return n.Getattr(ctx, f, out)
 }

@@ -38,6 +38,16 @@ func TestMountRefusals(t *testing.T) {
 	m.fails(`echo x >> "$M/ref/0/status"`, "Read-only file system")
 	m.fails(`echo x >> "$M/ref/0/offset/0"`, "Read-only file system")
 	m.fails(`echo x >> "$M/ref/0/segments/00000000000000000000.log"`, "Read-only file system")
+	// truncate(2) by path (no open) answers as the writable open does; it
+	// said "Operation not permitted" while `truncate -s` said EROFS.
+	for _, f := range []string{"status", "offset/0", "offset/1", "time/0", "segments/00000000000000000000.log", "segments/00000000000000000000.index"} {
+		for _, size := range []string{"0", "1"} {
+			m.fails(`python3 -c 'import os, sys; os.truncate(sys.argv[1], int(sys.argv[2]))' "$M/ref/0/`+f+`" `+size, "Read-only file system")
+		}
+		m.fails(`truncate -s 0 "$M/ref/0/`+f+`"`, "Read-only file system")
+		m.fails(`chmod 600 "$M/ref/0/`+f+`"`, "Operation not permitted")
+		m.ok(`touch "$M/ref/0/` + f + `"`)
+	}
 
 	if after := snapshot(); after != before {
 		t.Fatalf("refused operations changed the log:\nbefore:\n%s\nafter:\n%s", before, after)
