@@ -44,7 +44,8 @@ func parsePartitionName(name string) (int32, bool) {
 
 // parseTimeName parses the T of time/T into epoch milliseconds: either
 // canonical decimal epoch milliseconds ("1732875600000") or RFC 3339
-// ("2026-11-29T10:00:00Z", "2026-11-29T11:00:00.250+01:00"). Fractions
+// ("2026-11-29T10:00:00Z", "2026-11-29T11:00:00.250+01:00", and a leap
+// second, "2016-12-31T23:59:60Z", as the next second's start). Fractions
 // below a millisecond round up, because time/T names the first record at
 // or after T and record timestamps are whole milliseconds.
 func parseTimeName(name string) (int64, bool) {
@@ -63,7 +64,10 @@ func parseTimeName(name string) (int64, bool) {
 	}
 	t, err := time.Parse(time.RFC3339Nano, rfc3339Upper(name))
 	if err != nil {
-		return 0, false
+		var ok bool
+		if t, ok = parseLeapSecond(rfc3339Upper(name)); !ok {
+			return 0, false
+		}
 	}
 	// time.Parse accepts years outside what milliseconds since the epoch
 	// hold; keep the arithmetic in range.
@@ -75,6 +79,30 @@ func parseTimeName(name string) (int64, bool) {
 		ms++
 	}
 	return ms, true
+}
+
+// parseLeapSecond parses an RFC 3339 time whose second is 60, which
+// time.Parse rejects and RFC 3339 (§5.6, §5.7) allows for a leap second:
+// 23:59:60 UTC on the last day of a month (05:29:60+05:30 is the same
+// one). It stands for the start of the next second, whatever its
+// fraction, as POSIX time has no name for the leap second itself: every
+// instant of it is after 23:59:59.999 and not after the next 00:00:00, so
+// T1 < T2 still gives time/T1 <= time/T2. Second 60 anywhere else is not
+// a time.
+func parseLeapSecond(name string) (time.Time, bool) {
+	if len(name) < 20 || name[17:19] != "60" {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, name[:17]+"59"+name[19:])
+	if err != nil {
+		return time.Time{}, false
+	}
+	u := t.UTC()
+	next := u.Truncate(time.Second).Add(time.Second)
+	if u.Hour() != 23 || u.Minute() != 59 || u.Second() != 59 || next.Day() != 1 {
+		return time.Time{}, false
+	}
+	return next, true
 }
 
 // rfc3339Upper turns the lower-case 't' (at index 10, checked by the

@@ -32,6 +32,15 @@ func TestParseTimeName(t *testing.T) {
 		"2026-11-29T10:00:00.000000001Z": time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC).UnixMilli() + 1,
 		"2026-11-29t10:00:00z":           time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC).UnixMilli(),
 		"2026-11-29t11:00:00.250+01:00":  time.Date(2026, 11, 29, 10, 0, 0, 250e6, time.UTC).UnixMilli(),
+		"2026-11-29T15:30:00.5+05:30":    time.Date(2026, 11, 29, 10, 0, 0, 500e6, time.UTC).UnixMilli(),
+		"2026-11-29T04:30:00-05:30":      time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC).UnixMilli(),
+		// Leap seconds (RFC 3339 §5.7): the start of the next second.
+		"2016-12-31T23:59:60Z":        time.Date(2017, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli(),
+		"2016-12-31t23:59:60z":        time.Date(2017, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli(),
+		"2016-12-31T23:59:60.999999Z": time.Date(2017, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli(),
+		"2017-01-01T05:29:60+05:30":   time.Date(2017, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli(),
+		"2016-12-31T18:59:60.5-05:00": time.Date(2017, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli(),
+		"2015-06-30T23:59:60Z":        time.Date(2015, 7, 1, 0, 0, 0, 0, time.UTC).UnixMilli(),
 	}
 	for name, want := range good {
 		if got, ok := parseTimeName(name); !ok || got != want {
@@ -39,7 +48,10 @@ func TestParseTimeName(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"", "yesterday", "2026-11-29", "2026-11-29 10:00:00Z", "01", "-5",
-		"2026-11-29T10:00:00", "2026-13-29T10:00:00Z", "2026-11-29T10:00:00Zz", "2026-11-29x10:00:00Z", "1e3", "99999999999999999999"} {
+		"2026-11-29T10:00:00", "2026-13-29T10:00:00Z", "2026-11-29T10:00:00Zz", "2026-11-29x10:00:00Z", "1e3", "99999999999999999999",
+		// Second 60 only for a leap second: 23:59:60 UTC at a month's end.
+		"2016-12-31T23:59:61Z", "2016-12-31T22:59:60Z", "2016-12-31T23:58:60Z", "2016-12-30T23:59:60Z",
+		"2016-12-31T23:59:60+05:30", "2016-12-31T23:59:60", "2016-12-31T23:59:60.Z", "2016-12-31T24:00:00Z"} {
 		if got, ok := parseTimeName(name); ok {
 			t.Errorf("parseTimeName(%q) = %d, accepted", name, got)
 		}
@@ -116,7 +128,16 @@ func FuzzParseTimeName(f *testing.F) {
 		}
 		tm, err := time.Parse(time.RFC3339Nano, upper)
 		if err != nil {
-			t.Fatalf("%q accepted but not RFC 3339: %v", name, err)
+			// A leap second: the next second's start, 00:00:00 UTC.
+			leap, lerr := time.Parse(time.RFC3339Nano, upper[:17]+"59"+upper[19:])
+			if upper[17:19] != "60" || lerr != nil {
+				t.Fatalf("%q accepted but not RFC 3339: %v", name, err)
+			}
+			next := leap.UTC().Truncate(time.Second).Add(time.Second)
+			if u := next.UTC(); u.Hour() != 0 || u.Minute() != 0 || u.Second() != 0 || u.Day() != 1 || ms != next.UnixMilli() {
+				t.Fatalf("%q: %d ms is not the start of a month after a leap second", name, ms)
+			}
+			return
 		}
 		if d := ms*1e6 - tm.UnixNano(); tm.Year() > 1700 && tm.Year() < 2200 && (d < 0 || d >= 1e6) {
 			t.Fatalf("%q: %d ms is not the ceiling of %v", name, ms, tm)
