@@ -14,7 +14,11 @@ const maxNameLen = 255
 // accepted: the number must survive strconv.ParseUint(…, 10, 63) and
 // formatting it back must give the same string, so "01", "+1", " 1",
 // "1e3", "0x10" and "1\n" are not offsets. This keeps one name per offset,
-// and so one node per offset.
+// and so one node per offset. DESIGN.md makes "not a decimal number"
+// ENOENT; "007" is ENOENT too, as /proc/007 is on Linux (procfs takes
+// no leading zero either): an alias would give offset 7 a second dentry,
+// and a second node whose st_ino, if derived from the name as every other
+// one is, would differ from offset/7's.
 func parseOffsetName(name string) (int64, bool) {
 	if name == "" || len(name) > 19 {
 		return 0, false

@@ -54,7 +54,11 @@ func TestMountOffsetAndTime(t *testing.T) {
 	if got := m.ok(`cat ` + p + `/offset/3000`); got != "line-3000\n" {
 		t.Errorf("offset/3000 after an append = %q", got)
 	}
-	for _, name := range []string{"3002", "-1", "01", "+1", "abc", "1e3", "0x10", "99999999999999999999", "9223372036854775808", " 1"} {
+	// Only canonical decimal names an offset (no sign, no leading zero,
+	// ASCII digits), as only /proc/7, not /proc/007, names pid 7: one name
+	// per offset, so one node and one st_ino per offset.
+	for _, name := range []string{"3002", "-1", "01", "+1", "abc", "1e3", "0x10", "99999999999999999999", "9223372036854775808", " 1",
+		"007", "00", "-0", "+7", "7 ", "0x7", "٣", "７", "1_000", "1.0"} {
 		m.fails(fmt.Sprintf(`head -n1 %s/offset/'%s'`, p, name), "No such file or directory")
 	}
 	if got := m.ok(`ls -A ` + p + `/offset ` + p + `/time | grep -v ':$' | grep -c . || true`); got != "0\n" {
