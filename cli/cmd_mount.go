@@ -47,7 +47,9 @@ unmount cleanly: appends in flight finish, then checkpoints and the
 clean-shutdown marker are written. A dead mount left by a killed daemon
 ("Transport endpoint is not connected") is detached first, and a data
 directory still held by a daemon that is shutting down (umount returns
-before it has exited) is waited for, up to 30 s.
+before it has exited) is waited for, up to 30 s. After "umount -l" the daemon
+keeps serving the files still open there, and keeps DATA_DIR, until they are
+closed; a mount of DATA_DIR meanwhile fails at once, naming the daemon.
 
 Example:
 
@@ -504,27 +506,43 @@ func mountForeground(c *ucli.Context, dataDir, mp string, ready *os.File) error 
 // long to give Wait afterwards: Wait appends the unfinished lines of
 // handles the kernel never released and stops the notifier.
 func serveUntilStopped(srv *segfs.Server, store *logstore.Store, sigc <-chan os.Signal, grace time.Duration, logger *slog.Logger) time.Duration {
-	select {
-	case sig := <-sigc:
-		logger.Info("signal received; unmounting", "signal", sig.String())
-		// Before the unmount, which can take the grace: a mount
-		// started meanwhile waits for this one instead of refusing.
-		store.MarkClosing()
-		if err := srv.Unmount(grace); err != nil {
-			logger.Error("unmount", "err", err)
+	detached := srv.Detached()
+	for {
+		select {
+		case <-detached:
+			// `umount -l` with files open: keep serving them, as the
+			// kernel keeps the connection until they close, and tell a
+			// segfs started on the directory meanwhile why it is held
+			// rather than have it wait for this one to exit.
+			store.MarkDetached(srv.Mountpoint())
+			detached = nil
+			continue
+		case sig := <-sigc:
+			return stopOnSignal(srv, store, sig, grace, logger)
+		case <-srv.Done():
+			logger.Info("unmounted by the user")
+			store.MarkClosing()
+			return grace + time.Second
 		}
-		// Unmount has already given open files their grace and done
-		// what Wait does; Wait returns at once unless the grace ran
-		// out with files still open, and then it would block until
-		// they close. Waiting another grace for it made a signalled
-		// daemon take 2×grace+1 s to exit (11 s by default, past
-		// `docker stop`'s 10 s before SIGKILL).
-		return time.Second
-	case <-srv.Done():
-		logger.Info("unmounted by the user")
-		store.MarkClosing()
-		return grace + time.Second
 	}
+}
+
+// stopOnSignal unmounts after a signal; see serveUntilStopped.
+func stopOnSignal(srv *segfs.Server, store *logstore.Store, sig os.Signal, grace time.Duration, logger *slog.Logger) time.Duration {
+	logger.Info("signal received; unmounting", "signal", sig.String())
+	// Before the unmount, which can take the grace: a mount
+	// started meanwhile waits for this one instead of refusing.
+	store.MarkClosing()
+	if err := srv.Unmount(grace); err != nil {
+		logger.Error("unmount", "err", err)
+	}
+	// Unmount has already given open files their grace and done
+	// what Wait does; Wait returns at once unless the grace ran
+	// out with files still open, and then it would block until
+	// they close. Waiting another grace for it made a signalled
+	// daemon take 2×grace+1 s to exit (11 s by default, past
+	// `docker stop`'s 10 s before SIGKILL).
+	return time.Second
 }
 
 // lockWait bounds how long a mount or serve waits for a segfs that is
@@ -567,6 +585,12 @@ func newHolderWait(dataDir string, logger *slog.Logger) *holderWait {
 // failed (the lock, or the address the holder listens on).
 func (w *holderWait) again(why error) bool {
 	elapsed := time.Since(w.start)
+	if pid, _ := logstore.LockDetached(w.dataDir); pid != 0 {
+		// The holder serves files open on a lazily unmounted mount
+		// and exits only once they are closed, maybe days from now:
+		// refuse at once, saying so (LockedError.Detached).
+		return false
+	}
 	leaving := holderLeaving(w.dataDir)
 	if elapsed > lockWait || (!leaving && elapsed > markGrace) {
 		w.gaveUp = leaving

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -56,6 +57,8 @@ type Server struct {
 	srv        *fuse.Server
 	mountpoint string
 	done       chan struct{} // closed when the FUSE server stopped
+	detached   chan struct{} // closed on a lazy unmount with files open (watchDetach)
+	stopping   atomic.Bool   // Unmount was called: its own detach is not news
 	unmounting sync.Once
 }
 
@@ -124,11 +127,14 @@ func Mount(store *logstore.Store, mountpoint string, opts Options) (*Server, err
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", mp, err)
 	}
-	s := &Server{fs: f, root: root, srv: srv, mountpoint: mp, done: make(chan struct{})}
+	s := &Server{fs: f, root: root, srv: srv, mountpoint: mp, done: make(chan struct{}), detached: make(chan struct{})}
 	go func() {
 		srv.Wait()
 		close(s.done)
 	}()
+	if mi, err := findMount(mp); err == nil && mi != nil {
+		go s.watchDetach(mi.dev)
+	}
 	ra := opts.ReadAheadKB
 	if ra == 0 {
 		ra = 1024
@@ -172,6 +178,7 @@ func (s *Server) Unmount(grace time.Duration) error {
 }
 
 func (s *Server) unmount(grace time.Duration) error {
+	s.stopping.Store(true)
 	lg := s.fs.log
 	s.fs.stopWrites()
 	s.fs.notify.stop(2 * time.Second)

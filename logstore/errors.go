@@ -55,6 +55,9 @@ type LockedError struct {
 	PID     int    // 0: not recorded
 	What    string // what the holder is ("segfs serve"), if the caller knows
 	Closing bool   // the holder has begun to shut down (Store.MarkClosing)
+	// Detached is the mountpoint, detached lazily, on which the holder
+	// still serves open files (Store.MarkDetached); "" if none.
+	Detached string
 }
 
 func (e *LockedError) Error() string {
@@ -67,6 +70,8 @@ func (e *LockedError) Error() string {
 	}
 	if e.Closing {
 		who += ", which is shutting down"
+	} else if e.Detached != "" {
+		who += fmt.Sprintf(", which still serves files open on %s, unmounted lazily (umount -l), and exits once they are closed: close them, or kill %d", e.Detached, e.PID)
 	}
 	return fmt.Sprintf("data directory %s is in use by %s", e.Dir, who)
 }

@@ -123,7 +123,11 @@ func lockDir(dir string) (*dirLock, error) {
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
 		pid, closing := LockHolder(dir)
-		return nil, &LockedError{Dir: dir, PID: pid, Closing: closing}
+		le := &LockedError{Dir: dir, PID: pid, Closing: closing}
+		if dpid, mp := LockDetached(dir); dpid == pid {
+			le.Detached = mp
+		}
+		return nil, le
 	}
 	return &dirLock{f: f, created: created}, nil
 }
@@ -166,14 +170,53 @@ func (l *dirLock) abandon() {
 	l.f = nil
 }
 
-// markClosing adds closingMark after the pid. The content only grows, so
-// a reader sees the pid throughout.
+// markClosing adds closingMark after the pid. The pid and the new mark
+// are written over the old content first and what is left of it is cut
+// after, so a reader sees the pid throughout.
 func (l *dirLock) markClosing() {
+	l.mark(closingMark)
+}
+
+// detachedMark follows the pid in the lock file, and the mountpoint the
+// next line, while the holder serves files still open on a mount that
+// was detached lazily (umount -l): it exits only once they are closed.
+const detachedMark = "detached"
+
+// markDetached records detachedMark and the mountpoint.
+func (l *dirLock) markDetached(mountpoint string) {
+	l.mark(detachedMark + "\n" + mountpoint)
+}
+
+func (l *dirLock) mark(m string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f != nil {
-		l.f.WriteAt([]byte(strconv.Itoa(os.Getpid())+" "+closingMark+"\n"), 0)
+		b := []byte(strconv.Itoa(os.Getpid()) + " " + m + "\n")
+		if _, err := l.f.WriteAt(b, 0); err == nil {
+			l.f.Truncate(int64(len(b)))
+		}
 	}
+}
+
+// LockDetached returns the mountpoint that dir's lock file names when its
+// holder marked itself as serving files still open on a lazily detached
+// mount (Store.MarkDetached), and "" otherwise.
+func LockDetached(dir string) (pid int, mountpoint string) {
+	b, err := os.ReadFile(filepath.Join(dir, lockFile))
+	if err != nil {
+		return 0, ""
+	}
+	first, rest, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(first)
+	if len(f) != 2 || f[1] != detachedMark {
+		return 0, ""
+	}
+	pid, err = strconv.Atoi(f[0])
+	mountpoint = strings.TrimSuffix(rest, "\n")
+	if err != nil || pid <= 0 || mountpoint == "" {
+		return 0, ""
+	}
+	return pid, mountpoint
 }
 
 func (l *dirLock) release() {

@@ -867,6 +867,13 @@ func (s *Store) runCleanup(kind string, pass func(*Partition) (CleanupStats, err
 // Close.
 func (s *Store) MarkClosing() { s.lock.markClosing() }
 
+// MarkDetached records in the lock file that this process still serves
+// files open on mountpoint, which was detached lazily (umount -l), and so
+// keeps the directory until they are closed: a segfs started meanwhile
+// on the directory refuses it at once, saying so (LockDetached), rather
+// than wait for an exit that may be days away. MarkClosing replaces it.
+func (s *Store) MarkDetached(mountpoint string) { s.lock.markDetached(mountpoint) }
+
 // Close flushes every partition, trims indexes, writes checkpoints and the
 // clean-shutdown marker, and releases the lock.
 func (s *Store) Close() error {

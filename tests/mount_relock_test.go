@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -18,11 +19,15 @@ import (
 // ten (every time with a few hundred partitions). The new mount now waits
 // for a daemon that serves no mount any more to let go.
 //
-// Here a `tail -f` keeps the old daemon serving after `umount -l` (a lazy
-// detach waits for open files), so its shutdown lasts as long as the test
-// wants: the new mount must wait, not fail, and come up once tail exits.
+// Here the old daemon is stopped with SIGTERM while a `tail -f` reads, so
+// it detaches its mount lazily and gives the open file its grace (60 s):
+// its shutdown lasts as long as the test wants. The new mount must wait,
+// not fail, and come up once tail exits. (A `umount -l` by the user with
+// the file open is not a shutdown: the daemon serves the file as long as
+// it is open, and a new mount refuses at once, saying why;
+// TestMountAfterLazyUnmount.)
 func TestMountRemountWhileOldDaemonExits(t *testing.T) {
-	m := mntNew(t)
+	m := mntNew(t, "--unmount-grace", "60s")
 	m.ok(`mkdir "$M/q" && seq 3 >> "$M/q/0/data"`)
 
 	tail := exec.Command("timeout", "60", "tail", "-f", m.path("q", "0", "data"))
@@ -38,8 +43,11 @@ func TestMountRemountWhileOldDaemonExits(t *testing.T) {
 	for sc.Scan() && sc.Text() != "3" {
 	}
 
-	if b, err := exec.Command("umount", "-l", m.dir).CombinedOutput(); err != nil {
-		t.Fatalf("umount -l: %v %s", err, b)
+	if err := syscall.Kill(m.pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if !mntWaitFor(20*time.Second, func() bool { return !mntIsMounted(m.dir) }) {
+		t.Fatalf("the daemon did not detach its mount after SIGTERM\n%s", m.daemonLog())
 	}
 	if !pidAlive(m.pid) {
 		t.Fatalf("the old daemon exited with tail -f still reading")
