@@ -50,6 +50,16 @@
 // open: the node that lookup handed out serves that one request anyway
 // (estale, retried).
 //
+// A change of key.separator is a new generation too (logstore bumps it):
+// the text of every record changes shape. An open data file keeps the
+// separator it was opened with, for the records appended later as well,
+// since a byte's position in it never changes (DESIGN.md "Stable
+// positions"): a `tail -f` (or `tail -F`, which sees the same st_ino)
+// started before the change goes on printing KEY<old>VALUE, while a new
+// open renders every record with the new separator. To follow in the new
+// rendering, restart the reader. Writers split each line with the
+// separator in force when it is appended (TestMountKeySeparatorOpenReader).
+//
 // # Writing data
 //
 // Writable opens must use O_APPEND (like chattr +a; anything else is EPERM,

@@ -103,3 +103,22 @@ seq -f 'line %05g' 1 300 >> "$M/rn/0/data"`)
 		t.Errorf("retention.bytes=-5: %d segments deleted", tot.segmentsDeleted)
 	}
 }
+
+// TestMountKeySeparatorOpenReader: an open data file keeps the rendering
+// it was opened with when key.separator changes, for the records it has
+// and for those appended later, so that a byte's position in it never
+// changes (DESIGN.md "Stable positions"): a `tail -f` started before the
+// change goes on printing KEY<old>VALUE, while a new open renders every
+// record with the new separator. Writers split lines with the separator in
+// force at each write.
+func TestMountKeySeparatorOpenReader(t *testing.T) {
+	m := mntNew(t)
+	m.ok(`mkdir "$M/ks" && echo key.separator=: > "$M/ks/config" && printf 'a:1\nb:2\n' >> "$M/ks/0/data"`)
+	got := m.ok(`exec 3< "$M/ks/0/data"; cat <&3; echo --;` +
+		`echo key.separator=== > "$M/ks/config" && printf 'c==3\nd:4\n' >> "$M/ks/0/data";` +
+		`cat <&3; echo --; cat "$M/ks/0/data"`)
+	want := "a:1\nb:2\n--\nc:3\nd:4\n--\na==1\nb==2\nc==3\nd:4\n"
+	if got != want {
+		t.Fatalf("a reader open across a key.separator change:\n%s\nwant\n%s", got, want)
+	}
+}
