@@ -154,7 +154,7 @@ func (s *Server) produce(req *kmsg.ProduceRequest, topic string, rp *kmsg.Produc
 	res, err := p.AppendBatch(b)
 	if err != nil {
 		sp.ErrorCode = errorCode(err)
-		sp.LogStartOffset = p.LogStartOffset()
+		sp.LogStartOffset = failedLogStart(sp.ErrorCode, p)
 		var recErrs *logstore.RecordErrors
 		if errors.As(err, &recErrs) {
 			setRecordErrors(sp, recErrs)
@@ -172,6 +172,23 @@ func (s *Server) produce(req *kmsg.ProduceRequest, topic string, rp *kmsg.Produc
 	sp.BaseOffset = res.BaseOffset
 	sp.LogAppendTime = res.LogAppendTime
 	sp.LogStartOffset = res.LogStartOffset
+}
+
+// failedLogStart is the log_start_offset a failed partition answers, as
+// Kafka's ReplicaManager.appendToLocalLog gives it: -1
+// (UNKNOWN_LOG_APPEND_INFO) for the errors it catches by name (unknown
+// partition, not the leader, a record or batch too large, a corrupt
+// batch, a storage error), the partition's log start for the others
+// (processFailedRecord: invalid records, sequence and epoch errors,
+// anything unexpected).
+func failedLogStart(code int16, p *logstore.Partition) int64 {
+	switch code {
+	case kerr.UnknownTopicOrPartition.Code, kerr.NotLeaderForPartition.Code,
+		kerr.MessageTooLarge.Code, kerr.RecordListTooLarge.Code,
+		kerr.CorruptMessage.Code, kerr.KafkaStorageError.Code:
+		return -1
+	}
+	return p.LogStartOffset()
 }
 
 // setRecordErrors fills the v8+ error message and per-record errors of a

@@ -33,6 +33,7 @@ var errorCodes = []struct {
 	{logstore.ErrOutOfOrderSeq, kerr.OutOfOrderSequenceNumber},
 	{logstore.ErrProducerFenced, kerr.InvalidProducerEpoch},
 	{logstore.ErrUnknownProducerID, kerr.UnknownProducerID},
+	{logstore.ErrCoordinatorFenced, kerr.TransactionCoordinatorFenced},
 	// A fenced partition had a write or fsync fail: Kafka's answer for a
 	// failed log directory, retriable for the client.
 	{logstore.ErrFenced, kerr.KafkaStorageError},

@@ -28,6 +28,9 @@ var (
 	ErrOutOfOrderSeq     = errors.New("out of order sequence number")
 	ErrProducerFenced    = errors.New("invalid producer epoch")
 	ErrUnknownProducerID = errors.New("unknown producer id")
+	// A transaction marker whose coordinator epoch is below the one of
+	// the producer's last marker (Kafka's TransactionCoordinatorFencedException).
+	ErrCoordinatorFenced = errors.New("transaction coordinator fenced")
 	ErrPolicyViolation   = errors.New("policy violation") // DeleteRecords on a topic without cleanup.policy=delete
 )
 

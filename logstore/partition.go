@@ -43,9 +43,9 @@ type Partition struct {
 	// dirty records to remove them.
 	deleteHorizon atomic.Int64
 	hasTxns       atomic.Bool // some segment has aborted transactions (txnindex.go)
-	// The ongoing transactions found at load (producer.go), nil if none:
-	// set once, since segfs takes no transactional batch or marker
-	// afterwards.
+	// The ongoing transactions (producer.go), nil if none: found at load
+	// and replaced under amu when a marker ends one (WriteTxnMarker);
+	// segfs takes no transactional batch, so none starts afterwards.
 	unstable atomic.Pointer[[]txnSpan]
 
 	cleanMu sync.Mutex // serialises retention and compaction passes
@@ -353,7 +353,8 @@ func (p *Partition) appendLocked(b []byte, h *record.Header, st record.TextStats
 		seg.kickedTo = end
 	}
 	p.leo.Store(h.NextOffset())
-	if h.ProducerID >= 0 {
+	if h.ProducerID >= 0 && !h.Control() {
+		// A marker's state change is WriteTxnMarker's.
 		p.producers.update(h)
 	}
 	if p.leo.Load()-p.recoveryPoint.Load() >= cfg.FlushMessages {

@@ -30,11 +30,20 @@ type producerBatch struct {
 // Kafka (a snapshot's current_txn_first_offset, or a transactional batch
 // after the snapshot without its COMMIT/ABORT marker): it stays open until
 // a marker ends it, as in Kafka, where only the transaction coordinator
-// (or an admin's abort) writes one.
+// (or an admin's abort, WriteTxnMarkers: WriteTxnMarker) writes one.
+// coordEpoch is the coordinator epoch of its last marker (-1: none) and
+// lastTs the timestamp of its last batch or marker (-1: none), as Kafka's
+// ProducerStateEntry keeps them (DescribeProducers shows both).
 type producerEntry struct {
-	epoch    int16
-	batches  []producerBatch
-	txnFirst int64
+	epoch      int16
+	batches    []producerBatch
+	txnFirst   int64
+	coordEpoch int32
+	lastTs     int64
+}
+
+func newProducerEntry(epoch int16) *producerEntry {
+	return &producerEntry{epoch: epoch, txnFirst: -1, coordEpoch: -1, lastTs: -1}
 }
 
 // producerState is the idempotence state of one partition (amu held).
@@ -90,14 +99,15 @@ func (ps *producerState) update(h *record.Header) {
 	}
 	e := ps.m[h.ProducerID]
 	if e == nil {
-		e = &producerEntry{epoch: h.ProducerEpoch, txnFirst: -1}
+		e = newProducerEntry(h.ProducerEpoch)
 		ps.m[h.ProducerID] = e
 	} else if h.ProducerEpoch > e.epoch {
 		// A new epoch starts a new sequence window; an ongoing
 		// transaction stays open until its marker, as in Kafka.
-		e = &producerEntry{epoch: h.ProducerEpoch, txnFirst: e.txnFirst}
+		e = &producerEntry{epoch: h.ProducerEpoch, txnFirst: e.txnFirst, coordEpoch: e.coordEpoch, lastTs: e.lastTs}
 		ps.m[h.ProducerID] = e
 	}
+	e.lastTs = max(e.lastTs, h.MaxTimestamp)
 	if len(e.batches) == producerWindow {
 		copy(e.batches, e.batches[1:])
 		e.batches = e.batches[:producerWindow-1]
@@ -112,22 +122,109 @@ func (ps *producerState) update(h *record.Header) {
 // load applies one batch header read back from the log at load, as
 // Kafka's producer-state rebuild does: data batches of idempotent producers
 // update their window, a transactional one opens its producer's
-// transaction if none is open, and a COMMIT/ABORT control batch ends it.
-func (ps *producerState) load(h *record.Header) {
+// transaction if none is open, and a COMMIT/ABORT control batch ends it
+// (coordEpoch is its coordinator epoch, -1 if unknown) and returns the
+// transaction it ended, if any.
+func (ps *producerState) load(h *record.Header, coordEpoch int32) (ended txnSpan, ok bool) {
 	if h.ProducerID < 0 {
-		return
+		return txnSpan{}, false
 	}
 	if h.Control() {
-		if e := ps.m[h.ProducerID]; e != nil && e.txnFirst >= 0 {
-			e.txnFirst = -1
-			ps.dirty = true
-		}
-		return
+		return ps.endTxn(h.ProducerID, h.ProducerEpoch, coordEpoch, h.MaxTimestamp, h.BaseOffset)
 	}
 	ps.update(h)
 	if e := ps.m[h.ProducerID]; h.Transactional() && e.txnFirst < 0 {
 		e.txnFirst = h.BaseOffset
 	}
+	return txnSpan{}, false
+}
+
+// checkMarker validates a COMMIT/ABORT marker as Kafka's leader does
+// (ProducerAppendInfo.appendEndTxnMarker, transaction versions 0 and 1):
+// an epoch below the producer's is ErrProducerFenced (INVALID_PRODUCER_EPOCH),
+// a coordinator epoch below its last marker's ErrCoordinatorFenced. An
+// unknown producer, or one without an ongoing transaction, is no error:
+// Kafka writes that marker too, and it ends nothing.
+func (ps *producerState) checkMarker(pid int64, epoch int16, coordEpoch int32) error {
+	e := ps.m[pid]
+	if e == nil {
+		return nil
+	}
+	if epoch < e.epoch {
+		return fmt.Errorf("%w: marker epoch %d of producer %d is older than %d", ErrProducerFenced, epoch, pid, e.epoch)
+	}
+	if coordEpoch < e.coordEpoch {
+		return fmt.Errorf("%w: coordinator epoch %d of producer %d's marker is older than %d", ErrCoordinatorFenced, coordEpoch, pid, e.coordEpoch)
+	}
+	return nil
+}
+
+// endTxn applies a COMMIT/ABORT marker at offset: the producer (created
+// if unknown, as Kafka does) takes the marker's epoch, coordinator epoch
+// and timestamp, and its ongoing transaction, if any, ends and is
+// returned (first offset, and the marker's offset as last).
+func (ps *producerState) endTxn(pid int64, epoch int16, coordEpoch int32, ts, offset int64) (ended txnSpan, ok bool) {
+	if ps.m == nil {
+		ps.m = map[int64]*producerEntry{}
+	}
+	e := ps.m[pid]
+	if e == nil {
+		e = newProducerEntry(epoch)
+		ps.m[pid] = e
+	} else if epoch > e.epoch {
+		e.epoch, e.batches = epoch, nil
+	}
+	if e.txnFirst >= 0 {
+		ended, ok = txnSpan{first: e.txnFirst, last: offset}, true
+	}
+	e.txnFirst = -1
+	e.coordEpoch = coordEpoch
+	e.lastTs = max(e.lastTs, ts)
+	ps.dirty = true
+	return ended, ok
+}
+
+// stableAfter is the last stable offset Kafka records in the .txnindex
+// entry of a transaction of pid aborted at marker offset
+// (ProducerStateManager.lastStableOffset): the first offset of the
+// earliest other ongoing transaction, or the offset after the marker.
+func (ps *producerState) stableAfter(pid, marker int64) int64 {
+	lso := marker + 1
+	for id, e := range ps.m {
+		if id != pid && e.txnFirst >= 0 && e.txnFirst < lso {
+			lso = e.txnFirst
+		}
+	}
+	return lso
+}
+
+// ProducerInfo is one active producer of a partition, as DescribeProducers
+// shows it.
+type ProducerInfo struct {
+	ID               int64
+	Epoch            int16
+	LastSequence     int32 // -1: no batch known
+	LastTimestamp    int64 // -1: none
+	CoordinatorEpoch int32 // -1: no marker seen
+	TxnStartOffset   int64 // -1: no ongoing transaction
+}
+
+// ActiveProducers lists the producers the partition keeps state for
+// (Kafka's UnifiedLog.activeProducers), by id.
+func (p *Partition) ActiveProducers() []ProducerInfo {
+	p.amu.Lock()
+	defer p.amu.Unlock()
+	out := make([]ProducerInfo, 0, len(p.producers.m))
+	for id, e := range p.producers.m {
+		pi := ProducerInfo{ID: id, Epoch: e.epoch, LastSequence: -1, LastTimestamp: e.lastTs,
+			CoordinatorEpoch: e.coordEpoch, TxnStartOffset: e.txnFirst}
+		if n := len(e.batches); n > 0 {
+			pi.LastSequence = e.batches[n-1].lastSeq
+		}
+		out = append(out, pi)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
 }
 
 // ongoing lists the ongoing transactions, each with the last offset of
@@ -148,7 +245,7 @@ func (ps *producerState) ongoing() []txnSpan {
 	return spans
 }
 
-// expire drops the producers whose last batch's timestamp is at least exp
+// expire drops the producers whose last batch's (or marker's) timestamp is at least exp
 // before now (ms), as Kafka's removeExpiredProducers does, and reports how
 // many. Like Kafka it never drops a producer with an ongoing transaction:
 // the last stable offset rests on it. A retry from one of them is then taken as a new producer's batch;
@@ -159,7 +256,7 @@ func (ps *producerState) expire(nowMs, expMs int64) int {
 		if e.txnFirst >= 0 {
 			continue
 		}
-		if len(e.batches) == 0 || nowMs-e.batches[len(e.batches)-1].ts >= expMs {
+		if nowMs-e.lastTs >= expMs {
 			delete(ps.m, id)
 			n++
 		}
@@ -208,14 +305,24 @@ func (ps *producerState) encode() []byte {
 	binary.BigEndian.PutUint32(b[6:], uint32(len(ids)))
 	for _, id := range ids {
 		e := ps.m[id]
-		for _, l := range e.batches {
+		batches := e.batches
+		if len(batches) == 0 {
+			// A producer known by its markers only: Kafka writes it
+			// with last sequence and offset -1.
+			batches = []producerBatch{{firstSeq: -1, lastSeq: -1, firstOff: -1, lastOff: -1, ts: e.lastTs}}
+		}
+		for i, l := range batches {
+			ts := l.ts
+			if i == len(batches)-1 {
+				ts = e.lastTs // a marker after the last batch
+			}
 			b = binary.BigEndian.AppendUint64(b, uint64(id))
 			b = binary.BigEndian.AppendUint16(b, uint16(e.epoch))
 			b = binary.BigEndian.AppendUint32(b, uint32(l.lastSeq))
 			b = binary.BigEndian.AppendUint64(b, uint64(l.lastOff))
 			b = binary.BigEndian.AppendUint32(b, uint32(l.lastOff-l.firstOff))
-			b = binary.BigEndian.AppendUint64(b, uint64(l.ts))
-			b = binary.BigEndian.AppendUint32(b, 0xffffffff)         // coordinator epoch -1
+			b = binary.BigEndian.AppendUint64(b, uint64(ts))
+			b = binary.BigEndian.AppendUint32(b, uint32(e.coordEpoch))
 			b = binary.BigEndian.AppendUint64(b, uint64(e.txnFirst)) // -1: no ongoing transaction
 		}
 	}
@@ -243,6 +350,7 @@ func decodeSnapshot(b []byte) (map[int64]*producerEntry, error) {
 		lastOff := int64(binary.BigEndian.Uint64(p[14:]))
 		delta := int32(binary.BigEndian.Uint32(p[22:]))
 		ts := int64(binary.BigEndian.Uint64(p[26:]))
+		coordEpoch := int32(binary.BigEndian.Uint32(p[34:]))
 		txnFirst := int64(binary.BigEndian.Uint64(p[38:]))
 		pb := producerBatch{
 			firstSeq: seqAdd(lastSeq, -delta+0), lastSeq: lastSeq,
@@ -252,10 +360,15 @@ func decodeSnapshot(b []byte) (map[int64]*producerEntry, error) {
 		// (encode); a snapshot written by Kafka has one.
 		e := m[id]
 		if e == nil || epoch != e.epoch {
-			e = &producerEntry{epoch: epoch}
+			e = newProducerEntry(epoch)
 			m[id] = e
 		}
 		e.txnFirst = max(txnFirst, -1)
+		e.coordEpoch = max(coordEpoch, -1)
+		e.lastTs = max(e.lastTs, ts)
+		if lastOff < 0 {
+			continue // a producer known by its markers only (encode)
+		}
 		if len(e.batches) == producerWindow {
 			e.batches = append(e.batches[:0], e.batches[1:]...)
 		}
@@ -434,6 +547,38 @@ func (p *Partition) AppendBatch(batch []byte) (AppendResult, error) {
 	return res, nil
 }
 
+// loadBatch applies the batch at pos of s, read back at load, to the
+// producer state. A marker's coordinator epoch is read from its record.
+// An ABORT marker that ends a transaction must have its .txnindex entry
+// (Kafka rebuilds the index when it recovers a segment): WriteTxnMarker
+// writes it right after the marker, and if the process died in between,
+// it is written here, or read_committed consumers would get the aborted
+// records once the marker has moved the last stable offset past them.
+func (p *Partition) loadBatch(s *segment, pos int64, h *record.Header) {
+	coordEpoch, typ := int32(-1), int16(-1)
+	if h.Control() && h.ProducerID >= 0 && h.Size() <= 1<<20 {
+		b := make([]byte, h.Size())
+		if s.readFull(b, pos) == nil {
+			if t, ce, ok := parseMarker(b); ok {
+				typ, coordEpoch = t, ce
+			}
+		}
+	}
+	lso := int64(-1)
+	if typ == controlAbort {
+		lso = p.producers.stableAfter(h.ProducerID, h.BaseOffset)
+	}
+	ended, ok := p.producers.load(h, coordEpoch)
+	if !ok || typ != controlAbort {
+		return
+	}
+	t := AbortedTxn{ProducerID: h.ProducerID, FirstOffset: ended.first, LastOffset: h.BaseOffset, LastStableOffset: lso}
+	if err := p.addAbortedLocked(s, t); err != nil {
+		p.log().Warn("cannot write the .txnindex entry of an aborted transaction; read_committed fetches will not skip it",
+			"segment", segmentName(s.base), "producer_id", h.ProducerID, "first_offset", ended.first, "err", err)
+	}
+}
+
 // loadProducers restores idempotence state from the newest snapshot at or
 // below the log end, then scans batch headers from there to the end.
 func (p *Partition) loadProducers() {
@@ -463,7 +608,7 @@ func (p *Partition) loadProducers() {
 				break
 			}
 			if h.BaseOffset >= from {
-				p.producers.load(&h)
+				p.loadBatch(s, pos, &h)
 			}
 			pos += h.Size()
 		}

@@ -26,23 +26,27 @@ func TestProducerStateOngoingTxn(t *testing.T) {
 		return &record.Header{BaseOffset: base, ProducerID: pid, BaseSequence: -1, Attributes: 0x30, MaxTimestamp: 1000}
 	}
 	var ps producerState
-	ps.load(data(7, 0, 10, 0, false)) // idempotent, not transactional
-	ps.load(data(8, 0, 11, 0, true))
-	ps.load(data(8, 0, 12, 1, true))
-	ps.load(data(9, 0, 13, 0, true))
-	ps.load(data(8, 1, 14, 0, true)) // new epoch, same transaction
+	ps.load(data(7, 0, 10, 0, false), -1) // idempotent, not transactional
+	ps.load(data(8, 0, 11, 0, true), -1)
+	ps.load(data(8, 0, 12, 1, true), -1)
+	ps.load(data(9, 0, 13, 0, true), -1)
+	ps.load(data(8, 1, 14, 0, true), -1) // new epoch, same transaction
 	if got := firstOngoing(ps.ongoing()); got != 11 {
 		t.Fatalf("first unstable with two open transactions: %d, want 11", got)
 	}
 	if ps.m[7].txnFirst != -1 {
 		t.Fatalf("an idempotent producer has transaction %d", ps.m[7].txnFirst)
 	}
-	ps.load(marker(8, 15))
+	ps.load(marker(8, 15), -1)
 	if got := firstOngoing(ps.ongoing()); got != 13 {
 		t.Fatalf("first unstable after producer 8's marker: %d, want 13", got)
 	}
-	ps.load(marker(10, 16)) // a marker of an unknown producer changes nothing
-	ps.load(data(8, 1, 17, 1, true))
+	// A marker of an unknown producer ends nothing but makes it known, as
+	// in Kafka (DescribeProducers lists it).
+	if _, ended := ps.load(marker(10, 16), 4); ended || ps.m[10] == nil || ps.m[10].txnFirst != -1 || ps.m[10].coordEpoch != 4 {
+		t.Fatalf("marker of unknown producer 10: ended %v, entry %+v", ended, ps.m[10])
+	}
+	ps.load(data(8, 1, 17, 1, true), -1)
 	if ps.m[8].txnFirst != 17 {
 		t.Fatalf("producer 8's next transaction starts at %d, want 17", ps.m[8].txnFirst)
 	}
@@ -57,8 +61,11 @@ func TestProducerStateOngoingTxn(t *testing.T) {
 		}
 	}
 
-	if n := ps.expire(1000+1e9, 1); n != 1 || ps.m[7] != nil || ps.m[8] == nil || ps.m[9] == nil {
-		t.Fatalf("expire dropped %d producers, left %v: want only producer 7 gone", n, ps.m)
+	if m[10] == nil || m[10].coordEpoch != 4 || len(m[10].batches) != 0 {
+		t.Fatalf("snapshot round trip of a producer known by its marker only: %+v", m[10])
+	}
+	if n := ps.expire(1000+1e9, 1); n != 2 || ps.m[7] != nil || ps.m[10] != nil || ps.m[8] == nil || ps.m[9] == nil {
+		t.Fatalf("expire dropped %d producers, left %v: want producers 7 and 10 gone", n, ps.m)
 	}
 }
 
