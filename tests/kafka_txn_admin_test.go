@@ -1,0 +1,114 @@
+package tests
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// txnAdminProducers asks DescribeProducers for txo-0 and returns each
+// producer's current transaction start offset.
+func txnAdminProducers(t *testing.T, addr string) map[int64]int64 {
+	t.Helper()
+	req := kmsg.NewPtrDescribeProducersRequest()
+	rt := kmsg.NewDescribeProducersRequestTopic()
+	rt.Topic, rt.Partitions = "txo", []int32{0}
+	req.Topics = append(req.Topics, rt)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := kafkaClient(t, addr).Request(ctx, req)
+	if err != nil {
+		t.Fatalf("DescribeProducers: %v", err)
+	}
+	sp := resp.(*kmsg.DescribeProducersResponse).Topics[0].Partitions[0]
+	if sp.ErrorCode != 0 {
+		t.Fatalf("DescribeProducers txo-0: error %d", sp.ErrorCode)
+	}
+	out := map[int64]int64{}
+	for _, p := range sp.ActiveProducers {
+		out[p.ProducerID] = p.CurrentTxnStartOffset
+	}
+	return out
+}
+
+// txnAdminEnd sends WriteTxnMarkers for producers 500 and 600 of txo-0
+// (epoch 0, coordinator epoch 0), as `kafka-transactions.sh abort` does
+// for each, through franz-go's raw request.
+func txnAdminEnd(t *testing.T, addr string, commit bool) {
+	t.Helper()
+	req := kmsg.NewPtrWriteTxnMarkersRequest()
+	for _, pid := range []int64{500, 600} {
+		m := kmsg.NewWriteTxnMarkersRequestMarker()
+		m.ProducerID, m.Committed = pid, commit
+		mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+		mt.Topic, mt.Partitions = "txo", []int32{0}
+		m.Topics = append(m.Topics, mt)
+		req.Markers = append(req.Markers, m)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := kafkaClient(t, addr).Request(ctx, req)
+	if err != nil {
+		t.Fatalf("WriteTxnMarkers: %v", err)
+	}
+	for _, m := range resp.(*kmsg.WriteTxnMarkersResponse).Markers {
+		if c := m.Topics[0].Partitions[0].ErrorCode; c != 0 {
+			t.Fatalf("WriteTxnMarkers producer %d: error %d", m.ProducerID, c)
+		}
+	}
+}
+
+// TestKafkaTxnAdminEnd: the transactions a data directory copied from
+// Kafka left open (txnOpenDataDir: producers 500 and 600) show in
+// DescribeProducers with their start offsets (1 and 4), and
+// WriteTxnMarkers ends them, as `kafka-transactions.sh find-hanging` and
+// `abort` do on Kafka: then a kcat read_committed consumer reaches the end
+// of the partition, without the aborted records (or with the committed
+// ones), `cat data` shows the five data records and no marker line, and
+// all of it holds after kill -9 and a remount. segfs served neither API:
+// the transactions stayed open until retention passed them.
+func TestKafkaTxnAdminEnd(t *testing.T) {
+	kafkaNeedKcat(t)
+	all := []string{"plain-a", "open-1", "plain-b", "plain-c", "open-2"}
+	for _, tc := range []struct {
+		name      string
+		commit    bool
+		committed []string
+	}{
+		{"abort", false, []string{"plain-a", "plain-b", "plain-c"}},
+		{"commit", true, all},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := kafkaFreeAddr(t)
+			m := mntAt(t, txnOpenDataDir(t), "--kafka-listen", addr)
+			kafkaWaitListening(t, addr)
+			if got := txnAdminProducers(t, addr); !reflect.DeepEqual(got, map[int64]int64{500: 1, 600: 4}) {
+				t.Fatalf("DescribeProducers before: %v, want transactions at 1 (500) and 4 (600)", got)
+			}
+			txnAdminEnd(t, addr, tc.commit)
+			check := func(when string) {
+				t.Helper()
+				if got := txnAdminProducers(t, addr); !reflect.DeepEqual(got, map[int64]int64{500: -1, 600: -1}) {
+					t.Errorf("%s: DescribeProducers: %v, want no transaction", when, got)
+				}
+				out := kcat(t, addr, "", "-C", "-t", "txo", "-p", "0", "-o", "beginning", "-e", "-q",
+					"-X", "isolation.level=read_committed", "-f", "%s\n")
+				if got := strings.Split(strings.TrimSuffix(out, "\n"), "\n"); !reflect.DeepEqual(got, tc.committed) {
+					t.Errorf("%s: kcat read_committed: %q, want %q", when, got, tc.committed)
+				}
+				if got := mntLines(m.ok(`cat "$M/txo/0/data"`)); !reflect.DeepEqual(got, all) {
+					t.Errorf("%s: cat data: %q, want %q (no marker line)", when, got, all)
+				}
+			}
+			check("after the markers")
+			m.kill9()
+			m.mount("--kafka-listen", addr)
+			kafkaWaitListening(t, addr)
+			check("after kill -9 and remount")
+		})
+	}
+}
