@@ -48,9 +48,20 @@
 // transaction left open (no marker; found at load from the producer
 // snapshot and the log after it, logstore/producer.go): then it stays at
 // that transaction's first offset, and read_committed Fetch and ListOffsets
-// stop there, as in Kafka. Nothing ends such a transaction: segfs has no
-// transaction coordinator to time it out and takes no markers, and Kafka's
-// partition leader never ends one by itself either.
+// stop there, as in Kafka. segfs has no transaction coordinator to time
+// it out, and Kafka's partition leader never ends one by itself either:
+// as on Kafka, an operator ends it with `kafka-transactions.sh
+// find-hanging` and `abort` (KIP-664). DescribeProducers
+// (61_describe_producers.go) lists each partition's producers with the
+// start offset of their ongoing transaction; WriteTxnMarkers
+// (27_write_txn_markers.go) appends the COMMIT or ABORT control batch
+// Kafka's coordinator would, through the append path, with Kafka's
+// leader's checks (INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED).
+// The transaction then ends: an ABORT gets its .txnindex entry, on disk
+// before the answer, so read_committed consumers skip its records; the
+// last stable offset moves on. Control batches never render in the
+// mount's data files. Transactional Produce, AddPartitionsToTxn and
+// EndTxn stay unserved.
 //
 // # Deleting records
 //

@@ -17,13 +17,18 @@
 // snapshot holds the idempotence state (the last five batches of each
 // producer id) and, for a directory written by Kafka, the first offset of
 // each producer's ongoing transaction, which bounds the last stable offset
-// (LastStableOffset); a producer is dropped ProducerIDExpiration (Kafka's
-// producer.id.expiration.ms, a day) after its last batch's timestamp,
-// unless its transaction is open.
+// (LastStableOffset), and the coordinator epoch of its last marker; a
+// producer is dropped ProducerIDExpiration (Kafka's
+// producer.id.expiration.ms, a day) after its last batch's or marker's
+// timestamp, unless its transaction is open.
 // A NNN.txnindex copied from Kafka (aborted transactions) is read when the
-// partition loads and served to read_committed fetches (txnindex.go);
-// segfs never writes one, except when compaction merges segments that had
-// one. Retention and compaction move it with its segment.
+// partition loads and served to read_committed fetches (txnindex.go).
+// segfs writes one only when compaction merges segments that had one, and
+// when WriteTxnMarker (txnmarker.go: the admin's way to end a transaction
+// Kafka left open) aborts a transaction: the entry goes to the segment of
+// its ABORT marker, after the marker is flushed, and a load that finds an
+// ABORT marker ending a transaction without its entry (a crash in
+// between) writes it. Retention and compaction move it with its segment.
 //
 // # Durability
 //
