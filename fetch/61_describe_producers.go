@@ -10,7 +10,8 @@ import (
 )
 
 // DescribeProducers (key 61), version 0: Admin.describeProducers, which
-// `kafka-transactions.sh describe-producers` and `find-hanging` use.
+// `kafka-transactions.sh describe-producers`, `abort --start-offset` and
+// `find-hanging` use.
 //
 // Each partition asked lists its active producers as Kafka's
 // UnifiedLog.activeProducers does, from logstore's producer state

@@ -51,7 +51,8 @@
 // stop there, as in Kafka. segfs has no transaction coordinator to time
 // it out, and Kafka's partition leader never ends one by itself either:
 // as on Kafka, an operator ends it with `kafka-transactions.sh
-// find-hanging` and `abort` (KIP-664). DescribeProducers
+// describe-producers` and `abort` (KIP-664; find-hanging also needs
+// ListTransactions, a coordinator's API, not served). DescribeProducers
 // (61_describe_producers.go) lists each partition's producers with the
 // start offset of their ongoing transaction; WriteTxnMarkers
 // (27_write_txn_markers.go) appends the COMMIT or ABORT control batch
