@@ -33,8 +33,23 @@ import (
 // with the partition count, replication factor 1 and every effective
 // config; v7 with the topic's persistent UUID (all zero for a dry run, as
 // no topic has it). TimeoutMillis is moot: the answer waits for the
-// creation, which is durable before it is sent.
+// creation, which is durable before it is sent. A request that would make
+// more than maxRecordsPerOp of Kafka's metadata records (a topic, its
+// config overrides and each of its partitions) is POLICY_VIOLATION for
+// every topic in it, validate_only too, as Kafka's controller refuses it
+// (tooLargeOp): without the bound, a typo such as 1000000000 partitions
+// had segfs create partition directories for hours, holding the topic
+// lock that every mkdir, topic lookup and auto-creation takes.
 func init() { register(19, 0, 7, handleCreateTopics) }
+
+// maxRecordsPerOp is Kafka's QuorumController.MAX_RECORDS_PER_USER_OP: the
+// most metadata records one admin request may make. Kafka's controller
+// counts them in a bounded list and fails the whole request when it
+// overflows (BoundedListTooLongException, answered as POLICY_VIOLATION).
+const maxRecordsPerOp = 10000
+
+// tooLargeOpMessage is Kafka's message for such a request.
+const tooLargeOpMessage = "Unable to perform excessively large batch operation."
 
 // clusterMetadataTopic is KRaft's metadata log, which Kafka's controller
 // never creates for a client.
@@ -49,6 +64,7 @@ func handleCreateTopics(c *conn, h *reqHeader, r kmsg.Request) error {
 	for _, rt := range req.Topics {
 		count[rt.Topic]++
 	}
+	tooLarge := c.s.createTopicsRecords(req.Topics, count) > maxRecordsPerOp
 	done := map[string]bool{}
 	for i := range req.Topics {
 		rt := &req.Topics[i]
@@ -60,6 +76,8 @@ func handleCreateTopics(c *conn, h *reqHeader, r kmsg.Request) error {
 		st.Topic = rt.Topic
 		if count[rt.Topic] > 1 {
 			st.ErrorCode, st.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr("Duplicate topic name.")
+		} else if tooLarge {
+			st.ErrorCode, st.ErrorMessage = kerr.PolicyViolation.Code, kmsg.StringPtr(tooLargeOpMessage)
 		} else {
 			c.s.createTopic(rt, &st, validateOnly)
 		}
@@ -69,6 +87,33 @@ func handleCreateTopics(c *conn, h *reqHeader, r kmsg.Request) error {
 		resp.Topics = append(resp.Topics, st)
 	}
 	return c.send(h, resp)
+}
+
+// createTopicsRecords counts the metadata records Kafka's controller
+// would make for a CreateTopics request: for each topic named once that
+// can be created (a valid, free name, a valid layout), its TopicRecord,
+// one ConfigRecord per config and one PartitionRecord per partition.
+// Topics refused on those grounds make none, as in Kafka.
+func (s *Server) createTopicsRecords(topics []kmsg.CreateTopicsRequestTopic, count map[string]int) int64 {
+	var records int64
+	for i := range topics {
+		rt := &topics[i]
+		if count[rt.Topic] > 1 || rt.Topic == clusterMetadataTopic || logstore.ValidateTopicName(rt.Topic) != nil {
+			continue
+		}
+		if _, err := s.store.Topic(rt.Topic); err == nil {
+			continue
+		}
+		n, code, _ := createPartitionCount(rt)
+		if code != 0 {
+			continue
+		}
+		if n <= 0 {
+			n = int32(s.store.DefaultPartitions())
+		}
+		records += 1 + int64(len(rt.Configs)) + int64(n)
+	}
+	return records
 }
 
 // createTopic creates (or with validateOnly checks) one topic and fills

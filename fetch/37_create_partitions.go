@@ -18,7 +18,11 @@ import (
 // INVALID_REQUEST. validate_only checks and adds nothing. Partitions are
 // added one at a time, each durable before the next: a failure part way
 // (a full disk) keeps those already made, as the same mkdirs would, and
-// answers the error.
+// answers the error. A request adding more than maxRecordsPerOp
+// partitions in all is POLICY_VIOLATION for every topic in it,
+// validate_only too, as Kafka's controller refuses a request that would
+// make more metadata records than that (19_create_topics.go): without the
+// bound, a count of 2147483647 had segfs add partitions for days.
 func init() { register(37, 0, 3, handleCreatePartitions) }
 
 func handleCreatePartitions(c *conn, h *reqHeader, r kmsg.Request) error {
@@ -28,6 +32,7 @@ func handleCreatePartitions(c *conn, h *reqHeader, r kmsg.Request) error {
 	for _, rt := range req.Topics {
 		count[rt.Topic]++
 	}
+	tooLarge := c.s.newPartitionRecords(req.Topics, count) > maxRecordsPerOp
 	done := map[string]bool{}
 	for i := range req.Topics {
 		rt := &req.Topics[i]
@@ -40,6 +45,8 @@ func handleCreatePartitions(c *conn, h *reqHeader, r kmsg.Request) error {
 		var msg string
 		if count[rt.Topic] > 1 {
 			st.ErrorCode, msg = kerr.InvalidRequest.Code, "Duplicate topic name."
+		} else if tooLarge {
+			st.ErrorCode, msg = kerr.PolicyViolation.Code, tooLargeOpMessage
 		} else {
 			st.ErrorCode, msg = c.s.createPartitions(rt, req.ValidateOnly)
 		}
@@ -49,6 +56,29 @@ func handleCreatePartitions(c *conn, h *reqHeader, r kmsg.Request) error {
 		resp.Topics = append(resp.Topics, st)
 	}
 	return c.send(h, resp)
+}
+
+// newPartitionRecords counts the PartitionRecords Kafka's controller would
+// make for a CreatePartitions request: the partitions added to each
+// existing topic named once that grows, unless its assignment is refused
+// for its length.
+func (s *Server) newPartitionRecords(topics []kmsg.CreatePartitionsRequestTopic, count map[string]int) int64 {
+	var records int64
+	for _, rt := range topics {
+		if count[rt.Topic] > 1 {
+			continue
+		}
+		t, err := s.store.Topic(rt.Topic)
+		if err != nil {
+			continue
+		}
+		add := int64(rt.Count) - int64(t.PartitionCount())
+		if add <= 0 || (rt.Assignment != nil && int64(len(rt.Assignment)) != add) {
+			continue
+		}
+		records += add
+	}
+	return records
 }
 
 func (s *Server) createPartitions(rt *kmsg.CreatePartitionsRequestTopic, validateOnly bool) (int16, string) {

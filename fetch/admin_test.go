@@ -854,3 +854,67 @@ func TestDescribeCluster(t *testing.T) {
 	}
 
 }
+
+// TestAdminTooLargeOp: a request that would make more than Kafka's 10000
+// metadata records (QuorumController.MAX_RECORDS_PER_USER_OP) is refused
+// whole with POLICY_VIOLATION, dry run or not, as Kafka's controller
+// refuses it. Before, a typo such as a billion partitions had segfs create
+// partition directories for hours, holding the topic lock.
+func TestAdminTooLargeOp(t *testing.T) {
+	ts := startServer(t, Config{})
+	cl := adminClient(t, ts.addr)
+	for _, name := range []string{"exists", "grow", "grow2"} {
+		if _, err := ts.store.CreateTopic(name, 1, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	policy := func(what string, code int16, msg *string) {
+		t.Helper()
+		wantAdminCode(t, what, code, msg, kerr.PolicyViolation)
+		if code == kerr.PolicyViolation.Code && (msg == nil || *msg != tooLargeOpMessage) {
+			t.Errorf("%s: message %v, want Kafka's %q", what, msg, tooLargeOpMessage)
+		}
+	}
+
+	// A topic's record, one per config and one per partition: 10000 fit.
+	if st := createTopics(t, cl, true, newTopic("edge", 9998, 1, "retention.ms", "1"))["edge"]; st.ErrorCode != 0 {
+		t.Errorf("dry run of 10000 records: %s", errName(st.ErrorCode))
+	}
+	st := createTopics(t, cl, true, newTopic("over", 9999, 1, "retention.ms", "1"))["over"]
+	policy("dry run of 10001 records", st.ErrorCode, st.ErrorMessage)
+	st = createTopics(t, cl, true, newTopic("huge", 1<<31-1, -1))["huge"]
+	policy("dry run of 2^31-1 partitions", st.ErrorCode, st.ErrorMessage)
+
+	// A topic that exists makes no records, and is answered as such.
+	st = createTopics(t, cl, false, newTopic("exists", 1<<31-1, 1))["exists"]
+	wantAdminCode(t, "exists", st.ErrorCode, st.ErrorMessage, kerr.TopicAlreadyExists)
+	// The whole request fails, the small topic with the large ones.
+	got := createTopics(t, cl, false,
+		newTopic("small", 1, 1), newTopic("half1", 5000, 1), newTopic("half2", 5000, 1))
+	for _, name := range []string{"small", "half1", "half2"} {
+		policy(name, got[name].ErrorCode, got[name].ErrorMessage)
+		if _, err := ts.store.Topic(name); err == nil {
+			t.Errorf("%s was created by a refused request", name)
+		}
+	}
+
+	// CreatePartitions: one record per new partition, over every topic.
+	if st := createPartitions(t, cl, true, growTo("grow", 10001))["grow"]; st.ErrorCode != 0 {
+		t.Errorf("dry run adding 10000 partitions: %s", errName(st.ErrorCode))
+	}
+	sp := createPartitions(t, cl, true, growTo("grow", 10002))["grow"]
+	policy("dry run adding 10001 partitions", sp.ErrorCode, sp.ErrorMessage)
+	sp = createPartitions(t, cl, false, growTo("nosuch", 1<<31-1))["nosuch"]
+	wantAdminCode(t, "nosuch", sp.ErrorCode, sp.ErrorMessage, kerr.UnknownTopicOrPartition)
+	gotP := createPartitions(t, cl, false, growTo("grow", 5001), growTo("grow2", 5002))
+	for _, name := range []string{"grow", "grow2"} {
+		policy(name, gotP[name].ErrorCode, gotP[name].ErrorMessage)
+		if tp, _ := ts.store.Topic(name); tp.PartitionCount() != 1 {
+			t.Errorf("%s has %d partitions after a refused request", name, tp.PartitionCount())
+		}
+	}
+	// A refused request leaves the server serving: a small one passes.
+	if st := createPartitions(t, cl, false, growTo("grow", 3))["grow"]; st.ErrorCode != 0 {
+		t.Errorf("adding 2 partitions: %s", errName(st.ErrorCode))
+	}
+}
