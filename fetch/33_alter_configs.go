@@ -97,6 +97,11 @@ func (s *Server) alterTopicConfigs(name string, validateOnly bool, build func(*l
 	if code != 0 {
 		return code, *msg
 	}
+	// The changes are computed from the current settings (the overrides
+	// AlterConfigs resets, the list APPEND extends): no other admin change
+	// may come between.
+	s.adminMu.Lock()
+	defer s.adminMu.Unlock()
 	changes, code, m := build(t)
 	if code != 0 {
 		return code, m

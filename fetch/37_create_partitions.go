@@ -1,10 +1,13 @@
 package fetch
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/segfs/segfs/logstore"
 )
 
 // CreatePartitions (key 37), versions 0-3.
@@ -18,7 +21,10 @@ import (
 // INVALID_REQUEST. validate_only checks and adds nothing. Partitions are
 // added one at a time, each durable before the next: a failure part way
 // (a full disk) keeps those already made, as the same mkdirs would, and
-// answers the error. A request adding more than maxRecordsPerOp
+// answers the error. Admin changes are serialized (Server.adminMu), so
+// concurrent CreatePartitions answer as if one after the other; a
+// partition a mkdir adds meanwhile counts towards the new count. A
+// request adding more than maxRecordsPerOp
 // partitions in all is POLICY_VIOLATION for every topic in it,
 // validate_only too, as Kafka's controller refuses a request that would
 // make more metadata records than that (19_create_topics.go): without the
@@ -86,6 +92,8 @@ func (s *Server) createPartitions(rt *kmsg.CreatePartitionsRequestTopic, validat
 	if err != nil {
 		return kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("Topic %s does not exist.", rt.Topic)
 	}
+	s.adminMu.Lock()
+	defer s.adminMu.Unlock()
 	have := int32(t.PartitionCount())
 	switch {
 	case rt.Count < have:
@@ -106,8 +114,16 @@ func (s *Server) createPartitions(rt *kmsg.CreatePartitionsRequestTopic, validat
 	if validateOnly {
 		return 0, ""
 	}
-	for n := have; n < rt.Count; n++ {
+	for {
+		// Counted afresh each time: a `mkdir MOUNT/T/N` may add one too.
+		n := int32(t.PartitionCount())
+		if n >= rt.Count {
+			break
+		}
 		if _, err := t.AddPartition(n); err != nil {
+			if errors.Is(err, logstore.ErrPartitionExists) {
+				continue
+			}
 			code := errorCode(err)
 			if code == kerr.UnknownServerError.Code || code == kerr.KafkaStorageError.Code {
 				s.log.Error("fetch: adding a partition", "topic", rt.Topic, "partition", n, "err", err)

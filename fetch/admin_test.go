@@ -2,7 +2,10 @@ package fetch
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -916,5 +919,81 @@ func TestAdminTooLargeOp(t *testing.T) {
 	// A refused request leaves the server serving: a small one passes.
 	if st := createPartitions(t, cl, false, growTo("grow", 3))["grow"]; st.ErrorCode != 0 {
 		t.Errorf("adding 2 partitions: %s", errName(st.ErrorCode))
+	}
+}
+
+// TestAdminConcurrent: admin requests from several clients at once answer
+// as if one after the other, as Kafka's single-threaded controller does.
+// Before, two CreatePartitions both checked the old count and then raced
+// to add the same partitions: a valid request failed with "partition
+// already exists"; and a legacy AlterConfigs, which resets every override
+// it does not name, could leave another's overrides set beside its own.
+func TestAdminConcurrent(t *testing.T) {
+	ts := startServer(t, Config{})
+	const clients = 4
+	var cls [clients]*kgo.Client
+	for i := range cls {
+		cls[i] = adminClient(t, ts.addr)
+	}
+	for round := range 10 {
+		name := fmt.Sprintf("grow%d", round)
+		if _, err := ts.store.CreateTopic(name, 1, nil); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		var answers [clients]kmsg.CreatePartitionsResponseTopic
+		for i := range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				req := kmsg.NewPtrCreatePartitionsRequest()
+				req.Topics, req.TimeoutMillis = []kmsg.CreatePartitionsRequestTopic{growTo(name, int32(5*(i+1)))}, 5000
+				resp, err := req.RequestWith(adminCtx(t), cls[i])
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				answers[i] = resp.Topics[0]
+			}()
+		}
+		wg.Wait()
+		// Whatever the order, the largest count grows the topic; a smaller
+		// one either grows it or finds it already as large.
+		for i, st := range answers {
+			if st.ErrorCode == 0 {
+				continue
+			}
+			if i == clients-1 || st.ErrorCode != kerr.InvalidPartitions.Code || st.ErrorMessage == nil ||
+				strings.Contains(*st.ErrorMessage, "already exists") {
+				t.Errorf("round %d: growing to %d: %s (%v)", round, 5*(i+1), errName(st.ErrorCode), st.ErrorMessage)
+			}
+		}
+		if tp, _ := ts.store.Topic(name); tp.PartitionCount() != 5*clients {
+			t.Errorf("round %d: %d partitions, want %d", round, tp.PartitionCount(), 5*clients)
+		}
+	}
+
+	if _, err := ts.store.CreateTopic("configs", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	keys := [clients]string{"retention.ms", "segment.ms", "flush.ms", "delete.retention.ms"}
+	for round := range 20 {
+		var wg sync.WaitGroup
+		for i := range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				value := strconv.Itoa(1000 + round)
+				if st := alterConfigs(t, cls[i], false, kmsg.ConfigResourceTypeTopic, "configs", &keys[i], &value); st.ErrorCode != 0 {
+					t.Errorf("round %d: setting %s: %s", round, keys[i], errName(st.ErrorCode))
+				}
+			}()
+		}
+		wg.Wait()
+		// Each request replaces every override: one of them came last.
+		tp, _ := ts.store.Topic("configs")
+		if ov := tp.Overrides(); len(ov) != 1 {
+			t.Fatalf("round %d: overrides %v after AlterConfigs that each set one and reset the rest", round, ov)
+		}
 	}
 }

@@ -77,6 +77,15 @@ type Server struct {
 	offsets *offsetStore
 	groups  *groups
 
+	// adminMu serializes the admin requests that read a topic's state and
+	// then change it (CreatePartitions, AlterConfigs,
+	// IncrementalAlterConfigs), as Kafka's single-threaded controller
+	// does: without it two of them checked the same state and then
+	// interleaved their changes (a valid CreatePartitions failed with
+	// "partition already exists", an AlterConfigs kept overrides another
+	// had just set).
+	adminMu sync.Mutex
+
 	userBytes     atomic.Int64
 	sendfileBytes atomic.Int64
 	requests      atomic.Int64
