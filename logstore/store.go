@@ -70,8 +70,17 @@ type Store struct {
 	// (syncProbe).
 	probe *syncProbe
 
-	topicsMu sync.Mutex // guards topics and the topics file
+	topicsMu sync.Mutex // guards topics, creating and the topics file
 	topics   map[string]*Topic
+	// creating reserves the names of topics CreateTopic is making their
+	// partitions for, without topicsMu: a large topic takes seconds, and
+	// holding the lock that long stalled every topic lookup (each
+	// Produce, Fetch and Metadata, each lookup in the mount). A reserved
+	// name is taken for other creations, but no topic yet.
+	creating map[string]bool
+	// creations counts CreateTopic calls past their reservation; Close
+	// waits for them.
+	creations sync.WaitGroup
 
 	pidMu   sync.Mutex
 	nextPID int64
@@ -173,7 +182,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		lock.release()
 		return nil, err
 	}
-	s := &Store{dir: abs, opts: opts, log: opts.Logger, lock: lock, probe: probe, topics: map[string]*Topic{}, stop: make(chan struct{}), kicks: make(chan writebackKick, 64)}
+	s := &Store{dir: abs, opts: opts, log: opts.Logger, lock: lock, probe: probe, topics: map[string]*Topic{}, creating: map[string]bool{}, stop: make(chan struct{}), kicks: make(chan writebackKick, 64)}
 	if err := s.load(scan); err != nil {
 		s.closeTopics(false)
 		probe.close()
@@ -491,10 +500,21 @@ func (s *Store) CreateTopic(name string, n int, overrides map[string]string) (*T
 		n = s.opts.DefaultPartitions
 	}
 	s.topicsMu.Lock()
-	defer s.topicsMu.Unlock()
+	if s.closed.Load() {
+		s.topicsMu.Unlock()
+		return nil, ErrClosed
+	}
 	if err := s.checkNameFreeLocked(name); err != nil {
+		s.topicsMu.Unlock()
 		return nil, err
 	}
+	// The name is reserved and the partitions made without topicsMu (see
+	// creating); Close, which sets closed before it takes topicsMu, waits
+	// for this creation to finish.
+	s.creating[name] = true
+	s.creations.Add(1)
+	s.topicsMu.Unlock()
+	defer s.creations.Done()
 	t := &Topic{store: s, name: name, id: newTopicID(), overrides: ov}
 	t.cfg.Store(&cfg)
 	for i := 0; i < n; i++ {
@@ -504,10 +524,16 @@ func (s *Store) CreateTopic(name string, n int, overrides map[string]string) (*T
 				p.close()
 				os.RemoveAll(p.dir)
 			}
+			s.topicsMu.Lock()
+			delete(s.creating, name)
+			s.topicsMu.Unlock()
 			return nil, err
 		}
 		t.parts = append(t.parts, p)
 	}
+	s.topicsMu.Lock()
+	defer s.topicsMu.Unlock()
+	delete(s.creating, name)
 	s.topics[name] = t
 	if err := s.saveTopicsLocked(); err != nil {
 		return nil, err
@@ -558,7 +584,7 @@ func (s *Store) checkNewTopic(name string, overrides map[string]string) (map[str
 // checkNameFreeLocked fails if name is taken, or collides with a topic's
 // name (topicsMu held).
 func (s *Store) checkNameFreeLocked(name string) error {
-	if _, ok := s.topics[name]; ok {
+	if _, ok := s.topics[name]; ok || s.creating[name] {
 		return fmt.Errorf("%w: %q", ErrTopicExists, name)
 	}
 	if other := s.collidingTopicLocked(name); other != "" {
@@ -578,6 +604,11 @@ func (s *Store) collidingTopicLocked(name string) string {
 	}
 	unified := strings.ReplaceAll(name, ".", "_")
 	for other := range s.topics {
+		if other != name && strings.ReplaceAll(other, ".", "_") == unified {
+			return other
+		}
+	}
+	for other := range s.creating {
 		if other != name && strings.ReplaceAll(other, ".", "_") == unified {
 			return other
 		}
@@ -882,6 +913,12 @@ func (s *Store) Close() error {
 	}
 	close(s.stop)
 	s.wg.Wait()
+	// A CreateTopic that reserved its name before closed was set finishes
+	// (its topic is then closed below); any later one sees closed under
+	// topicsMu and creates nothing.
+	s.topicsMu.Lock()
+	s.topicsMu.Unlock() // empty: a barrier after closed, as said above
+	s.creations.Wait()
 	s.releasePending()
 	err := s.closeTopics(true)
 	if err == nil {

@@ -1,0 +1,122 @@
+package logstore
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestCreateTopicDoesNotStallLookups: while CreateTopic makes a topic's
+// partitions, other topics are looked up at once. CreateTopic used to hold
+// topicsMu for the whole creation, so a 5000-partition topic created
+// through Kafka's CreateTopics (or mkdir with a large --partitions) stalled
+// every Produce, Fetch and Metadata of the broker, and every lookup in the
+// mount, for seconds. The name stays reserved meanwhile, and is released
+// if the creation fails.
+func TestCreateTopicDoesNotStallLookups(t *testing.T) {
+	dir := t.TempDir()
+	open := func() *Store {
+		s, err := Open(dir, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	s := open()
+	defer func() { s.Close() }()
+	if _, err := s.CreateTopic("other", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	// Partition 1's metadata is written through a FIFO whose buffer is
+	// full: the creation blocks there until the test drains it, and then
+	// fails (fsync of a FIFO is EINVAL).
+	if err := os.Mkdir(filepath.Join(dir, "big-1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "big-1", "partition.metadata.tmp")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Raw system calls: an *os.File would wait in Go's poller instead of
+	// answering EAGAIN.
+	pipe, err := syscall.Open(fifo, syscall.O_RDWR|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(pipe)
+	chunk := make([]byte, 4096)
+	for {
+		if _, err := syscall.Write(pipe, chunk); err != nil {
+			if !errors.Is(err, syscall.EAGAIN) {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	created := make(chan error, 1)
+	go func() {
+		_, err := s.CreateTopic("big", 3, nil)
+		created <- err
+	}()
+	// Partition 0 is made: the creation is under way.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(dir, "big-0", "partition.metadata")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("partition big-0 never appeared")
+		}
+	}
+	// Bounded for liveness: before the fix each call waited for the
+	// creation, which waits for the drain below.
+	within := func(what string, f func() error) error {
+		t.Helper()
+		done := make(chan error, 1)
+		go func() { done <- f() }()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(10 * time.Second):
+			t.Errorf("%s waits for the creation of another topic", what)
+			return nil
+		}
+	}
+	if err := within("looking up a topic", func() error { _, err := s.Topic("other"); return err }); err != nil {
+		t.Errorf("Topic(other) = %v", err)
+	}
+	if err := within("looking up the topic being created", func() error { _, err := s.Topic("big"); return err }); err != nil && !errors.Is(err, ErrUnknownTopic) {
+		t.Errorf("Topic(big) during its creation = %v, want ErrUnknownTopic", err)
+	}
+	if err := within("creating it again", func() error { _, err := s.CreateTopic("big", 1, nil); return err }); err != nil && !errors.Is(err, ErrTopicExists) {
+		t.Errorf("CreateTopic(big) during its creation = %v, want ErrTopicExists", err)
+	}
+
+	for {
+		if _, err := syscall.Read(pipe, chunk); err != nil {
+			break
+		}
+	}
+	if err := <-created; err == nil {
+		t.Fatal("creation through a FIFO succeeded")
+	}
+	if _, err := s.Topic("big"); !errors.Is(err, ErrUnknownTopic) {
+		t.Fatalf("failed creation left topic big: %v", err)
+	}
+	// The failed creation released the name.
+	if _, err := s.CreateTopic("big", 2, nil); err != nil {
+		t.Fatalf("creating big after a failed creation: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open()
+	if tp, err := s.Topic("big"); err != nil || tp.PartitionCount() != 2 {
+		t.Fatalf("after reopen: %v", err)
+	}
+}
