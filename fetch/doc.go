@@ -139,5 +139,9 @@
 // one is INVALID_REQUEST, as Kafka answers for a static one. segfs does
 // not delete topics: DeleteTopics answers as a broker with
 // delete.topic.enable=false (TOPIC_DELETION_DISABLED, or INVALID_REQUEST
-// before v3) for every topic named, and deletes nothing.
+// before v3) for every topic named, and deletes nothing. As Kafka's
+// controller, a request that would make more than 10000 metadata records
+// (a topic, its configs, each partition) is POLICY_VIOLATION whole, and
+// the requests that read a topic's state to change it (CreatePartitions,
+// the config alterations) are serialized (Server.adminMu).
 package fetch
