@@ -1,6 +1,7 @@
 package logstore
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -73,6 +74,12 @@ func TestCreateTopicDoesNotStallLookups(t *testing.T) {
 			t.Fatal("partition big-0 never appeared")
 		}
 	}
+	// The topics file names big as being created before its partitions
+	// exist, so that a crash now leaves no half-made topic behind
+	// (TestCreateTopicInterruptedRemovedAtOpen).
+	if doc := readTopicsDoc(t, dir); !doc.Topics["big"].Creating {
+		t.Errorf("topics file during the creation of big: %+v, want big marked creating", doc.Topics)
+	}
 	// Bounded for liveness: before the fix each call waited for the
 	// creation, which waits for the drain below.
 	within := func(what string, f func() error) error {
@@ -118,5 +125,91 @@ func TestCreateTopicDoesNotStallLookups(t *testing.T) {
 	s = open()
 	if tp, err := s.Topic("big"); err != nil || tp.PartitionCount() != 2 {
 		t.Fatalf("after reopen: %v", err)
+	}
+}
+
+// readTopicsDoc reads dir's topics file.
+func readTopicsDoc(t *testing.T, dir string) topicsDoc {
+	t.Helper()
+	var doc topicsDoc
+	b, err := os.ReadFile(filepath.Join(dir, topicsFile))
+	if err == nil {
+		err = json.Unmarshal(b, &doc)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+// TestCreateTopicInterruptedRemovedAtOpen: a topic whose creation a crash
+// interrupted (kill -9 part-way through a CreateTopics of thousands of
+// partitions) is gone at the next open, partitions and all, and can be
+// created again with its config. The next open used to adopt the
+// partition directories made so far as a topic with the default config,
+// so the client's retry got TOPIC_ALREADY_EXISTS and a compacted topic
+// deleted by time.
+func TestCreateTopicInterruptedRemovedAtOpen(t *testing.T) {
+	dir := t.TempDir()
+	open := func() *Store {
+		s, err := Open(dir, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	s := open()
+	compact := map[string]string{"cleanup.policy": "compact"}
+	if _, err := s.CreateTopic("keep", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateTopic("big", 3, compact); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// What a crash leaves while partition 2 of big is being made: the
+	// topics file marks big as being created, partitions 0 and 1 exist.
+	doc := readTopicsDoc(t, dir)
+	e := doc.Topics["big"]
+	e.Creating = true
+	doc.Topics["big"] = e
+	b, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, topicsFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "big-2")); err != nil {
+		t.Fatal(err)
+	}
+
+	s = open()
+	defer func() { s.Close() }()
+	if _, err := s.Topic("big"); !errors.Is(err, ErrUnknownTopic) {
+		t.Fatalf("interrupted topic after open: %v, want ErrUnknownTopic", err)
+	}
+	for _, d := range []string{"big-0", "big-1"} {
+		if _, err := os.Stat(filepath.Join(dir, d)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s after open: %v, want it removed", d, err)
+		}
+	}
+	if _, ok := readTopicsDoc(t, dir).Topics["big"]; ok {
+		t.Error("topics file still names the interrupted topic")
+	}
+	if _, err := s.Topic("keep"); err != nil {
+		t.Fatalf("other topic: %v", err)
+	}
+	tp, err := s.CreateTopic("big", 3, compact)
+	if err != nil {
+		t.Fatalf("creating the topic again: %v", err)
+	}
+	if got := tp.Config().CleanupPolicy; got != "compact" {
+		t.Fatalf("cleanup.policy of the re-created topic = %q", got)
+	}
+	if doc := readTopicsDoc(t, dir); doc.Topics["big"].Creating {
+		t.Error("a finished creation is still marked creating")
 	}
 }

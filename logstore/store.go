@@ -76,8 +76,10 @@ type Store struct {
 	// partitions for, without topicsMu: a large topic takes seconds, and
 	// holding the lock that long stalled every topic lookup (each
 	// Produce, Fetch and Metadata, each lookup in the mount). A reserved
-	// name is taken for other creations, but no topic yet.
-	creating map[string]bool
+	// name is taken for other creations, but no topic yet. The topics
+	// file lists them marked "creating", so that a crash part-way leaves
+	// no half-made topic behind (load removes it).
+	creating map[string]*Topic
 	// creations counts CreateTopic calls past their reservation; Close
 	// waits for them.
 	creations sync.WaitGroup
@@ -109,6 +111,9 @@ type topicsDoc struct {
 type topicDoc struct {
 	ID        string            `json:"id"`
 	Overrides map[string]string `json:"overrides,omitempty"`
+	// Creating marks a topic whose partitions were still being made
+	// when the file was written (Store.creating).
+	Creating bool `json:"creating,omitempty"`
 }
 
 func (s *Store) now() time.Time {
@@ -182,7 +187,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		lock.release()
 		return nil, err
 	}
-	s := &Store{dir: abs, opts: opts, log: opts.Logger, lock: lock, probe: probe, topics: map[string]*Topic{}, creating: map[string]bool{}, stop: make(chan struct{}), kicks: make(chan writebackKick, 64)}
+	s := &Store{dir: abs, opts: opts, log: opts.Logger, lock: lock, probe: probe, topics: map[string]*Topic{}, creating: map[string]*Topic{}, stop: make(chan struct{}), kicks: make(chan writebackKick, 64)}
 	if err := s.load(scan); err != nil {
 		s.closeTopics(false)
 		probe.close()
@@ -322,6 +327,9 @@ func scanDir(dir string) (*dirScan, error) {
 	for _, name := range sc.names {
 		nums := sc.parts[name]
 		sort.Slice(nums, func(i, j int) bool { return nums[i] < nums[j] })
+		if sc.doc.Topics[name].Creating {
+			continue // removed by load, whatever it holds
+		}
 		for i, n := range nums {
 			if int32(i) != n {
 				return nil, fmt.Errorf("%s: topic %s: partition directory %s-%d is missing (found %s); a topic's partitions must be numbered from 0 without gaps",
@@ -377,6 +385,21 @@ func (s *Store) load(scan *dirScan) error {
 	for _, name := range scan.names {
 		nums := scan.parts[name]
 		td := doc.Topics[name]
+		if td.Creating {
+			// A creation a crash interrupted: the client that asked
+			// got no answer, and retries. Remove what it left, as
+			// Kafka never shows a topic created part-way.
+			for _, n := range nums {
+				if err := os.RemoveAll(filepath.Join(s.dir, fmt.Sprintf("%s-%d", name, n))); err != nil {
+					return err
+				}
+			}
+			if err := syncDir(s.dir); err != nil {
+				return err
+			}
+			s.log.Warn("removed a topic whose creation was interrupted", "topic", name, "partitions_made", len(nums))
+			continue
+		}
 		t := &Topic{store: s, name: name, overrides: td.Overrides}
 		if t.overrides == nil {
 			t.overrides = map[string]string{}
@@ -438,6 +461,9 @@ func (s *Store) saveTopicsLocked() error {
 	doc := topicsDoc{Topics: map[string]topicDoc{}}
 	for name, t := range s.topics {
 		doc.Topics[name] = topicDoc{ID: topicIDString(t.id), Overrides: t.Overrides()}
+	}
+	for name, t := range s.creating {
+		doc.Topics[name] = topicDoc{ID: topicIDString(t.id), Overrides: t.Overrides(), Creating: true}
 	}
 	b, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
@@ -510,13 +536,25 @@ func (s *Store) CreateTopic(name string, n int, overrides map[string]string) (*T
 	}
 	// The name is reserved and the partitions made without topicsMu (see
 	// creating); Close, which sets closed before it takes topicsMu, waits
-	// for this creation to finish.
-	s.creating[name] = true
+	// for this creation to finish. The topics file names the topic as
+	// being created before its first partition directory exists: a crash
+	// part-way (kill -9 in a 3,000-partition CreateTopics) left partition
+	// directories no file named, which the next open adopted as a topic
+	// of their own with the default config, so a client retrying the
+	// create got TOPIC_ALREADY_EXISTS and a compacted topic became a
+	// deleting one. Now the next open removes them: a topic is created
+	// whole or not at all, as in Kafka.
+	t := &Topic{store: s, name: name, id: newTopicID(), overrides: ov}
+	t.cfg.Store(&cfg)
+	s.creating[name] = t
+	if err := s.saveTopicsLocked(); err != nil {
+		delete(s.creating, name)
+		s.topicsMu.Unlock()
+		return nil, err
+	}
 	s.creations.Add(1)
 	s.topicsMu.Unlock()
 	defer s.creations.Done()
-	t := &Topic{store: s, name: name, id: newTopicID(), overrides: ov}
-	t.cfg.Store(&cfg)
 	for i := 0; i < n; i++ {
 		p, err := s.createPartition(t, int32(i))
 		if err != nil {
@@ -526,6 +564,11 @@ func (s *Store) CreateTopic(name string, n int, overrides map[string]string) (*T
 			}
 			s.topicsMu.Lock()
 			delete(s.creating, name)
+			if serr := s.saveTopicsLocked(); serr != nil {
+				// The entry stays marked creating: the next open
+				// removes whatever is left of the topic.
+				s.log.Warn("topics file not rewritten after a failed topic creation", "topic", name, "err", serr)
+			}
 			s.topicsMu.Unlock()
 			return nil, err
 		}
@@ -584,7 +627,7 @@ func (s *Store) checkNewTopic(name string, overrides map[string]string) (map[str
 // checkNameFreeLocked fails if name is taken, or collides with a topic's
 // name (topicsMu held).
 func (s *Store) checkNameFreeLocked(name string) error {
-	if _, ok := s.topics[name]; ok || s.creating[name] {
+	if _, ok := s.topics[name]; ok || s.creating[name] != nil {
 		return fmt.Errorf("%w: %q", ErrTopicExists, name)
 	}
 	if other := s.collidingTopicLocked(name); other != "" {
