@@ -37,29 +37,39 @@ func handleAlterConfigs(c *conn, h *reqHeader, r kmsg.Request) error {
 		for _, rc := range rr.Configs {
 			keys = append(keys, rc.Name)
 		}
-		var msg string
-		switch {
-		case count[resourceKey{rr.ResourceType, rr.ResourceName}] > 1:
-			sr.ErrorCode, msg = kerr.InvalidRequest.Code, "Duplicate resource: each may appear once in a request."
-		case hasDuplicate(keys):
-			sr.ErrorCode, msg = kerr.InvalidRequest.Code, "Error due to duplicate config keys"
-		case rr.ResourceType == kmsg.ConfigResourceTypeTopic:
-			sr.ErrorCode, msg = c.s.alterTopicConfigs(rr.ResourceName, req.ValidateOnly, func(t *logstore.Topic) (map[string]string, int16, string) {
+		sr.ErrorCode, sr.ErrorMessage = c.s.alterResource(rr.ResourceType, rr.ResourceName, count[resourceKey{rr.ResourceType, rr.ResourceName}] > 1,
+			keys, req.ValidateOnly, func(t *logstore.Topic) (map[string]string, int16, string) {
 				return replaceOverrides(t, rr.Configs)
 			})
-		case rr.ResourceType == kmsg.ConfigResourceTypeBroker:
-			sr.ErrorCode, msg = alterBroker(rr.ResourceName, keys)
-		default:
-			var m *string
-			sr.ErrorCode, m = unsupportedResource(rr.ResourceType)
-			msg = *m
-		}
-		if sr.ErrorCode != 0 {
-			sr.ErrorMessage = &msg
-		}
 		resp.Resources = append(resp.Resources, sr)
 	}
 	return c.send(h, resp)
+}
+
+// alterResource answers one resource of AlterConfigs or
+// IncrementalAlterConfigs, whose checks are the same: dup says the
+// request names the resource twice, keys are its config names, and
+// change turns the request into a topic's SetConfig changes.
+func (s *Server) alterResource(typ kmsg.ConfigResourceType, name string, dup bool, keys []string, validateOnly bool,
+	change func(*logstore.Topic) (map[string]string, int16, string)) (int16, *string) {
+	var code int16
+	var msg string
+	switch {
+	case dup:
+		code, msg = kerr.InvalidRequest.Code, "Duplicate resource: each may appear once in a request."
+	case hasDuplicate(keys):
+		code, msg = kerr.InvalidRequest.Code, "Error due to duplicate config keys"
+	case typ == kmsg.ConfigResourceTypeTopic:
+		code, msg = s.alterTopicConfigs(name, validateOnly, change)
+	case typ == kmsg.ConfigResourceTypeBroker:
+		code, msg = alterBroker(name, keys)
+	default:
+		return unsupportedResource(typ)
+	}
+	if code == 0 {
+		return 0, nil
+	}
+	return code, &msg
 }
 
 // replaceOverrides turns a legacy AlterConfigs set into SetConfig changes:

@@ -41,26 +41,10 @@ func handleIncrementalAlterConfigs(c *conn, h *reqHeader, r kmsg.Request) error 
 		for _, rc := range rr.Configs {
 			keys = append(keys, rc.Name)
 		}
-		var msg string
-		switch {
-		case count[resourceKey{rr.ResourceType, rr.ResourceName}] > 1:
-			sr.ErrorCode, msg = kerr.InvalidRequest.Code, "Duplicate resource: each may appear once in a request."
-		case hasDuplicate(keys):
-			sr.ErrorCode, msg = kerr.InvalidRequest.Code, "Error due to duplicate config keys"
-		case rr.ResourceType == kmsg.ConfigResourceTypeTopic:
-			sr.ErrorCode, msg = c.s.alterTopicConfigs(rr.ResourceName, req.ValidateOnly, func(t *logstore.Topic) (map[string]string, int16, string) {
+		sr.ErrorCode, sr.ErrorMessage = c.s.alterResource(rr.ResourceType, rr.ResourceName, count[resourceKey{rr.ResourceType, rr.ResourceName}] > 1,
+			keys, req.ValidateOnly, func(t *logstore.Topic) (map[string]string, int16, string) {
 				return incrementalChanges(t.Config(), rr.Configs)
 			})
-		case rr.ResourceType == kmsg.ConfigResourceTypeBroker:
-			sr.ErrorCode, msg = alterBroker(rr.ResourceName, keys)
-		default:
-			var m *string
-			sr.ErrorCode, m = unsupportedResource(rr.ResourceType)
-			msg = *m
-		}
-		if sr.ErrorCode != 0 {
-			sr.ErrorMessage = &msg
-		}
 		resp.Resources = append(resp.Resources, sr)
 	}
 	return c.send(h, resp)
