@@ -15,6 +15,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
 // readCounter counts the READ requests in go-fuse's debug output.
@@ -395,5 +398,81 @@ func TestDataPageCacheEOFRace(t *testing.T) {
 		if !strings.HasPrefix(final, string(b)) || len(b) <= seed.Len() {
 			t.Fatalf("reader %d read %d bytes, not a growing prefix of the %d-byte text", i, len(b), len(final))
 		}
+	}
+}
+
+// TestWriterRetryAfterStaleGetattr replays, request by request, the walk
+// that failed `echo line >> data` with "Stale file handle" under
+// millisecond retention beside a `head -n1 data` loop: the writer's
+// dentry still pointed at the node of the previous generation, so the
+// kernel's permission check (a GETATTR without a handle, sent before the
+// OPEN) got ESTALE, which spent the VFS's one retry; the retry looked the
+// name up, a reader opened the node it got through the page cache before
+// the writer's OPEN came, and that OPEN answered ESTALE too
+// (startWriter). The node a retrying walk gets must take a writer: no
+// other caller gets a cached handle of it until the walk opened it.
+func TestWriterRetryAfterStaleGetattr(t *testing.T) {
+	m := mountForTest(t, Options{})
+	if err := os.Mkdir(m.path("w"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data := m.path("w", "0", "data")
+	f, err := os.OpenFile(data, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("k:v\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	// A cached read: the node keeps its generation's view.
+	if b, err := os.ReadFile(data); err != nil || string(b) != "k:v\n" {
+		t.Fatalf("read %q, %v", b, err)
+	}
+	part := m.srv.root.GetChild("w").GetChild("0").Operations().(*partNode)
+	old := part.GetChild("data").Operations().(*textNode)
+	// A new generation (as retention makes one).
+	if err := os.WriteFile(m.path("w", "config"), []byte("key.separator=:\n"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if !old.stale() {
+		t.Fatal("key.separator did not start a new generation")
+	}
+	writer := &fuse.Context{Caller: fuse.Caller{Pid: 1 << 30}}
+	reader := &fuse.Context{Caller: fuse.Caller{Pid: 1<<30 + 1}}
+
+	var ao fuse.AttrOut
+	if errno := old.Getattr(writer, nil, &ao); errno != syscall.ESTALE {
+		t.Fatalf("GETATTR of the stale node: %v, want ESTALE", errno)
+	}
+	// The VFS's retry: LOOKUP, then another caller's cached open, then
+	// the writer's OPEN.
+	var eo fuse.EntryOut
+	ch, errno := part.Lookup(writer, "data", &eo)
+	if errno != 0 {
+		t.Fatalf("retry's LOOKUP: %v", errno)
+	}
+	n := ch.Operations().(*textNode)
+	rh, rflags, errno := n.Open(reader, syscall.O_RDONLY)
+	if errno != 0 {
+		t.Fatalf("reader's OPEN: %v", errno)
+	}
+	defer rh.(gofs.FileReleaser).Release(reader)
+	if rflags&fuse.FOPEN_KEEP_CACHE != 0 {
+		t.Errorf("a reader got a cached handle of the node a retrying walk was handed")
+	}
+	wh, _, errno := n.Open(writer, syscall.O_WRONLY|syscall.O_APPEND)
+	if errno != 0 {
+		t.Fatalf("the retry's writable OPEN: %v (a second ESTALE fails the writer)", errno)
+	}
+	wh.(gofs.FileReleaser).Release(writer)
+	// The writer opened and closed: readers are cached again.
+	rh2, rflags, errno := n.Open(reader, syscall.O_RDONLY)
+	if errno != 0 {
+		t.Fatalf("reader's OPEN after the writer: %v", errno)
+	}
+	rh2.(gofs.FileReleaser).Release(reader)
+	if rflags&fuse.FOPEN_KEEP_CACHE == 0 {
+		t.Errorf("the node gave no cached handle after the retrying writer opened and closed it")
 	}
 }

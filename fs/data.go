@@ -58,6 +58,10 @@ type textNode struct {
 	retired      bool   // a writer found cached readers: lookups hand out a new node
 	noCacheUntil int64  // UnixNano: a node born for a writer's ESTALE retry gives no cached handle before
 	inc          uint64 // incarnation of this generation's node, part of StableAttr.Gen
+	// holds: callers (pid → until, UnixNano) whose walk retries an ESTALE
+	// that came before their open could say whether it writes (mayWrite):
+	// the node gives others no cached handle until each has opened it.
+	holds map[uint32]int64
 }
 
 var (
@@ -98,6 +102,70 @@ type staleKey struct {
 func (n *textNode) answeredStale() syscall.Errno {
 	n.fs.estale.Store(staleKey{n.parent, n.name}, time.Now().UnixNano())
 	return syscall.ESTALE
+}
+
+// retryKey names one caller's walk to a data file, for fsys.retries.
+type retryKey struct {
+	parent *gofs.Inode
+	name   string
+	pid    uint32
+}
+
+// callerPid is the thread that sent the request (0 if unknown): a walk's
+// LOOKUPs, GETATTR and OPEN, and the VFS's retry of them, all come from
+// the thread of the one system call.
+func callerPid(ctx context.Context) uint32 {
+	if c, ok := fuse.FromContext(ctx); ok {
+		return c.Pid
+	}
+	return 0
+}
+
+// mayWrite notes that the caller's walk to data answered ESTALE before it
+// reached an OPEN that says how it opens: a handle-less GETATTR (the
+// kernel's permission check, default_permissions, sends one before every
+// open once the 1 ns attributes expired) or a writable open itself. The
+// VFS retries the walk once, and if that retry is a writable open, its
+// OPEN must not find cached readers: a second ESTALE reaches the writer.
+// So the lookups of the retry hand out a node that has none and gives out
+// none until the caller opened it (admit).
+func (n *textNode) mayWrite(ctx context.Context) {
+	pid := callerPid(ctx)
+	if !n.isData || pid == 0 {
+		return
+	}
+	now := time.Now().UnixNano()
+	n.fs.retries.Store(retryKey{n.parent, n.name, pid}, now)
+	if n.fs.retryNotes.Add(1)%64 == 0 {
+		// Callers that never came back (a stat that needed no
+		// GETATTR after its retry, a killed process).
+		n.fs.retries.Range(func(k, v any) bool {
+			if now-v.(int64) >= int64(retryWindow) {
+				n.fs.retries.CompareAndDelete(k, v)
+			}
+			return true
+		})
+	}
+}
+
+// retrying reports whether the lookup of data from pid belongs to a walk
+// retrying an ESTALE that may be a writable open (mayWrite). Both LOOKUPs
+// of the retry count: the revalidation's, whose new node the kernel
+// forgets at once, and the lookup that follows it.
+func (f *fsys) retrying(parent *gofs.Inode, name string, pid uint32) bool {
+	if pid == 0 {
+		return false
+	}
+	k := retryKey{parent, name, pid}
+	at, ok := f.retries.Load(k)
+	if !ok {
+		return false
+	}
+	if time.Since(time.Unix(0, at.(int64))) < retryWindow {
+		return true
+	}
+	f.retries.CompareAndDelete(k, at)
+	return false
 }
 
 // writerWaits reports whether a writer of the data file with st_ino ino
@@ -177,10 +245,19 @@ func lookupText(ctx context.Context, f *fsys, parent *gofs.Inode, p *logstore.Pa
 		n.mtime = time.Now()
 	}
 	// A writer that met cached readers retries its walk (startWriter);
-	// every node handed out meanwhile is one it can open.
+	// every node handed out meanwhile is one it can open. So is the node
+	// handed to a walk retrying an ESTALE that may be a writable open
+	// (mayWrite): its GETATTR answered ESTALE because the generation moved,
+	// and the node of the new generation may already have cached readers.
 	wanted := isData && f.writerWaits(ino)
+	var holder uint32
+	if isData {
+		if pid := callerPid(ctx); f.retrying(parent, name, pid) {
+			holder = pid
+		}
+	}
 	if old := parent.GetChild(name); old != nil {
-		if o, ok := old.Operations().(*textNode); ok && o.gen == n.gen && o.admit(wanted) {
+		if o, ok := old.Operations().(*textNode); ok && o.gen == n.gen && o.admit(wanted, holder) {
 			// Reuse the known node of this generation rather than
 			// build one that go-fuse would drop again. Its size is
 			// that of the view it serves, if it holds one.
@@ -197,7 +274,7 @@ func lookupText(ctx context.Context, f *fsys, parent *gofs.Inode, p *logstore.Pa
 			return old, 0
 		}
 	}
-	n.admit(wanted)
+	n.admit(wanted, holder)
 	if isData {
 		n.inc = f.incarnation(ino)
 	}
@@ -398,6 +475,7 @@ func (n *textNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.Att
 		}
 	default:
 		if !n.usable() {
+			n.mayWrite(ctx)
 			return n.answeredStale()
 		}
 		s, errno := n.size()
@@ -508,6 +586,14 @@ func (n *textNode) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) s
 
 func (n *textNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	n.fs.closers.await(n.part, nil) // a line a close(2) just ended is in the text
+	if n.isData {
+		// The open a retrying walk was handed this node for: from now
+		// on (a writer is counted, or a reader's handle chosen), others
+		// may get cached handles again.
+		pid := callerPid(ctx)
+		n.fs.retries.Delete(retryKey{n.parent, n.name, pid})
+		defer n.unhold(pid)
+	}
 	acc := flags & syscall.O_ACCMODE
 	if acc == syscall.O_RDONLY && flags&syscall.O_TRUNC == 0 {
 		if !n.usable() {
@@ -527,7 +613,8 @@ func (n *textNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uin
 		// return the good text before it as a short read (a cached
 		// READ fails whole, and with it the last good lines).
 		n.mu.Lock()
-		h.cached = n.isData && n.writers == 0 && time.Now().UnixNano() >= n.noCacheUntil && !n.part.Fenced()
+		now := time.Now().UnixNano()
+		h.cached = n.isData && n.writers == 0 && now >= n.noCacheUntil && !n.heldFrom(callerPid(ctx), now) && !n.part.Fenced()
 		if h.cached {
 			n.cachedOpen++
 			n.cachedEver = true
@@ -548,7 +635,7 @@ func (n *textNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uin
 	if flags&syscall.O_APPEND == 0 || flags&syscall.O_TRUNC != 0 {
 		return nil, 0, syscall.EPERM
 	}
-	if errno := n.startWriter(); errno != 0 {
+	if errno := n.startWriter(ctx); errno != 0 {
 		if errno == syscall.ESTALE {
 			// The VFS retries ESTALE once, but not always with a
 			// LOOKUP: when this walk had just looked the name up, it
@@ -713,7 +800,7 @@ func (h *dataHandle) Release(ctx context.Context) syscall.Errno {
 // the cached readers keep the old one. Otherwise the pages from the last
 // reported size on are dropped before the first WRITE, and reads opened
 // while a writer is open bypass the page cache.
-func (n *textNode) startWriter() syscall.Errno {
+func (n *textNode) startWriter(ctx context.Context) syscall.Errno {
 	n.pubMu.Lock()
 	defer n.pubMu.Unlock()
 	n.mu.Lock()
@@ -721,6 +808,7 @@ func (n *textNode) startWriter() syscall.Errno {
 		n.retire()
 		n.mu.Unlock()
 		n.fs.wantWriter.Store(n.StableAttr().Ino, time.Now().UnixNano())
+		n.mayWrite(ctx)
 		return n.answeredStale()
 	}
 	n.writers++
@@ -736,18 +824,53 @@ func (n *textNode) startWriter() syscall.Errno {
 // admit reports whether a lookup may hand n out. A retired node is not
 // handed out again. While a writer waits (wanted), a node with cached
 // readers retires, and one without gives out no cached handle for
-// retryWindow, so the writer's open, when it comes, meets none.
-func (n *textNode) admit(wanted bool) bool {
+// retryWindow, so the writer's open, when it comes, meets none. For the
+// walk of holder (a caller retrying an ESTALE, which may be a writable
+// open: mayWrite) likewise, except that the node gives out cached handles
+// again once holder opened it (unhold), or after retryWindow if it never
+// does: its retry was not an open.
+func (n *textNode) admit(wanted bool, holder uint32) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if wanted && !n.retired {
-		if n.cachedOpen > 0 {
-			n.retire()
-		} else {
-			n.noCacheUntil = max(n.noCacheUntil, time.Now().Add(retryWindow).UnixNano())
+	if n.retired {
+		return false
+	}
+	if (wanted || holder != 0) && n.cachedOpen > 0 {
+		n.retire()
+		return false
+	}
+	now := time.Now()
+	if wanted {
+		n.noCacheUntil = max(n.noCacheUntil, now.Add(retryWindow).UnixNano())
+	}
+	if holder != 0 {
+		if n.holds == nil {
+			n.holds = make(map[uint32]int64)
+		}
+		n.holds[holder] = now.Add(retryWindow).UnixNano()
+	}
+	return true
+}
+
+// heldFrom reports whether a retrying walk other than pid's holds n
+// (admit): then a read open gets no cached handle. The caller holds n.mu.
+func (n *textNode) heldFrom(pid uint32, now int64) bool {
+	held := false
+	for p, until := range n.holds {
+		if now >= until {
+			delete(n.holds, p)
+		} else if p != pid {
+			held = true
 		}
 	}
-	return !n.retired
+	return held
+}
+
+// unhold ends pid's hold on n, once its open was served.
+func (n *textNode) unhold(pid uint32) {
+	n.mu.Lock()
+	delete(n.holds, pid)
+	n.mu.Unlock()
 }
 
 // retire keeps lookups from handing n out again: the nodes they build

@@ -45,7 +45,9 @@
 // ESTALE to a read Open or a handle-less Getattr; the VFS then retries the
 // path walk with revalidation and reaches the new node, so a new open sees
 // the retained log. Writable opens append whatever the generation and
-// never answer ESTALE. The VFS retries ESTALE only once, and millisecond
+// never answer ESTALE for it, but the GETATTR of the kernel's permission
+// check that comes before a writer's OPEN can (see "Caching" for what
+// its retry is handed). The VFS retries ESTALE only once, and millisecond
 // retention can move the generation again between its lookup and its
 // open: the node that lookup handed out serves that one request anyway
 // (estale, retried).
@@ -129,7 +131,16 @@
 // of a node with cached readers answers ESTALE; the VFS looks the name up
 // again, and Lookup hands out a new node of a new incarnation (same
 // st_ino, StableAttr.Gen differs) that gives no cached handle until the
-// writer's open has come (startWriter, admit). A cached READ that meets a
+// writer's open has come (startWriter, admit). A writer's walk can also
+// spend the VFS's one retry earlier, on the GETATTR the kernel's
+// permission check sends without a handle, which a node whose generation
+// is gone answers ESTALE; the node of the new generation that its retry
+// is handed may have cached readers by then. So every lookup of a walk
+// retrying an ESTALE that came before its OPEN (that GETATTR, or a
+// writable open), recognised by the caller's pid, hands out a node
+// without cached readers (one with them retires), and that node gives
+// other callers no cached handle until this caller has opened it, or for
+// at most a second if it never does (mayWrite, holds). A cached READ that meets a
 // damaged batch fails whole (a short READ would read as the end of the
 // file): the kernel retries page by page, and the reader gets EIO at the
 // start of the page holding the damage. So a fenced partition (a write

@@ -58,6 +58,8 @@ type fsys struct {
 	incarnations atomic.Uint64 // data nodes handed out for writers (textNode.inc)
 	wantWriter   sync.Map      // data st_ino → when a writer answered ESTALE (UnixNano)
 	incs         sync.Map      // data st_ino → incarnation of new data nodes (textNode.retire)
+	retries      sync.Map      // retryKey → when the caller's walk to data answered ESTALE (mayWrite)
+	retryNotes   atomic.Uint64 // mayWrite calls, to sweep retries now and then
 
 	changed sync.Map // status and config st_ino → *changeTime, which outlives their nodes
 }
