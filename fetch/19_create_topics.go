@@ -185,21 +185,34 @@ func (s *Server) createTopic(rt *kmsg.CreateTopicsRequestTopic, st *kmsg.CreateT
 	}
 }
 
+// checkConfigValues checks the values of configs one by one, as a line of
+// the `config` file is checked, and returns them normalized, with the
+// names given no value (null), which each request answers its own way.
+// The first invalid value is the error.
+func checkConfigValues[C any](configs []C, nameValue func(C) (string, *string)) (map[string]string, []string, error) {
+	var nulls []string
+	values := map[string]string{}
+	for _, c := range configs {
+		name, value := nameValue(c)
+		if value == nil {
+			nulls = append(nulls, name)
+			continue
+		}
+		v := logstore.NormalizeConfigValue(name, *value)
+		if err := logstore.CheckConfigValue(name, v); err != nil {
+			return nil, nil, err
+		}
+		values[name] = v
+	}
+	return values, nulls, nil
+}
+
 // createOverrides checks a new topic's configs one by one as a line of
 // the `config` file is checked, and returns them as overrides.
 func createOverrides(configs []kmsg.CreateTopicsRequestTopicConfig) (map[string]string, int16, string) {
-	var nulls []string
-	overrides := map[string]string{}
-	for _, rc := range configs {
-		if rc.Value == nil {
-			nulls = append(nulls, rc.Name)
-			continue
-		}
-		v := logstore.NormalizeConfigValue(rc.Name, *rc.Value)
-		if err := logstore.CheckConfigValue(rc.Name, v); err != nil {
-			return nil, kerr.InvalidConfig.Code, err.Error()
-		}
-		overrides[rc.Name] = v
+	overrides, nulls, err := checkConfigValues(configs, func(c kmsg.CreateTopicsRequestTopicConfig) (string, *string) { return c.Name, c.Value })
+	if err != nil {
+		return nil, kerr.InvalidConfig.Code, err.Error()
 	}
 	if len(nulls) > 0 {
 		return nil, kerr.InvalidConfig.Code, "Null value not supported for topic configs: " + strings.Join(nulls, ",")

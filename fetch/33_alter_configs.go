@@ -75,18 +75,9 @@ func (s *Server) alterResource(typ kmsg.ConfigResourceType, name string, dup boo
 // replaceOverrides turns a legacy AlterConfigs set into SetConfig changes:
 // the values given, and a reset of every other override.
 func replaceOverrides(t *logstore.Topic, configs []kmsg.AlterConfigsRequestResourceConfig) (map[string]string, int16, string) {
-	var nulls []string
-	changes := map[string]string{}
-	for _, rc := range configs {
-		if rc.Value == nil {
-			nulls = append(nulls, rc.Name)
-			continue
-		}
-		v := logstore.NormalizeConfigValue(rc.Name, *rc.Value)
-		if err := logstore.CheckConfigValue(rc.Name, v); err != nil {
-			return nil, kerr.InvalidConfig.Code, err.Error()
-		}
-		changes[rc.Name] = v
+	changes, nulls, err := checkConfigValues(configs, func(c kmsg.AlterConfigsRequestResourceConfig) (string, *string) { return c.Name, c.Value })
+	if err != nil {
+		return nil, kerr.InvalidConfig.Code, err.Error()
 	}
 	if len(nulls) > 0 {
 		return nil, kerr.InvalidRequest.Code, "Null value not supported for : " + strings.Join(nulls, ",")
