@@ -3,8 +3,6 @@ package logstore
 import (
 	"encoding/json"
 	"errors"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -21,13 +19,7 @@ import (
 // if the creation fails.
 func TestCreateTopicDoesNotStallLookups(t *testing.T) {
 	dir := t.TempDir()
-	open := func() *Store {
-		s, err := Open(dir, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	open := func() *Store { return openStore(t, dir, nil) }
 	s := open()
 	defer func() { s.Close() }()
 	if _, err := s.CreateTopic("other", 1, nil); err != nil {
@@ -151,13 +143,7 @@ func readTopicsDoc(t *testing.T, dir string) topicsDoc {
 // deleted by time.
 func TestCreateTopicInterruptedRemovedAtOpen(t *testing.T) {
 	dir := t.TempDir()
-	open := func() *Store {
-		s, err := Open(dir, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	open := func() *Store { return openStore(t, dir, nil) }
 	s := open()
 	compact := map[string]string{"cleanup.policy": "compact"}
 	if _, err := s.CreateTopic("keep", 1, nil); err != nil {
