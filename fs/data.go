@@ -35,8 +35,7 @@ type textNode struct {
 	mtime      time.Time
 	registered bool // with the notifier
 
-	staleNotified atomic.Bool  // the notifier invalidated our dentry
-	retried       atomic.Int64 // when a lookup that retried an ESTALE handed the node out (UnixNano)
+	staleNotified atomic.Bool // the notifier invalidated our dentry
 
 	// The page cache of data (see doc.go, "Caching"). pubMu serializes
 	// raising pub with the invalidation that must come first; it is taken
@@ -87,24 +86,34 @@ const textAttrTimeout = time.Nanosecond
 // retries it, and the open or stat that follows. The VFS retries ESTALE
 // once: with millisecond retention and compaction the generation can move
 // again between that lookup and the open, and a second ESTALE would reach
-// the user, so the node a retrying lookup handed out serves one request
-// even if it went stale meanwhile.
+// the user, so the caller's next request to the file is served even if
+// the node it reaches went stale meanwhile.
 const retryWindow = time.Second
 
-// staleKey names a text file for fsys.estale.
-type staleKey struct {
-	parent *gofs.Inode
-	name   string
-}
-
-// answeredStale notes that n answered ESTALE, so the lookup the VFS sends
-// next for its name is known as a retry.
-func (n *textNode) answeredStale() syscall.Errno {
-	n.fs.estale.Store(staleKey{n.parent, n.name}, time.Now().UnixNano())
+// answeredStale notes that n answered ESTALE to the caller, so that the
+// caller's next GETATTR or OPEN of the file, which belongs to the VFS's
+// one retry, is served (usable). The pass is the caller's alone: keyed by
+// name only, another process's request could spend it between the retry's
+// LOOKUP and its GETATTR, and a second generation change there failed
+// the caller's walk.
+func (n *textNode) answeredStale(ctx context.Context) syscall.Errno {
+	now := time.Now().UnixNano()
+	n.fs.estale.Store(retryKey{n.parent, n.name, callerPid(ctx)}, now)
+	if n.fs.staleNotes.Add(1)%64 == 0 {
+		// Callers whose retry needed no GETATTR or OPEN (a stat
+		// answered from the lookup), or that died.
+		n.fs.estale.Range(func(k, v any) bool {
+			if now-v.(int64) >= int64(retryWindow) {
+				n.fs.estale.CompareAndDelete(k, v)
+			}
+			return true
+		})
+	}
 	return syscall.ESTALE
 }
 
-// retryKey names one caller's walk to a data file, for fsys.retries.
+// retryKey names one caller's walk to a text file, for fsys.retries and
+// fsys.estale.
 type retryKey struct {
 	parent *gofs.Inode
 	name   string
@@ -180,14 +189,6 @@ func (f *fsys) writerWaits(ino uint64) bool {
 	}
 	f.wantWriter.CompareAndDelete(ino, at)
 	return false
-}
-
-// handedOut is called for the node a lookup returns.
-func (n *textNode) handedOut() {
-	k := staleKey{n.parent, n.name}
-	if at, ok := n.fs.estale.LoadAndDelete(k); ok && time.Since(time.Unix(0, at.(int64))) < retryWindow {
-		n.retried.Store(time.Now().UnixNano())
-	}
 }
 
 // lookupText answers the lookup of data (off < 0) or offset/N. It opens a
@@ -269,7 +270,6 @@ func lookupText(ctx context.Context, f *fsys, parent *gofs.Inode, p *logstore.Pa
 			o.mu.Unlock()
 			o.attr(&out.Attr, o.report(size))
 			out.SetAttrTimeout(textAttrTimeout)
-			o.handedOut()
 			keep(o)
 			return old, 0
 		}
@@ -298,7 +298,6 @@ func lookupText(ctx context.Context, f *fsys, parent *gofs.Inode, p *logstore.Pa
 		}
 		o.mu.Unlock()
 	}
-	o.handedOut()
 	o.attr(&out.Attr, o.report(size))
 	out.SetAttrTimeout(textAttrTimeout)
 	keep(o)
@@ -437,15 +436,18 @@ func (n *textNode) stale() bool {
 // `tail -f` that opened it) answers ESTALE instead, and the VFS retries the
 // walk with revalidation, which reaches the current node: a new open sees
 // the retained log. A stale node without a view has nothing of its
-// generation cached and opens the current log; so does, once, one that
-// the lookup retrying an ESTALE handed out (see retryWindow). Handles
-// already open keep their view.
-func (n *textNode) usable() bool {
-	// The retry's pass is for the one request that follows the lookup,
+// generation cached and opens the current log; so does, once, any node
+// for a caller whose walk just answered ESTALE, as the VFS retries only
+// once (see retryWindow). Handles already open keep their view.
+func (n *textNode) usable(ctx context.Context) bool {
+	// The retry's pass is for the caller's one request that follows,
 	// stale or not: left unspent by a fresh open, it let the node serve a
 	// later open after the next generation change, with its old text
 	// (`tail -n1 data` right after a key.separator change).
-	at := n.retried.Swap(0)
+	var at int64
+	if v, ok := n.fs.estale.LoadAndDelete(retryKey{n.parent, n.name, callerPid(ctx)}); ok {
+		at = v.(int64)
+	}
 	if !n.stale() {
 		return true
 	}
@@ -474,9 +476,9 @@ func (n *textNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.Att
 			size = s
 		}
 	default:
-		if !n.usable() {
+		if !n.usable(ctx) {
 			n.mayWrite(ctx)
-			return n.answeredStale()
+			return n.answeredStale(ctx)
 		}
 		s, errno := n.size()
 		if errno != 0 {
@@ -596,8 +598,8 @@ func (n *textNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uin
 	}
 	acc := flags & syscall.O_ACCMODE
 	if acc == syscall.O_RDONLY && flags&syscall.O_TRUNC == 0 {
-		if !n.usable() {
-			return nil, 0, n.answeredStale()
+		if !n.usable(ctx) {
+			return nil, 0, n.answeredStale(ctx)
 		}
 		v, errno := n.acquire()
 		if errno != 0 {
@@ -809,7 +811,7 @@ func (n *textNode) startWriter(ctx context.Context) syscall.Errno {
 		n.mu.Unlock()
 		n.fs.wantWriter.Store(n.StableAttr().Ino, time.Now().UnixNano())
 		n.mayWrite(ctx)
-		return n.answeredStale()
+		return n.answeredStale(ctx)
 	}
 	n.writers++
 	inval := n.cachedEver

@@ -14,7 +14,7 @@ import (
 // views lookups opened for that open. Each view holds 2 MiB of pooled
 // buffers and pins its segments (deleted ones included), so only a few are
 // kept, each for at most lookupViewTTL; a kept view is never visible to
-// usable() or a handle until an open takes it, and an open takes it only
+// usable or a handle until an open takes it, and an open takes it only
 // if it is still of the partition's current generation, which is what a
 // fresh open would get.
 const (

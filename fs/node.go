@@ -47,9 +47,11 @@ type fsys struct {
 
 	closers closers // handles whose close left an unfinished line
 
-	// estale: text files whose node answered ESTALE, by staleKey, with
-	// the time (UnixNano); the lookup that follows is the VFS's retry.
-	estale sync.Map
+	// estale: callers whose walk to a text file answered ESTALE, by
+	// retryKey, with the time (UnixNano); their next request to it is
+	// the VFS's retry (answeredStale).
+	estale     sync.Map
+	staleNotes atomic.Uint64 // answeredStale calls, to sweep estale now and then
 
 	lookupViews lookupViews // views offset/N lookups opened, for the open that follows
 
