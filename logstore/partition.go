@@ -796,6 +796,23 @@ func (p *Partition) Status() Status {
 	return st
 }
 
+// Size is the bytes of the partition's .log files, as Kafka's log.size
+// (what DescribeLogDirs reports): every segment of the log, including
+// closed ones wholly below the log start that the next retention pass
+// deletes (they are still on disk), but not the files retention or
+// compaction renamed .deleted. It sums the committed sizes the append,
+// retention and compaction paths keep, under the segment list's read lock
+// only: no file is stat'ed, and appends (which hold amu) never wait for it.
+func (p *Partition) Size() int64 {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	var n int64
+	for _, s := range p.segs {
+		n += s.size.Load()
+	}
+	return n
+}
+
 // SegmentFile names one raw file of the partition (.log, .index, .timeindex).
 type SegmentFile struct {
 	Name string
