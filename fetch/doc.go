@@ -144,4 +144,13 @@
 // (a topic, its configs, each partition) is POLICY_VIOLATION whole, and
 // the requests that read a topic's state to change it (CreatePartitions,
 // the config alterations) are serialized (Server.adminMu).
+//
+// # Log directories
+//
+// DescribeLogDirs (35_describe_log_dirs.go) shows the data directory as
+// the broker's one log directory, with each partition's size (the bytes
+// of its .log files, Kafka's log.size, read live as appends, retention
+// and compaction change it) and, v4+, the file system's total and usable
+// bytes, for `kafka-log-dirs.sh --describe` and the topic sizes of admin
+// UIs.
 package fetch

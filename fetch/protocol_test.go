@@ -19,7 +19,8 @@ import (
 )
 
 // Ranges advertised must be exactly KAFKA-PROTOCOL.md §4.2's first release
-// plus the offset-store, classic group and topic admin APIs.
+// plus the offset-store, classic group, topic admin and log directory
+// APIs.
 func TestApiVersionsAdvertised(t *testing.T) {
 	ts := startServer(t, Config{})
 	c := dial(t, ts.addr)
@@ -28,6 +29,7 @@ func TestApiVersionsAdvertised(t *testing.T) {
 		11: {0, 9}, 12: {0, 4}, 13: {0, 5}, 14: {0, 5}, 15: {0, 5}, 16: {0, 4}, 21: {0, 2},
 		42: {0, 2}, 47: {0, 0},
 		19: {0, 7}, 20: {0, 6}, 32: {0, 4}, 33: {0, 2}, 37: {0, 3}, 44: {0, 1}, 60: {0, 2},
+		35: {0, 4},
 	}
 	for v := int16(0); v <= 3; v++ {
 		req := kmsg.NewPtrApiVersionsRequest()
@@ -112,6 +114,7 @@ func TestUnsupportedRequests(t *testing.T) {
 		{"Fetch v3 (message sets)", 1, 3},
 		{"Produce v2 (message sets; listed, not served)", 0, 2},
 		{"Produce v13", 0, 13},
+		{"DescribeLogDirs v5 (is_cordoned)", 35, 5},
 		{"negative key", -5, 0},
 	}
 	for i, tc := range cases {
