@@ -50,14 +50,21 @@
 // that transaction's first offset, and read_committed Fetch and ListOffsets
 // stop there, as in Kafka. segfs has no transaction coordinator to time
 // it out, and Kafka's partition leader never ends one by itself either:
-// as on Kafka, an operator ends it with `kafka-transactions.sh
-// describe-producers` and `abort` (KIP-664; find-hanging also needs
-// ListTransactions, a coordinator's API, not served). DescribeProducers
-// (61_describe_producers.go) lists each partition's producers with the
-// start offset of their ongoing transaction; WriteTxnMarkers
-// (27_write_txn_markers.go) appends the COMMIT or ABORT control batch
-// Kafka's coordinator would, through the append path, with Kafka's
-// leader's checks (INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED).
+// as on Kafka, an operator finds it with `kafka-transactions.sh
+// find-hanging` or `describe-producers` and ends it with `abort`
+// (KIP-664). DescribeProducers (61_describe_producers.go) lists each
+// partition's producers with the start offset of their ongoing
+// transaction. ListTransactions (66_list_transactions.go) and
+// DescribeTransactions (65_describe_transactions.go) answer as a
+// transaction coordinator that knows no transactional id: an empty list,
+// TRANSACTIONAL_ID_NOT_FOUND; find-hanging therefore reports every open
+// transaction older than its timeout as hanging, which a transaction left
+// in a copied directory is. FindCoordinator for a transactional id stays
+// refused (10_find_coordinator.go), so transactional producers fail at
+// once. WriteTxnMarkers (27_write_txn_markers.go) appends the COMMIT or
+// ABORT control batch Kafka's coordinator would, through the append
+// path, with Kafka's leader's checks (INVALID_PRODUCER_EPOCH,
+// TRANSACTION_COORDINATOR_FENCED).
 // The transaction then ends: an ABORT gets its .txnindex entry, on disk
 // before the answer, so read_committed consumers skip its records; the
 // last stable offset moves on. Control batches never render in the

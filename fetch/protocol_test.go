@@ -19,8 +19,8 @@ import (
 )
 
 // Ranges advertised must be exactly KAFKA-PROTOCOL.md §4.2's first release
-// plus the offset-store, classic group, topic admin and log directory
-// APIs.
+// plus the offset-store, classic group, topic admin, log directory and
+// transaction admin APIs.
 func TestApiVersionsAdvertised(t *testing.T) {
 	ts := startServer(t, Config{})
 	c := dial(t, ts.addr)
@@ -29,7 +29,7 @@ func TestApiVersionsAdvertised(t *testing.T) {
 		11: {0, 9}, 12: {0, 4}, 13: {0, 5}, 14: {0, 5}, 15: {0, 5}, 16: {0, 4}, 21: {0, 2},
 		42: {0, 2}, 47: {0, 0},
 		19: {0, 7}, 20: {0, 6}, 32: {0, 4}, 33: {0, 2}, 37: {0, 3}, 44: {0, 1}, 60: {0, 2},
-		35: {0, 4},
+		35: {0, 4}, 65: {0, 0}, 66: {0, 1},
 	}
 	for v := int16(0); v <= 3; v++ {
 		req := kmsg.NewPtrApiVersionsRequest()
@@ -115,6 +115,8 @@ func TestUnsupportedRequests(t *testing.T) {
 		{"Produce v2 (message sets; listed, not served)", 0, 2},
 		{"Produce v13", 0, 13},
 		{"DescribeLogDirs v5 (is_cordoned)", 35, 5},
+		{"ListTransactions v2 (transactional id pattern)", 66, 2},
+		{"DescribeTransactions v1", 65, 1},
 		{"negative key", -5, 0},
 	}
 	for i, tc := range cases {
