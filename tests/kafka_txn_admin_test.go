@@ -2,7 +2,9 @@ package tests
 
 import (
 	"context"
+	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -110,5 +112,109 @@ func TestKafkaTxnAdminEnd(t *testing.T) {
 			kafkaWaitListening(t, addr)
 			check("after kill -9 and remount")
 		})
+	}
+}
+
+// txnFindHanging does what `kafka-transactions.sh find-hanging --broker-id
+// 0` does (Kafka's TransactionsCommand), with franz-go's raw requests:
+// list every topic (Metadata), ask DescribeProducers for each partition
+// with a replica on broker 0, keep the ongoing transactions whose
+// producer's last timestamp is older than the default
+// --max-transaction-timeout (15 minutes), look their producer ids up with
+// ListTransactions, and report as hanging each one whose producer id no
+// coordinator knows (DescribeTransactions is asked only for the
+// transactional ids found, and those whose description lacks the
+// partition are hanging too). It returns "topic-N producer P at S",
+// sorted.
+func txnFindHanging(t *testing.T, addr string) []string {
+	t.Helper()
+	cl := kafkaClient(t, addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	meta, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatalf("Metadata: %v", err)
+	}
+	dp := kmsg.NewPtrDescribeProducersRequest()
+	for _, mt := range meta.Topics {
+		rt := kmsg.NewDescribeProducersRequestTopic()
+		rt.Topic = *mt.Topic
+		for _, p := range mt.Partitions {
+			if slices.Contains(p.Replicas, 0) {
+				rt.Partitions = append(rt.Partitions, p.Partition)
+			}
+		}
+		dp.Topics = append(dp.Topics, rt)
+	}
+	prods, err := dp.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatalf("DescribeProducers: %v", err)
+	}
+	type open struct {
+		tp         string
+		pid, start int64
+	}
+	var cands []open
+	now := time.Now().UnixMilli()
+	for _, st := range prods.Topics {
+		for _, sp := range st.Partitions {
+			if sp.ErrorCode != 0 {
+				t.Fatalf("DescribeProducers %s-%d: error %d", st.Topic, sp.Partition, sp.ErrorCode)
+			}
+			for _, ap := range sp.ActiveProducers {
+				if ap.CurrentTxnStartOffset >= 0 && now-ap.LastTimestamp > (15*time.Minute).Milliseconds() {
+					cands = append(cands, open{fmt.Sprintf("%s-%d", st.Topic, sp.Partition), ap.ProducerID, ap.CurrentTxnStartOffset})
+				}
+			}
+		}
+	}
+	var hanging []string
+	if len(cands) == 0 {
+		return hanging
+	}
+	lt := kmsg.NewPtrListTransactionsRequest()
+	for _, c := range cands {
+		lt.ProducerIDFilters = append(lt.ProducerIDFilters, c.pid)
+	}
+	list, err := lt.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatalf("ListTransactions: %v", err)
+	}
+	if list.ErrorCode != 0 {
+		t.Fatalf("ListTransactions: error %d", list.ErrorCode)
+	}
+	ids := map[int64]string{}
+	for _, ts := range list.TransactionStates {
+		ids[ts.ProducerID] = ts.TransactionalID
+	}
+	if len(ids) > 0 {
+		t.Fatalf("ListTransactions knows transactional ids %v: segfs has no coordinator", ids)
+	}
+	for _, c := range cands {
+		hanging = append(hanging, fmt.Sprintf("%s producer %d at %d", c.tp, c.pid, c.start))
+	}
+	slices.Sort(hanging)
+	return hanging
+}
+
+// TestKafkaTxnFindHanging: what `kafka-transactions.sh find-hanging` does
+// (DescribeProducers, then ListTransactions for the producer ids of the
+// open transactions) finds the two transactions a data directory copied
+// from Kafka left open (txnOpenDataDir), and nothing in a topic written
+// through the mount; after `abort` (WriteTxnMarkers) it finds none.
+// Before, ListTransactions was not served and find-hanging failed ("Failed
+// to list transactions").
+func TestKafkaTxnFindHanging(t *testing.T) {
+	addr := kafkaFreeAddr(t)
+	m := mntAt(t, txnOpenDataDir(t), "--kafka-listen", addr)
+	kafkaWaitListening(t, addr)
+	m.ok(`mkdir "$M/plain" && seq 1 10 >> "$M/plain/0/data"`)
+	want := []string{"txo-0 producer 500 at 1", "txo-0 producer 600 at 4"}
+	if got := txnFindHanging(t, addr); !slices.Equal(got, want) {
+		t.Fatalf("find-hanging: %q, want %q", got, want)
+	}
+	txnAdminEnd(t, addr, false)
+	if got := txnFindHanging(t, addr); len(got) != 0 {
+		t.Fatalf("find-hanging after abort: %q, want none", got)
 	}
 }
