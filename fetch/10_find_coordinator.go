@@ -14,8 +14,14 @@ import (
 // transactional id: transactions are not served. The error must not be a
 // retriable one such as COORDINATOR_NOT_AVAILABLE, or a transactional
 // producer retries FindCoordinator until its own timeout and reports only
-// that (franz-go "context deadline exceeded", librdkafka _TIMED_OUT). v6
-// adds share groups and is not served.
+// that (franz-go "context deadline exceeded", librdkafka _TIMED_OUT). It
+// also carries the only explanation a client gets: InitProducerId's
+// answer has no message field. Admin clients look the transaction
+// coordinator up here before DescribeTransactions, so `kafka-transactions.sh
+// describe` stops at this refusal; ListTransactions goes to every broker
+// without a lookup, and find-hanging needs no other transaction API (see
+// 66_list_transactions.go). A v0 request has no key type: it is a group
+// lookup. v6 adds share groups and is not served.
 func init() { register(10, 0, 4, handleFindCoordinator) }
 
 const coordinatorTypeGroup = 0
