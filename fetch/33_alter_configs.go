@@ -1,6 +1,7 @@
 package fetch
 
 import (
+	"errors"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -14,8 +15,9 @@ import (
 // Replaces every override of a topic with the ones given, as Kafka's
 // legacy AlterConfigs does: a key not named goes back to its default.
 // Values are checked as a line of the mount's `config` file is
-// (INVALID_CONFIG with the reason), and the whole set is applied and
-// persisted at once by the same Topic.SetConfig, or not at all;
+// (INVALID_CONFIG with the reason), and the whole set, with the resets
+// of the overrides current then, is applied and persisted at once through
+// the same Topic.SetConfig checks (Topic.UpdateConfig), or not at all;
 // validate_only checks and changes nothing. A null value, a key named
 // twice or a resource named twice is INVALID_REQUEST, as in Kafka. Unknown
 // topic: UNKNOWN_TOPIC_OR_PARTITION. Broker resources: segfs has no
@@ -38,8 +40,8 @@ func handleAlterConfigs(c *conn, h *reqHeader, r kmsg.Request) error {
 			keys = append(keys, rc.Name)
 		}
 		sr.ErrorCode, sr.ErrorMessage = c.s.alterResource(rr.ResourceType, rr.ResourceName, count[resourceKey{rr.ResourceType, rr.ResourceName}] > 1,
-			keys, req.ValidateOnly, func(t *logstore.Topic) (map[string]string, int16, string) {
-				return replaceOverrides(t, rr.Configs)
+			keys, req.ValidateOnly, func(_ logstore.Config, overrides map[string]string) (map[string]string, int16, string) {
+				return replaceOverrides(overrides, rr.Configs)
 			})
 		resp.Resources = append(resp.Resources, sr)
 	}
@@ -51,7 +53,7 @@ func handleAlterConfigs(c *conn, h *reqHeader, r kmsg.Request) error {
 // request names the resource twice, keys are its config names, and
 // change turns the request into a topic's SetConfig changes.
 func (s *Server) alterResource(typ kmsg.ConfigResourceType, name string, dup bool, keys []string, validateOnly bool,
-	change func(*logstore.Topic) (map[string]string, int16, string)) (int16, *string) {
+	change buildChanges) (int16, *string) {
 	var code int16
 	var msg string
 	switch {
@@ -73,8 +75,9 @@ func (s *Server) alterResource(typ kmsg.ConfigResourceType, name string, dup boo
 }
 
 // replaceOverrides turns a legacy AlterConfigs set into SetConfig changes:
-// the values given, and a reset of every other override.
-func replaceOverrides(t *logstore.Topic, configs []kmsg.AlterConfigsRequestResourceConfig) (map[string]string, int16, string) {
+// the values given, and a reset of every other override (of overrides,
+// the topic's current ones).
+func replaceOverrides(overrides map[string]string, configs []kmsg.AlterConfigsRequestResourceConfig) (map[string]string, int16, string) {
 	changes, nulls, err := checkConfigValues(configs, func(c kmsg.AlterConfigsRequestResourceConfig) (string, *string) { return c.Name, c.Value })
 	if err != nil {
 		return nil, kerr.InvalidConfig.Code, err.Error()
@@ -82,7 +85,7 @@ func replaceOverrides(t *logstore.Topic, configs []kmsg.AlterConfigsRequestResou
 	if len(nulls) > 0 {
 		return nil, kerr.InvalidRequest.Code, "Null value not supported for : " + strings.Join(nulls, ",")
 	}
-	for k := range t.Overrides() {
+	for k := range overrides {
 		if _, ok := changes[k]; !ok {
 			changes[k] = "" // back to the default
 		}
@@ -90,28 +93,56 @@ func replaceOverrides(t *logstore.Topic, configs []kmsg.AlterConfigsRequestResou
 	return changes, 0, ""
 }
 
+// buildChanges computes the SetConfig changes of an alteration from a
+// topic's current settings (logstore.ConfigUpdate), or refuses it with a
+// Kafka error code and message.
+type buildChanges func(cfg logstore.Config, overrides map[string]string) (map[string]string, int16, string)
+
+// refusal carries a buildChanges refusal out of Topic.UpdateConfig.
+type refusal struct {
+	code int16
+	msg  string
+}
+
+func (r *refusal) Error() string { return r.msg }
+
+// testHookChangesBuilt, when set by a test, runs after an alteration's
+// changes are computed from the topic's settings and before they are
+// applied: where a concurrent change of the config file must not be lost.
+var testHookChangesBuilt func(t *logstore.Topic)
+
 // alterTopicConfigs applies (or with validateOnly checks) the changes
-// build computes for the named topic through Topic.SetConfig, the path of
-// the mount's `config` file.
-func (s *Server) alterTopicConfigs(name string, validateOnly bool, build func(*logstore.Topic) (map[string]string, int16, string)) (int16, string) {
+// build computes for the named topic. The changes depend on the current
+// settings (the overrides AlterConfigs resets, the list APPEND extends),
+// so they are computed and applied as one step by Topic.UpdateConfig,
+// against other alterations and the mount's `config` file alike, whose
+// checks and persistence (Topic.SetConfig) they share.
+func (s *Server) alterTopicConfigs(name string, validateOnly bool, build buildChanges) (int16, string) {
 	t, code, msg := s.lookupTopicResource(name)
 	if code != 0 {
 		return code, *msg
 	}
-	// The changes are computed from the current settings (the overrides
-	// AlterConfigs resets, the list APPEND extends): no other admin change
-	// may come between.
-	s.adminMu.Lock()
-	defer s.adminMu.Unlock()
-	changes, code, m := build(t)
-	if code != 0 {
-		return code, m
+	var changes map[string]string
+	update := func(cfg logstore.Config, overrides map[string]string) (map[string]string, error) {
+		c, code, msg := build(cfg, overrides)
+		if code != 0 {
+			return nil, &refusal{code, msg}
+		}
+		if testHookChangesBuilt != nil {
+			testHookChangesBuilt(t)
+		}
+		changes = c
+		return c, nil
 	}
 	var err error
 	if validateOnly {
-		err = t.CheckConfig(changes)
+		err = t.CheckConfigUpdate(update)
 	} else {
-		err = t.SetConfig(changes)
+		err = t.UpdateConfig(update)
+	}
+	var r *refusal
+	if errors.As(err, &r) {
+		return r.code, r.msg
 	}
 	if err != nil {
 		code, msg := configError(err)

@@ -19,9 +19,11 @@ import (
 // one) APPEND and SUBTRACT of comma-separated items, from the effective
 // value, as Kafka does; APPEND or SUBTRACT on any other setting is
 // INVALID_CONFIG, as is a SUBTRACT that leaves cleanup.policy empty (segfs
-// has no "no cleanup" policy). All changes of a resource are applied and
-// persisted at once by Topic.SetConfig, or none; validate_only checks and
-// changes nothing. A key named twice, a null value for SET, APPEND or
+// has no "no cleanup" policy). All changes of a resource are computed
+// from the settings they replace and applied and persisted with them as
+// one step (Topic.UpdateConfig), or none: a `config` file write can come
+// before or after an APPEND, not be lost in between. validate_only checks
+// and changes nothing. A key named twice, a null value for SET, APPEND or
 // SUBTRACT, an unknown operation or a resource named twice is
 // INVALID_REQUEST. Unknown topic: UNKNOWN_TOPIC_OR_PARTITION. Broker
 // resources: INVALID_REQUEST for any change, as AlterConfigs.
@@ -42,8 +44,8 @@ func handleIncrementalAlterConfigs(c *conn, h *reqHeader, r kmsg.Request) error 
 			keys = append(keys, rc.Name)
 		}
 		sr.ErrorCode, sr.ErrorMessage = c.s.alterResource(rr.ResourceType, rr.ResourceName, count[resourceKey{rr.ResourceType, rr.ResourceName}] > 1,
-			keys, req.ValidateOnly, func(t *logstore.Topic) (map[string]string, int16, string) {
-				return incrementalChanges(t.Config(), rr.Configs)
+			keys, req.ValidateOnly, func(cfg logstore.Config, _ map[string]string) (map[string]string, int16, string) {
+				return incrementalChanges(cfg, rr.Configs)
 			})
 		resp.Resources = append(resp.Resources, sr)
 	}

@@ -997,3 +997,46 @@ func TestAdminConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestAlterConfigsConcurrentConfigWrite: a change of the config file
+// (Topic.SetConfig, the path of `echo k=v > MOUNT/T/config`) that lands
+// after an alteration computed its changes from the topic's settings and
+// before it applied them is not lost; testHookChangesBuilt forces that
+// interleaving. Before, IncrementalAlterConfigs APPEND delete computed
+// cleanup.policy from the value it had read (delete) and set it over the
+// compact just written; and a legacy AlterConfigs, which resets every
+// override it does not name, left the one just written set.
+func TestAlterConfigsConcurrentConfigWrite(t *testing.T) {
+	ts := startServer(t, Config{})
+	cl := adminClient(t, ts.addr)
+	tp, err := ts.store.CreateTopic("t", 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeOnce := func(changes map[string]string) {
+		var once sync.Once
+		testHookChangesBuilt = func(hooked *logstore.Topic) {
+			once.Do(func() {
+				if err := hooked.SetConfig(changes); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	}
+	t.Cleanup(func() { testHookChangesBuilt = nil })
+	topic := kmsg.ConfigResourceTypeTopic
+
+	writeOnce(map[string]string{"cleanup.policy": "compact"})
+	r := incrementalAlter(t, cl, false, topic, "t", op(kmsg.IncrementalAlterConfigOpAppend, "cleanup.policy", sp("delete")))
+	wantAdminCode(t, "append", r.ErrorCode, r.ErrorMessage, nil)
+	if v, _ := tp.Config().Get("cleanup.policy"); v != "compact,delete" {
+		t.Errorf("cleanup.policy=compact written during an APPEND delete: now %s, want compact,delete", v)
+	}
+
+	writeOnce(map[string]string{"retention.ms": "5000"})
+	r2 := alterConfigs(t, cl, false, topic, "t", sp("segment.ms"), sp("1000"))
+	wantAdminCode(t, "alter", r2.ErrorCode, r2.ErrorMessage, nil)
+	if ov := tp.Overrides(); len(ov) != 1 || ov["segment.ms"] != "1000" {
+		t.Errorf("retention.ms written during an AlterConfigs that replaces every override: overrides %v, want segment.ms alone", ov)
+	}
+}

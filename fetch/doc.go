@@ -138,7 +138,7 @@
 // value is checked as a line written to `config` is and applied by the
 // same Topic.SetConfig, so what one door changes the other shows at once
 // and it persists alike. validate_only runs the same checks through
-// logstore's dry runs (Store.CheckCreateTopic, Topic.CheckConfig). A
+// logstore's dry runs (Store.CheckCreateTopic, Topic.CheckConfigUpdate). A
 // topic's settings are the config file's, described with Kafka's sources
 // (an override is DYNAMIC_TOPIC_CONFIG, else DEFAULT_CONFIG) and Kafka's
 // broker synonyms; broker 0 describes only the settings segfs applies
@@ -149,8 +149,11 @@
 // before v3) for every topic named, and deletes nothing. As Kafka's
 // controller, a request that would make more than 10000 metadata records
 // (a topic, its configs, each partition) is POLICY_VIOLATION whole, and
-// the requests that read a topic's state to change it (CreatePartitions,
-// the config alterations) are serialized (Server.adminMu).
+// the requests that read a topic's state to change it are atomic:
+// CreatePartitions are serialized (Server.adminMu), and a config
+// alteration is computed and applied as one Topic.UpdateConfig, so that
+// neither another alteration nor a write to the `config` file between its
+// read and its write is lost.
 //
 // # Log directories
 //

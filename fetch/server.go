@@ -77,13 +77,13 @@ type Server struct {
 	offsets *offsetStore
 	groups  *groups
 
-	// adminMu serializes the admin requests that read a topic's state and
-	// then change it (CreatePartitions, AlterConfigs,
-	// IncrementalAlterConfigs), as Kafka's single-threaded controller
-	// does: without it two of them checked the same state and then
-	// interleaved their changes (a valid CreatePartitions failed with
-	// "partition already exists", an AlterConfigs kept overrides another
-	// had just set).
+	// adminMu serializes CreatePartitions, which reads a topic's
+	// partition count and then grows it, as Kafka's single-threaded
+	// controller does: without it two of them checked the same count and
+	// then interleaved their additions (a valid one failed with "partition
+	// already exists"). The config alterations need no lock here: each is
+	// one Topic.UpdateConfig, atomic against the others and against the
+	// mount's config file alike.
 	adminMu sync.Mutex
 
 	userBytes     atomic.Int64

@@ -85,3 +85,69 @@ func trimValue(k, v string) string {
 	}
 	return strings.TrimSpace(v)
 }
+
+// TestUpdateConfigConcurrentSet: UpdateConfig computes its changes from
+// the settings of one moment; a SetConfig (a write to MOUNT/T/config) that
+// commits after that moment and before the update's own commit is not
+// overwritten by changes computed from the older value: the update runs
+// again on the new settings. The SetConfig is made from inside fn, which
+// runs with no lock held, so the interleaving is forced, not raced.
+func TestUpdateConfigConcurrentSet(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, nil)
+	tp, err := s.CreateTopic("t", 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	appendDelete := func(cfg Config, overrides map[string]string) (map[string]string, error) {
+		seen = append(seen, cfg.CleanupPolicy)
+		if len(seen) == 1 {
+			if err := tp.SetConfig(map[string]string{"cleanup.policy": "compact", "retention.ms": "5000"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Kafka's APPEND delete to cleanup.policy.
+		v := cfg.CleanupPolicy
+		if !strings.Contains(v, "delete") {
+			v += ",delete"
+		}
+		return map[string]string{"cleanup.policy": v}, nil
+	}
+	if err := tp.UpdateConfig(appendDelete); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 2 || seen[0] != "delete" || seen[1] != "compact" {
+		t.Errorf("fn saw cleanup.policy %q, want the snapshot, then the concurrent value", seen)
+	}
+	if c := tp.Config(); c.CleanupPolicy != "compact,delete" || c.RetentionMs != 5000 {
+		t.Fatalf("after a SetConfig between the snapshot and the commit: cleanup.policy=%s retention.ms=%d, want compact,delete and 5000",
+			c.CleanupPolicy, c.RetentionMs)
+	}
+
+	// An error from fn is returned as it is; a dry run changes nothing;
+	// the changes are checked as SetConfig's.
+	refused := errors.New("refused")
+	if err := tp.UpdateConfig(func(Config, map[string]string) (map[string]string, error) { return nil, refused }); err != refused {
+		t.Errorf("fn's error: got %v", err)
+	}
+	set := func(k, v string) ConfigUpdate {
+		return func(Config, map[string]string) (map[string]string, error) { return map[string]string{k: v}, nil }
+	}
+	if err := tp.CheckConfigUpdate(set("retention.ms", "7")); err != nil || tp.Config().RetentionMs != 5000 {
+		t.Errorf("dry run: %v, retention.ms %d", err, tp.Config().RetentionMs)
+	}
+	if err := tp.UpdateConfig(set("retention.ms", "soon")); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("bad value: %v", err)
+	}
+	if err := tp.CheckConfigUpdate(set("retention.ms", "soon")); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("bad value, dry run: %v", err)
+	}
+	s.Close()
+	s = openStore(t, dir, nil)
+	defer s.Close()
+	tp, _ = s.Topic("t")
+	if ov := tp.Overrides(); len(ov) != 2 || ov["cleanup.policy"] != "compact,delete" || ov["retention.ms"] != "5000" {
+		t.Fatalf("after reopening: %v", ov)
+	}
+}

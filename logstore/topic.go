@@ -3,7 +3,9 @@ package logstore
 import (
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"sync"
@@ -18,9 +20,13 @@ type Topic struct {
 	id    [16]byte
 	cfg   atomic.Pointer[Config]
 
-	mu        sync.Mutex // guards overrides and parts
+	mu        sync.Mutex // guards overrides, cfgGen and parts
 	overrides map[string]string
-	parts     []*Partition
+	// cfgGen counts the config changes committed (store.topicsMu held
+	// too), so that UpdateConfig can tell whether its snapshot is still
+	// the current config.
+	cfgGen uint64
+	parts  []*Partition
 
 	born atomic.Int64 // createdTime in Unix nanoseconds, 0 until known
 }
@@ -71,6 +77,75 @@ func (t *Topic) Overrides() map[string]string {
 func (t *Topic) SetConfig(changes map[string]string) error {
 	t.store.topicsMu.Lock()
 	defer t.store.topicsMu.Unlock()
+	return t.setConfigLocked(changes)
+}
+
+// ConfigUpdate computes SetConfig changes from a topic's current settings:
+// its effective config and its overrides (a copy fn may keep).
+type ConfigUpdate func(cfg Config, overrides map[string]string) (map[string]string, error)
+
+// UpdateConfig applies the changes fn computes from the current settings
+// as one step against every other config change (SetConfig, as the
+// mount's config file does, or another UpdateConfig): for a
+// read-modify-write such as Kafka's IncrementalAlterConfigs APPEND, whose
+// result depends on the value it replaces. Computed from a snapshot and
+// then set, a change written to the config file in between was lost.
+//
+// fn runs with no lock held, so that it may take its time or call the
+// topic, and may run more than once: if the config changed after its
+// snapshot, the changes are not applied and fn runs again on the new
+// settings. An error from fn is returned as it is and changes nothing;
+// the changes are checked and persisted as SetConfig's.
+func (t *Topic) UpdateConfig(fn ConfigUpdate) error { return t.updateConfig(fn, false) }
+
+// CheckConfigUpdate reports the error UpdateConfig(fn) would fail with
+// now, changing nothing: the dry run for validate_only.
+func (t *Topic) CheckConfigUpdate(fn ConfigUpdate) error { return t.updateConfig(fn, true) }
+
+func (t *Topic) updateConfig(fn ConfigUpdate, dryRun bool) error {
+	for {
+		cfg, overrides, gen := t.configSnapshot()
+		changes, err := fn(cfg, overrides)
+		if err != nil {
+			return err
+		}
+		t.store.topicsMu.Lock()
+		// Every commit holds topicsMu: cfgGen cannot move until it is
+		// released.
+		t.mu.Lock()
+		current := t.cfgGen == gen
+		t.mu.Unlock()
+		switch {
+		case !current:
+			err = errStaleConfig
+		case dryRun:
+			err = t.CheckConfig(changes)
+		default:
+			err = t.setConfigLocked(changes)
+		}
+		t.store.topicsMu.Unlock()
+		if err != errStaleConfig {
+			return err
+		}
+	}
+}
+
+// errStaleConfig is updateConfig's signal to compute the changes again.
+var errStaleConfig = errors.New("config changed since its snapshot")
+
+// configSnapshot is the effective config, the overrides and the commit
+// count, all of one moment: under topicsMu, which a commit holds from
+// the new overrides to the new effective config.
+func (t *Topic) configSnapshot() (Config, map[string]string, uint64) {
+	t.store.topicsMu.Lock()
+	defer t.store.topicsMu.Unlock()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return *t.cfg.Load(), maps.Clone(t.overrides), t.cfgGen
+}
+
+// setConfigLocked is SetConfig with store.topicsMu held.
+func (t *Topic) setConfigLocked(changes map[string]string) error {
 	t.mu.Lock()
 	next, cfg, err := t.nextConfigLocked(changes)
 	if err != nil {
@@ -86,6 +161,9 @@ func (t *Topic) SetConfig(changes map[string]string) error {
 		t.mu.Unlock()
 		return err
 	}
+	t.mu.Lock()
+	t.cfgGen++
+	t.mu.Unlock()
 	prev := t.cfg.Swap(&cfg)
 	if prev.KeySeparator != cfg.KeySeparator {
 		// Rendered text changes shape: open files keep their generation.
