@@ -51,10 +51,6 @@ const maxRecordsPerOp = 10000
 // tooLargeOpMessage is Kafka's message for such a request.
 const tooLargeOpMessage = "Unable to perform excessively large batch operation."
 
-// clusterMetadataTopic is KRaft's metadata log, which Kafka's controller
-// never creates for a client.
-const clusterMetadataTopic = "__cluster_metadata"
-
 func handleCreateTopics(c *conn, h *reqHeader, r kmsg.Request) error {
 	req := r.(*kmsg.CreateTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
@@ -98,7 +94,7 @@ func (s *Server) createTopicsRecords(topics []kmsg.CreateTopicsRequestTopic, cou
 	var records int64
 	for i := range topics {
 		rt := &topics[i]
-		if count[rt.Topic] > 1 || rt.Topic == clusterMetadataTopic || logstore.ValidateTopicName(rt.Topic) != nil {
+		if count[rt.Topic] > 1 || logstore.CheckNewTopicName(rt.Topic) != nil {
 			continue
 		}
 		if _, err := s.store.Topic(rt.Topic); err == nil {
@@ -123,12 +119,11 @@ func (s *Server) createTopic(rt *kmsg.CreateTopicsRequestTopic, st *kmsg.CreateT
 		st.ErrorCode, st.ErrorMessage = code, kmsg.StringPtr(fmt.Sprintf(format, args...))
 	}
 	name := rt.Topic
-	if name == clusterMetadataTopic {
-		fail(kerr.TopicAuthorizationFailed.Code, "Authorization failed: %s is Kafka's metadata log, never a client's topic.", name)
-		return
-	}
-	if err := logstore.ValidateTopicName(name); err != nil {
-		fail(kerr.InvalidTopicException.Code, "%v", err)
+	// The name first, as Kafka's controller checks it, by the rule of
+	// `mkdir MOUNT/T` (CreateTopic applies it again): INVALID_TOPIC_EXCEPTION,
+	// or TOPIC_AUTHORIZATION_FAILED for __cluster_metadata.
+	if err := logstore.CheckNewTopicName(name); err != nil {
+		fail(errorCode(err), "%v", err)
 		return
 	}
 	if _, err := s.store.Topic(name); err == nil {

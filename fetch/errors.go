@@ -47,6 +47,9 @@ var errorCodes = []struct {
 	// The store is closing under us: "not the leader any more" makes
 	// clients refresh metadata and retry elsewhere (here: after restart).
 	{logstore.ErrClosed, kerr.NotLeaderForPartition},
+	// Before ErrInvalidName, which it wraps: Kafka's controller answers
+	// a CreateTopics of __cluster_metadata so.
+	{logstore.ErrReservedName, kerr.TopicAuthorizationFailed},
 	{logstore.ErrInvalidName, kerr.InvalidTopicException},
 	{logstore.ErrTopicExists, kerr.TopicAlreadyExists},
 	{logstore.ErrPartitionExists, kerr.InvalidPartitions},

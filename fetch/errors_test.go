@@ -39,6 +39,7 @@ func TestErrorCode(t *testing.T) {
 		{fmt.Errorf("append to x.log: %w", &os.PathError{Op: "write", Path: "x.log", Err: syscall.ENOSPC}), kerr.KafkaStorageError},
 		{fmt.Errorf("roll: %w", &os.PathError{Op: "open", Path: "y.log", Err: syscall.EDQUOT}), kerr.KafkaStorageError},
 		{logstore.ErrInvalidName, kerr.InvalidTopicException},
+		{fmt.Errorf("%w: x", logstore.ErrReservedName), kerr.TopicAuthorizationFailed},
 		{logstore.ErrTopicExists, kerr.TopicAlreadyExists},
 		{logstore.ErrInvalidConfig, kerr.InvalidConfig},
 		{logstore.ErrPolicyViolation, kerr.PolicyViolation},

@@ -2,6 +2,7 @@ package fs
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"sync"
 	"syscall"
@@ -91,14 +92,20 @@ func (n *rootNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) 
 	return listDir(rootIno, rootIno, es), 0
 }
 
-// Mkdir creates a topic with the default partition count. Kafka's name
-// rules apply (EINVAL otherwise); the mode is ignored.
+// Mkdir creates a topic with the default partition count. The rules for
+// a new topic's name apply (logstore.CheckNewTopicName: Kafka's, and not
+// __cluster_metadata); a name they refuse is EINVAL, and the daemon log
+// says why (mkdir itself only prints "Invalid argument"). The mode is
+// ignored.
 func (n *rootNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	if len(name) > maxNameLen {
 		return nil, syscall.EINVAL
 	}
 	t, err := n.fs.store.CreateTopic(name, 0, nil)
 	if err != nil {
+		if errors.Is(err, logstore.ErrInvalidName) {
+			n.fs.log.Info("mkdir refused", "name", name, "err", err)
+		}
 		return nil, toErrno(err)
 	}
 	n.fs.log.Info("topic created", "topic", name, "partitions", len(t.Partitions()))

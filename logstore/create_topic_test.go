@@ -1,10 +1,13 @@
 package logstore
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -197,5 +200,83 @@ func TestCreateTopicInterruptedRemovedAtOpen(t *testing.T) {
 	}
 	if doc := readTopicsDoc(t, dir); doc.Topics["big"].Creating {
 		t.Error("a finished creation is still marked creating")
+	}
+}
+
+// TestClusterMetadataTopic: __cluster_metadata, the topic of KRaft's
+// metadata log, is refused as a new topic's name by CreateTopic (the
+// path of mkdir, CreateTopics and auto-creation) with ErrReservedName, an
+// ErrInvalidName; CreateTopic made it, so that the mount served a topic
+// CreateTopics refused. A data directory copied from a KRaft broker holds
+// __cluster_metadata-0: it opens, the directory is not loaded as a topic
+// (as Kafka's log manager skips it) and is left byte for byte as it was,
+// and the log says so. It used to be loaded as a topic, given index files
+// and partition metadata, and subject to retention.
+func TestClusterMetadataTopic(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, nil)
+	for _, check := range []func() error{
+		func() error { _, err := s.CreateTopic(ClusterMetadataTopic, 1, nil); return err },
+		func() error { _, err := s.CheckCreateTopic(ClusterMetadataTopic, nil); return err },
+	} {
+		if err := check(); !errors.Is(err, ErrReservedName) || !errors.Is(err, ErrInvalidName) {
+			t.Errorf("creating %s: %v, want ErrReservedName (an ErrInvalidName)", ClusterMetadataTopic, err)
+		}
+	}
+	// Names beside it are ordinary.
+	if _, err := s.CreateTopic("__cluster_metadata2", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if _, err := os.Stat(filepath.Join(dir, ClusterMetadataTopic+"-0")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a refused creation left %s-0: %v", ClusterMetadataTopic, err)
+	}
+
+	// A KRaft broker's metadata log, as Kafka wrote it.
+	seg, err := os.ReadFile(filepath.Join("record", "testdata", "kraft-metadata-00000000000000000000.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mdir := filepath.Join(dir, ClusterMetadataTopic+"-0")
+	if err := os.Mkdir(mdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(mdir, "00000000000000000000.log"), seg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var logged bytes.Buffer
+	s, err = Open(dir, Options{Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	if err != nil {
+		t.Fatalf("opening a data directory holding KRaft's metadata log: %v", err)
+	}
+	var names []string
+	for _, tp := range s.Topics() {
+		names = append(names, tp.Name())
+	}
+	if len(names) != 1 || names[0] != "__cluster_metadata2" {
+		t.Errorf("topics %q, want __cluster_metadata2 alone", names)
+	}
+	if _, err := s.CreateTopic(ClusterMetadataTopic, 1, nil); !errors.Is(err, ErrReservedName) {
+		t.Errorf("creating %s beside its directory: %v", ClusterMetadataTopic, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logged.String(), "level=WARN") || !strings.Contains(logged.String(), mdir) {
+		t.Errorf("the log does not name the skipped directory %s:\n%s", mdir, logged.String())
+	}
+	ents, err := os.ReadDir(mdir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ents) != 1 || ents[0].Name() != "00000000000000000000.log" {
+		var got []string
+		for _, e := range ents {
+			got = append(got, e.Name())
+		}
+		t.Errorf("%s holds %q after a mount, want the .log alone", mdir, got)
+	}
+	if b, err := os.ReadFile(filepath.Join(mdir, "00000000000000000000.log")); err != nil || !bytes.Equal(b, seg) {
+		t.Errorf("the metadata log changed: %v", err)
 	}
 }

@@ -32,6 +32,9 @@ var (
 	// the producer's last marker (Kafka's TransactionCoordinatorFencedException).
 	ErrCoordinatorFenced = errors.New("transaction coordinator fenced")
 	ErrPolicyViolation   = errors.New("policy violation") // DeleteRecords on a topic without cleanup.policy=delete
+	// A name Kafka keeps for itself (ClusterMetadataTopic): an
+	// ErrInvalidName too, for the doors that have no answer of their own.
+	ErrReservedName = fmt.Errorf("%w: reserved by Kafka", ErrInvalidName)
 )
 
 // CorruptError reports damaged segment data with its file and position. It

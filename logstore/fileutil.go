@@ -333,6 +333,26 @@ func parsePartitionDir(name string) (string, int32, bool) {
 // segmentName is the 20-digit, zero-padded base offset.
 func segmentName(base int64) string { return fmt.Sprintf("%020d", base) }
 
+// ClusterMetadataTopic is the topic of KRaft's metadata log. Kafka's
+// controller never creates it for a client (CreateTopics answers
+// TOPIC_AUTHORIZATION_FAILED) and Kafka's log manager never loads its
+// directory (__cluster_metadata-0, in every KRaft broker's data
+// directory) as a topic's log: the Raft layer owns it.
+const ClusterMetadataTopic = "__cluster_metadata"
+
+// CheckNewTopicName is the rule for the name of a topic to create, the
+// same by every door (mkdir, CreateTopics, auto-creation): Kafka's rules
+// (ValidateTopicName), and not ClusterMetadataTopic (ErrReservedName).
+func CheckNewTopicName(name string) error {
+	if err := ValidateTopicName(name); err != nil {
+		return err
+	}
+	if name == ClusterMetadataTopic {
+		return fmt.Errorf("%w: %q is the name of Kafka's KRaft metadata log, never a client's topic", ErrReservedName, name)
+	}
+	return nil
+}
+
 // ValidateTopicName applies Kafka's rules: [a-zA-Z0-9._-]{1,249}, not "." or "..".
 func ValidateTopicName(name string) error {
 	if name == "" || name == "." || name == ".." || len(name) > 249 {

@@ -291,6 +291,9 @@ type dirScan struct {
 	doc   topicsDoc
 	parts map[string][]int32 // sorted
 	names []string           // topic names, sorted
+	// metadataLog lists the directories of ClusterMetadataTopic, which
+	// are not loaded (see scanDir).
+	metadataLog []string
 }
 
 // scanDir reads dir's topics file and lists its partition directories,
@@ -316,6 +319,15 @@ func scanDir(dir string) (*dirScan, error) {
 		}
 		topic, n, ok := parsePartitionDir(e.Name())
 		if !ok {
+			continue
+		}
+		if topic == ClusterMetadataTopic {
+			// KRaft's metadata log, in a data directory copied from a
+			// Kafka broker (or a topic an older segfs let mkdir make):
+			// skipped as Kafka's log manager skips it. Loaded as a
+			// topic, it was served as one that no door could create,
+			// and retention and recovery rewrote the Raft layer's log.
+			sc.metadataLog = append(sc.metadataLog, e.Name())
 			continue
 		}
 		sc.parts[topic] = append(sc.parts[topic], n)
@@ -373,6 +385,10 @@ func (s *Store) load(scan *dirScan) error {
 	if err != nil {
 		s.log.Warn("unreadable cleaner checkpoint; compaction restarts from the log start", "err", err)
 		cleaner = map[tp]int64{}
+	}
+	for _, name := range scan.metadataLog {
+		s.log.Warn("not loaded: the directory of Kafka's KRaft metadata log, never a topic; left as it is",
+			"dir", filepath.Join(s.dir, name), "topic", ClusterMetadataTopic)
 	}
 	doc := scan.doc
 	if b, err := os.ReadFile(filepath.Join(s.dir, producerIDFile)); err == nil {
@@ -602,7 +618,7 @@ func (s *Store) CheckCreateTopic(name string, overrides map[string]string) (Conf
 // means the default) and returns the overrides to store and the effective
 // config.
 func (s *Store) checkNewTopic(name string, overrides map[string]string) (map[string]string, Config, error) {
-	if err := ValidateTopicName(name); err != nil {
+	if err := CheckNewTopicName(name); err != nil {
 		return nil, Config{}, err
 	}
 	if s.closed.Load() {
