@@ -384,6 +384,7 @@ func mountForeground(c *ucli.Context, dataDir, mp string, ready *os.File) error 
 		level = slog.LevelDebug
 	}
 	logger := slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level}))
+	logFileLimit(logger)
 
 	if err := checkMountpoint(mp, c.App.ErrWriter); err != nil {
 		return err

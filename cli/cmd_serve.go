@@ -80,6 +80,7 @@ func runServe(c *ucli.Context) error {
 		level = slog.LevelDebug
 	}
 	logger := slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level}))
+	logFileLimit(logger)
 
 	opts, err := cleanupOptions(c)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -113,4 +114,76 @@ func TestMkdirTopicFailsCleanly(t *testing.T) {
 	if got := m.ok(`cat "$M/small/0/data"`); got != "kept\n" {
 		t.Fatalf("small/0 reads %q", got)
 	}
+}
+
+// TestMountRaisesFileLimit: the daemon lifts its RLIMIT_NOFILE, which
+// bounds the partitions it can serve (about three descriptors each): the
+// soft limit to the hard one, and with CAP_SYS_RESOURCE (root's, unless a
+// container withholds it) the hard limit too, to fs.nr_open, at most
+// 1,048,576. Only the soft limit used to be raised: under this machine's
+// hard limit of 20,000, CreateTopics answered "too many open files" near
+// 6,000 partitions. With --debug the daemon logs what it set.
+func TestMountRaisesFileLimit(t *testing.T) {
+	mntRequireFuse(t)
+	if os.Geteuid() != 0 {
+		t.Skip("the hard file limit is raised only with CAP_SYS_RESOURCE, and this test runs as a user without it (not root)")
+	}
+	base := t.TempDir()
+	const soft, hard = 1000, 4000 // inherited: below any limit segfs leaves
+	m := &mnt{t: t, data: filepath.Join(base, "data"), dir: filepath.Join(base, "mnt"), inheritNofile: [2]int{soft, hard}}
+	if err := os.Mkdir(m.dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m.mount("--debug")
+	got := procNofile(t, m.pid)
+	if log := m.daemonLog(); !strings.Contains(log, "file limit (RLIMIT_NOFILE)") || !strings.Contains(log, fmt.Sprintf("soft=%d hard=%d", got[0], got[1])) {
+		t.Errorf("the daemon's --debug log does not say what file limit it set (%d/%d):\n%s", got[0], got[1], log)
+	}
+	if got[0] != got[1] || got[1] < hard {
+		t.Fatalf("daemon's Max open files: soft %d, hard %d; started with %d/%d, want the soft limit raised to the hard one", got[0], got[1], soft, hard)
+	}
+	if !hasCapSysResource(t) {
+		if got[1] != hard {
+			t.Fatalf("daemon's hard limit %d without CAP_SYS_RESOURCE, want the %d it started with", got[1], hard)
+		}
+		t.Skipf("root here lacks CAP_SYS_RESOURCE (a container's choice): the daemon kept the hard limit %d, as it must, so raising it is not tested; the soft limit went from %d to %d", hard, soft, got[0])
+	}
+	b, err := os.ReadFile("/proc/sys/fs/nr_open")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = min(want, 1<<20)
+	if got[0] != want || got[1] != want {
+		t.Fatalf("daemon's Max open files: soft %d, hard %d; started with %d/%d, want both raised to %d (fs.nr_open, at most 1048576)", got[0], got[1], soft, hard, want)
+	}
+}
+
+// procNofile is the "Max open files" (soft, hard) of process pid.
+func procNofile(t *testing.T, pid int) [2]uint64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(l, "Max open files"); ok {
+			f := strings.Fields(rest)
+			if len(f) < 2 {
+				break
+			}
+			var lim [2]uint64
+			for i := range lim {
+				if lim[i], err = strconv.ParseUint(f[i], 10, 64); err != nil {
+					t.Fatalf("/proc/%d/limits: %q: %v", pid, l, err)
+				}
+			}
+			return lim
+		}
+	}
+	t.Fatalf("no Max open files in /proc/%d/limits:\n%s", pid, b)
+	return [2]uint64{}
 }

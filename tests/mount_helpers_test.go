@@ -34,9 +34,13 @@ type mnt struct {
 	data string // data directory
 	dir  string // mountpoint
 	pid  int    // daemon
-	// nofile, when set, is the daemon's RLIMIT_NOFILE, soft and hard (so
-	// the daemon cannot raise it).
+	// nofile, when set, is the daemon's RLIMIT_NOFILE, soft and hard, and
+	// the daemon runs without CAP_SYS_RESOURCE, so that it cannot raise
+	// it (as root it raises the hard limit).
 	nofile int
+	// inheritNofile, when set, is the RLIMIT_NOFILE (soft, hard) the
+	// daemon starts with, and may raise.
+	inheritNofile [2]int
 }
 
 // mntNew makes a data dir and a mountpoint and mounts. Extra args go to
@@ -72,8 +76,20 @@ func (m *mnt) mount(extra ...string) string {
 	args := append([]string{"mount"}, extra...)
 	args = append(args, m.data, m.dir)
 	cmd := exec.Command("timeout", append([]string{"-k", "5", "60", segfsBin}, args...)...)
-	if m.nofile > 0 {
+	switch {
+	case m.nofile > 0:
+		if hasCapSysResource(t) {
+			// Out of the bounding set, so out of what root's exec of
+			// segfs is given.
+			if _, err := exec.LookPath("setpriv"); err != nil {
+				t.Skipf("a daemon under a file limit it cannot raise needs setpriv (util-linux) to drop CAP_SYS_RESOURCE: %v", err)
+			}
+			cmd.Args = append([]string{"setpriv", "--bounding-set", "-sys_resource", "--"}, cmd.Args...)
+		}
 		cmd = exec.Command("sh", append([]string{"-c", fmt.Sprintf(`ulimit -n %d && exec "$@"`, m.nofile), "sh"}, cmd.Args...)...)
+	case m.inheritNofile != [2]int{}:
+		cmd = exec.Command("sh", append([]string{"-c", fmt.Sprintf(`ulimit -Sn %d && ulimit -Hn %d && exec "$@"`,
+			m.inheritNofile[0], m.inheritNofile[1]), "sh"}, cmd.Args...)...)
 	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -89,6 +105,28 @@ func (m *mnt) mount(extra ...string) string {
 	pid := m.pid
 	t.Cleanup(func() { m.teardown(pid) })
 	return string(out)
+}
+
+// hasCapSysResource reports whether this process has CAP_SYS_RESOURCE,
+// which raising a hard rlimit takes (root in a container may lack it).
+func hasCapSysResource(t testing.TB) bool {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "CapEff:"); ok {
+			caps, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			if err != nil {
+				t.Fatalf("CapEff %q: %v", v, err)
+			}
+			const capSysResource = 24
+			return caps&(1<<capSysResource) != 0
+		}
+	}
+	t.Fatal("no CapEff in /proc/self/status")
+	return false
 }
 
 func (m *mnt) daemonLog() string {
