@@ -27,7 +27,6 @@ var (
 	_ gofs.NodeMkdirer   = (*rootNode)(nil)
 	_ gofs.NodeGetattrer = (*rootNode)(nil)
 	_ gofs.NodeSetattrer = (*rootNode)(nil)
-	_ gofs.NodeStatfser  = (*rootNode)(nil)
 	_ gofs.NodeUnlinker  = (*rootNode)(nil)
 	_ gofs.NodeRmdirer   = (*rootNode)(nil)
 	_ gofs.NodeRenamer   = (*rootNode)(nil)
@@ -48,15 +47,8 @@ func (n *rootNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetA
 	return dirSetattr(n.fs, modeRoot, n.fs.store.TopicCount(), n.fs.store.TopicsModTime(), in, out)
 }
 
-// Statfs reports the data directory's filesystem, so df shows the space
-// appends can still use.
 func (n *rootNode) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(n.fs.store.Dir(), &st); err != nil {
-		return toErrno(err)
-	}
-	out.FromStatfsT(&st)
-	return 0
+	return n.fs.statfs(out)
 }
 
 // testLookupHook, when set by a test, runs at the start of every root
