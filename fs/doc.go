@@ -164,7 +164,10 @@
 // tick): direct reads are not limited by the kernel's size, so a cached
 // size could lag what a read returned, a cached read refreshes the size
 // first and so reads what an append just acknowledged, and growth by other
-// paths reaches the kernel only by notification. Negative entries are not cached, because
+// paths reaches the kernel only by notification. status and config are not
+// cached either (their texts change length with appends and config
+// changes, and tar reads st_size bytes), and an open one's fstat reports
+// the length of the text its reads return (snapshotSize). Negative entries are not cached, because
 // offset/N and time/T become valid later. time/T symlinks are cached by the
 // kernel: a link node's target never changes (its Gen is the target), and a
 // link to the log end (no record at or after T yet) has a 1 ns entry

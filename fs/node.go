@@ -276,6 +276,18 @@ type snapshotHandle struct {
 	data []byte
 }
 
+// snapshotSize is the size the GETATTR of status or config reports: that
+// of the text an open file reads (its snapshot) when it comes with one,
+// which is fstat, else that of the current text. An fstat that reported the
+// current text's length disagreed with the reads of the same descriptor
+// once the text had changed since the open.
+func snapshotSize(f gofs.FileHandle, text []byte) int64 {
+	if h, ok := f.(*snapshotHandle); ok {
+		return int64(len(h.data))
+	}
+	return int64(len(text))
+}
+
 func (h *snapshotHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	if off >= int64(len(h.data)) {
 		return fuse.ReadResultData(nil), 0

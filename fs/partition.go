@@ -80,7 +80,8 @@ func (n *partNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 		return n.NewInode(ctx, node, gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: ino}), 0
 	case "status":
 		s := &statusNode{fs: n.fs, part: n.part, changed: n.fs.changeTimeFor(ino)}
-		s.attr(&out.Attr)
+		s.attr(&out.Attr, nil)
+		out.SetAttrTimeout(textAttrTimeout)
 		return n.NewInode(ctx, s, gofs.StableAttr{Mode: syscall.S_IFREG, Ino: ino}), 0
 	}
 	return nil, syscall.ENOENT
@@ -235,13 +236,20 @@ func renderStatus(s logstore.Status) []byte {
 		s.FirstTimestamp, s.LastTimestamp, s.ActiveSegmentBaseOffset, s.RecoveryPoint)
 }
 
-func (n *statusNode) attr(a *fuse.Attr) {
+func (n *statusNode) attr(a *fuse.Attr, f gofs.FileHandle) {
 	text := renderStatus(n.part.Status())
-	n.fs.setAttr(a, modeReadOnly, int64(len(text)), n.changed.of(text))
+	n.fs.setAttr(a, modeReadOnly, snapshotSize(f, text), n.changed.of(text))
 }
 
+// Getattr: the size is not cached (textAttrTimeout), as config's is not.
+// Every append changes the text, often its length (the timestamps of an
+// empty partition, one more digit of an offset or a size, from the fetch
+// server too), and a cached size shorter than the text made `tar`, which
+// reads st_size bytes, archive status cut in the middle of a line for up
+// to a second.
 func (n *statusNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	n.attr(&out.Attr)
+	n.attr(&out.Attr, f)
+	out.SetTimeout(textAttrTimeout)
 	return 0
 }
 
@@ -249,7 +257,8 @@ func (n *statusNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.Se
 	if errno := readOnlySetattr(in); errno != 0 {
 		return errno
 	}
-	n.attr(&out.Attr)
+	n.attr(&out.Attr, f)
+	out.SetTimeout(textAttrTimeout)
 	return 0
 }
 

@@ -150,7 +150,7 @@ func (n *topicNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 	if name == "config" {
 		ino := inoFor(n.topic.Name(), "config")
 		c := &configNode{fs: n.fs, topic: n.topic, changed: n.fs.changeTimeFor(ino)}
-		c.attr(&out.Attr)
+		c.attr(&out.Attr, nil)
 		out.SetAttrTimeout(textAttrTimeout)
 		return n.NewInode(ctx, c, gofs.StableAttr{Mode: syscall.S_IFREG, Ino: ino}), 0
 	}
@@ -217,9 +217,9 @@ var (
 	_ gofs.NodeFsyncer   = (*configNode)(nil)
 )
 
-func (n *configNode) attr(a *fuse.Attr) {
+func (n *configNode) attr(a *fuse.Attr, f gofs.FileHandle) {
 	text := n.topic.Config().Text()
-	n.fs.setAttr(a, modeConfig, int64(len(text)), n.changed.of(text))
+	n.fs.setAttr(a, modeConfig, snapshotSize(f, text), n.changed.of(text))
 }
 
 // Getattr: the size is not cached (textAttrTimeout). The config also
@@ -228,7 +228,7 @@ func (n *configNode) attr(a *fuse.Attr) {
 // file report "binary file matches" for up to a second: reads bypass the
 // page cache and return the shorter text, which grep took for a hole.
 func (n *configNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	n.attr(&out.Attr)
+	n.attr(&out.Attr, f)
 	out.SetTimeout(textAttrTimeout)
 	return 0
 }
@@ -241,7 +241,7 @@ func (n *configNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.Se
 	if size && in.Size != 0 && int64(in.Size) != int64(len(n.topic.Config().Text())) {
 		return syscall.EPERM
 	}
-	n.attr(&out.Attr)
+	n.attr(&out.Attr, f)
 	out.SetTimeout(textAttrTimeout)
 	return 0
 }
