@@ -756,6 +756,19 @@ func (h *dataHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Rea
 	return readView(h.view, dest, off)
 }
 
+// Lseek answers SEEK_DATA and SEEK_HOLE (seekText) from the size fstat
+// reports: the view's for O_RDWR, the current text's for a writer.
+func (h *dataHandle) Lseek(ctx context.Context, off uint64, whence uint32) (uint64, syscall.Errno) {
+	if h.view != nil {
+		return seekText(off, whence, h.view.Size())
+	}
+	size, errno := h.node.size()
+	if errno != 0 {
+		return 0, errno
+	}
+	return seekText(off, whence, size)
+}
+
 // commitPartial appends the unfinished last line, if any, as a record.
 // The caller holds the gate (either side).
 func (h *dataHandle) commitPartial() {

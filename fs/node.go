@@ -12,6 +12,7 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 
 	"github.com/segfs/segfs/logstore"
 )
@@ -293,4 +294,32 @@ func (h *snapshotHandle) Read(ctx context.Context, dest []byte, off int64) (fuse
 		return fuse.ReadResultData(nil), 0
 	}
 	return fuse.ReadResultData(h.data[off:min(int64(len(h.data)), off+int64(len(dest)))]), 0
+}
+
+// Lseek answers SEEK_DATA and SEEK_HOLE for the snapshot (seekText).
+func (h *snapshotHandle) Lseek(ctx context.Context, off uint64, whence uint32) (uint64, syscall.Errno) {
+	return seekText(off, whence, int64(len(h.data)))
+}
+
+// seekText answers lseek's SEEK_DATA and SEEK_HOLE (the kernel answers the
+// other whences itself) for an open text of size bytes, which has no
+// holes: SEEK_DATA is the offset itself, SEEK_HOLE the end, and both are
+// ENXIO at or past the end, as Linux's generic_file_llseek answers. Handles
+// answer from their own text; go-fuse's fallback asked for the node's
+// attributes without the handle, which a data node of a gone generation
+// answers ESTALE (and whose size is then another generation's), and it
+// put SEEK_HOLE at the end where Linux says ENXIO.
+func seekText(off uint64, whence uint32, size int64) (uint64, syscall.Errno) {
+	switch whence {
+	case unix.SEEK_DATA, unix.SEEK_HOLE:
+	default:
+		return 0, syscall.EINVAL
+	}
+	if off >= uint64(size) {
+		return 0, syscall.ENXIO
+	}
+	if whence == unix.SEEK_HOLE {
+		return uint64(size), 0
+	}
+	return off, 0
 }

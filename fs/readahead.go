@@ -284,6 +284,12 @@ func (h *readHandle) startFill(off int64) {
 	}()
 }
 
+// Lseek answers SEEK_DATA and SEEK_HOLE from the handle's own view
+// (seekText), as fstat does.
+func (h *readHandle) Lseek(ctx context.Context, off uint64, whence uint32) (uint64, syscall.Errno) {
+	return seekText(off, whence, h.view.Size())
+}
+
 // Release waits for a window still rendering before the view can be
 // closed.
 func (h *readHandle) Release(ctx context.Context) syscall.Errno {
