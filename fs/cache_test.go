@@ -293,8 +293,10 @@ func TestMain(m *testing.M) {
 // eofReader is the reader process of TestDataPageCacheEOFRace (the daemon
 // must not read its own mount): spec is PATH,OUT. It opens PATH (through
 // the page cache: no writer has it open yet), preads at its end as fast as
-// it can for two seconds, failing on a NUL, and writes what it read to
-// OUT. It returns the exit status.
+// it can until OUT.stop exists (the writers are done), failing on a NUL,
+// and writes what it read to OUT. It returns the exit status. A fixed
+// window of its own could close before the writers, started after it,
+// wrote a line: on a loaded machine it did.
 func eofReader(spec string) int {
 	path, out, _ := strings.Cut(spec, ",")
 	f, err := os.Open(path)
@@ -306,8 +308,18 @@ func eofReader(spec string) int {
 	os.WriteFile(out+".ready", nil, 0o644)
 	var all []byte
 	buf := make([]byte, 64<<10)
-	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); {
+	// After the stop, it reads on to the end (two empty reads: the first
+	// read after growth can still see the old size, fs/doc.go "Caching").
+	stopped, empty := false, 0
+	for i, limit := 0, time.Now().Add(5*time.Minute); time.Now().Before(limit) && empty < 2; i++ {
+		if !stopped && i%64 == 0 {
+			_, err := os.Stat(out + ".stop")
+			stopped = err == nil
+		}
 		n, err := f.ReadAt(buf, int64(len(all)))
+		if stopped && n == 0 {
+			empty++
+		}
 		if i := bytes.IndexByte(buf[:n], 0); i >= 0 {
 			fmt.Fprintf(os.Stderr, "NUL at byte %d of the text (a read of %d bytes at %d)\n", len(all)+i, n, len(all))
 			return 1
@@ -384,6 +396,11 @@ func TestDataPageCacheEOFRace(t *testing.T) {
 		}
 	}()
 	wg.Wait()
+	for _, o := range outs {
+		if err := os.WriteFile(o+".stop", nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for i, cmd := range readers {
 		if err := cmd.Wait(); err != nil {
 			t.Fatalf("reader %d: %v", i, err)
