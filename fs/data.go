@@ -20,13 +20,14 @@ import (
 // "Generations" for why a node never changes generation.
 type textNode struct {
 	gofs.Inode
-	fs     *fsys
-	part   *logstore.Partition
-	parent *gofs.Inode // the directory holding it, for NotifyEntry
-	name   string      // its name there
-	from   int64       // offset/N: N (data views start at the log start)
-	gen    uint64      // partition generation of this node
-	isData bool
+	lockable // one table for every generation and incarnation (locks.go)
+	fs       *fsys
+	part     *logstore.Partition
+	parent   *gofs.Inode // the directory holding it, for NotifyEntry
+	name     string      // its name there
+	from     int64       // offset/N: N (data views start at the log start)
+	gen      uint64      // partition generation of this node
+	isData   bool
 
 	mu         sync.Mutex
 	view       *logstore.TextView // shared by open handles; data nodes keep it
@@ -70,6 +71,7 @@ var (
 	_ gofs.NodeFsyncer     = (*textNode)(nil)
 	_ gofs.NodeFlusher     = (*textNode)(nil)
 	_ gofs.NodeOnForgetter = (*textNode)(nil)
+	_ gofs.NodeSetlkwer    = (*textNode)(nil)
 )
 
 // textAttrTimeout is the attribute timeout of data and offset/N: sizes are
@@ -232,7 +234,7 @@ func lookupText(ctx context.Context, f *fsys, parent *gofs.Inode, p *logstore.Pa
 			f.lookupViews.put(n, v)
 		}
 	}
-	n := &textNode{fs: f, part: p, parent: parent, name: name, from: v.From(), gen: v.Generation(), isData: isData}
+	n := &textNode{lockable: lockable{f.locks, ino}, fs: f, part: p, parent: parent, name: name, from: v.From(), gen: v.Generation(), isData: isData}
 	if !isData {
 		n.from = off
 	}
@@ -531,7 +533,8 @@ func explicitTimes(in *fuse.SetAttrIn) bool {
 		in.Valid&(fuse.FATTR_MTIME|fuse.FATTR_MTIME_NOW) == fuse.FATTR_MTIME
 }
 
-// Flush pushes nothing: no handle of data or offset/N holds anything for
+// Flush releases the closing process's POSIX locks on the file (locks.go).
+// Otherwise it pushes nothing: no handle of data or offset/N holds anything for
 // close to push (a WRITE is answered once its lines are appended; an
 // unfinished line waits for RELEASE). It reports, though, an unfinished
 // line that RELEASE will not be able to store (dataHandle.flush). It must
@@ -540,6 +543,7 @@ func explicitTimes(in *fuse.SetAttrIn) bool {
 // (fc->no_flush), and config reports an invalid unfinished line at
 // close(2) from its FLUSH.
 func (n *textNode) Flush(ctx context.Context, f gofs.FileHandle) syscall.Errno {
+	n.flushLocks(ctx)
 	if h, ok := f.(*dataHandle); ok {
 		return h.flush()
 	}

@@ -180,10 +180,19 @@
 // lookup of offset/N leaves the view it opened for the open that follows
 // (lookupViews: at most a few, for at most 100 ms).
 //
+// # Locks
+//
+// flock and fcntl locks are kept by the daemon, one table per st_ino, so
+// that every generation and incarnation of data (each a kernel inode of
+// its own, with the same st_ino) shares them: the kernel keeps locks per
+// kernel inode, and a lock stopped excluding anyone once a writer had
+// appended behind its holder (locks.go).
+//
 // # Interrupts
 //
 // WRITE does not honour INTERRUPT: an append takes microseconds, and an
 // EINTR after the lines were committed would make a writer repeat them.
+// A waiting SETLKW does: it ends with EINTR (locks.go).
 //
 // # Concurrency
 //

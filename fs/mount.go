@@ -104,8 +104,12 @@ func Mount(store *logstore.Store, mountpoint string, opts Options) (*Server, err
 			Options:       []string{"default_permissions"},
 			// Safe: a time/T node's link text never changes.
 			EnableSymlinkCaching: true,
-			Debug:                opts.Debug,
-			Logger:               fuseLog,
+			// flock and fcntl locks are kept by the daemon, one table
+			// per st_ino: the kernel keeps them per kernel inode, and
+			// data is several of those at once (locks.go).
+			EnableLocks: true,
+			Debug:       opts.Debug,
+			Logger:      fuseLog,
 			PanicHandler: func(v any) fuse.Status {
 				lg.Error("panic in FUSE handler; answered EIO", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 				return fuse.EIO
@@ -123,8 +127,14 @@ func Mount(store *logstore.Store, mountpoint string, opts Options) (*Server, err
 			// would tell them apart (TestMountMmap).
 		},
 	}
-	srv, err := gofs.Mount(mp, root, mopts)
+	// gofs.Mount, with lockingFS around the node filesystem.
+	raw := &lockingFS{RawFileSystem: gofs.NewNodeFS(root, mopts), locks: f.locks}
+	srv, err := fuse.NewServer(raw, mp, &mopts.MountOptions)
 	if err != nil {
+		return nil, fmt.Errorf("mount %s: %w", mp, err)
+	}
+	go srv.Serve()
+	if err := srv.WaitMount(); err != nil {
 		return nil, fmt.Errorf("mount %s: %w", mp, err)
 	}
 	s := &Server{fs: f, root: root, srv: srv, mountpoint: mp, done: make(chan struct{}), detached: make(chan struct{})}

@@ -65,6 +65,8 @@ type fsys struct {
 	retryNotes   atomic.Uint64 // mayWrite calls, to sweep retries now and then
 
 	changed sync.Map // status and config st_ino → *changeTime, which outlives their nodes
+
+	locks *lockSet // flock and POSIX locks, per st_ino (locks.go)
 }
 
 // changeTimeFor returns the change time of the status or config file with
@@ -102,6 +104,7 @@ func newFsys(store *logstore.Store, log *slog.Logger) *fsys {
 		notify:  newNotifier(log),
 		writers: make(map[*dataHandle]struct{}),
 		closers: closers{log: log},
+		locks:   newLockSet(),
 	}
 }
 

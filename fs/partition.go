@@ -79,7 +79,7 @@ func (n *partNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 		}
 		return n.NewInode(ctx, node, gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: ino}), 0
 	case "status":
-		s := &statusNode{fs: n.fs, part: n.part, changed: n.fs.changeTimeFor(ino)}
+		s := &statusNode{lockable: lockable{n.fs.locks, ino}, fs: n.fs, part: n.part, changed: n.fs.changeTimeFor(ino)}
 		s.attr(&out.Attr, nil)
 		out.SetAttrTimeout(textAttrTimeout)
 		return n.NewInode(ctx, s, gofs.StableAttr{Mode: syscall.S_IFREG, Ino: ino}), 0
@@ -219,6 +219,7 @@ func (l *timeLink) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetA
 // statusNode is N/status.
 type statusNode struct {
 	gofs.Inode
+	lockable
 	fs      *fsys
 	part    *logstore.Partition
 	changed *changeTime // fsys.changeTimeFor
@@ -227,6 +228,8 @@ type statusNode struct {
 var (
 	_ gofs.NodeOpener    = (*statusNode)(nil)
 	_ gofs.NodeGetattrer = (*statusNode)(nil)
+	_ gofs.NodeFlusher   = (*statusNode)(nil)
+	_ gofs.NodeSetlkwer  = (*statusNode)(nil)
 )
 
 func renderStatus(s logstore.Status) []byte {
@@ -273,6 +276,12 @@ func (n *statusNode) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32)
 	return 0
 }
 
+// Flush releases the closing process's POSIX locks (locks.go).
+func (n *statusNode) Flush(ctx context.Context, f gofs.FileHandle) syscall.Errno {
+	n.flushLocks(ctx)
+	return 0
+}
+
 // segDir is N/segments/: the raw Kafka files, read-only.
 type segDir struct{ virtDir }
 
@@ -290,12 +299,13 @@ func (n *segDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*
 	if !ok {
 		return nil, syscall.ENOENT
 	}
-	f := &segFile{fs: n.fs, part: n.part, name: name}
+	ino := inoFor(n.topic, n.num, "segments", name)
+	f := &segFile{lockable: lockable{n.fs.locks, ino}, fs: n.fs, part: n.part, name: name}
 	n.fs.setAttr(&out.Attr, modeReadOnly, size, f.mtime())
 	// Compaction replaces a file under the same name in a new
 	// generation: a new inode then.
 	return n.NewInode(ctx, f, gofs.StableAttr{Mode: syscall.S_IFREG,
-		Ino: inoFor(n.topic, n.num, "segments", name), Gen: n.part.Generation() + 1}), 0
+		Ino: ino, Gen: n.part.Generation() + 1}), 0
 }
 
 func segFileSize(p *logstore.Partition, name string) (int64, bool) {
@@ -311,6 +321,7 @@ func segFileSize(p *logstore.Partition, name string) (int64, bool) {
 // descriptor at explicit offsets (zero-copy splice where the kernel can).
 type segFile struct {
 	gofs.Inode
+	lockable
 	fs   *fsys
 	part *logstore.Partition
 	name string
@@ -319,6 +330,8 @@ type segFile struct {
 var (
 	_ gofs.NodeOpener    = (*segFile)(nil)
 	_ gofs.NodeGetattrer = (*segFile)(nil)
+	_ gofs.NodeFlusher   = (*segFile)(nil)
+	_ gofs.NodeSetlkwer  = (*segFile)(nil)
 )
 
 func (n *segFile) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
@@ -356,6 +369,12 @@ func (n *segFile) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAt
 }
 
 func (n *segFile) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) syscall.Errno {
+	return 0
+}
+
+// Flush releases the closing process's POSIX locks (locks.go).
+func (n *segFile) Flush(ctx context.Context, f gofs.FileHandle) syscall.Errno {
+	n.flushLocks(ctx)
 	return 0
 }
 

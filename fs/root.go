@@ -149,7 +149,7 @@ func topicModTime(t *logstore.Topic) time.Time {
 func (n *topicNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	if name == "config" {
 		ino := inoFor(n.topic.Name(), "config")
-		c := &configNode{fs: n.fs, topic: n.topic, changed: n.fs.changeTimeFor(ino)}
+		c := &configNode{lockable: lockable{n.fs.locks, ino}, fs: n.fs, topic: n.topic, changed: n.fs.changeTimeFor(ino)}
 		c.attr(&out.Attr, nil)
 		out.SetAttrTimeout(textAttrTimeout)
 		return n.NewInode(ctx, c, gofs.StableAttr{Mode: syscall.S_IFREG, Ino: ino}), 0
@@ -205,6 +205,7 @@ func (n *topicNode) Mkdir(ctx context.Context, name string, mode uint32, out *fu
 // accepted and means nothing: only the written keys change.
 type configNode struct {
 	gofs.Inode
+	lockable
 	fs      *fsys
 	topic   *logstore.Topic
 	changed *changeTime // fsys.changeTimeFor
@@ -215,6 +216,8 @@ var (
 	_ gofs.NodeGetattrer = (*configNode)(nil)
 	_ gofs.NodeSetattrer = (*configNode)(nil)
 	_ gofs.NodeFsyncer   = (*configNode)(nil)
+	_ gofs.NodeFlusher   = (*configNode)(nil)
+	_ gofs.NodeSetlkwer  = (*configNode)(nil)
 )
 
 func (n *configNode) attr(a *fuse.Attr, f gofs.FileHandle) {
@@ -248,6 +251,17 @@ func (n *configNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.Se
 
 func (n *configNode) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) syscall.Errno {
 	return 0 // SetConfig persists before it returns
+}
+
+// Flush releases the closing process's POSIX locks (locks.go), then
+// applies a writer's unfinished last line (configHandle.Flush): go-fuse
+// calls the node's Flush instead of the handle's.
+func (n *configNode) Flush(ctx context.Context, f gofs.FileHandle) syscall.Errno {
+	n.flushLocks(ctx)
+	if h, ok := f.(*configHandle); ok {
+		return h.Flush(ctx)
+	}
+	return 0
 }
 
 func (n *configNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
