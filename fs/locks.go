@@ -548,6 +548,13 @@ func (s *lockSet) closed(fh uint64) {
 // release drops the locks taken through the description fh, whose last
 // descriptor closed: its flock, and its OFD locks.
 func (s *lockSet) release(fh uint64) {
+	// Every close sends a RELEASE: without a lock taken through any
+	// description (fhs counts them), it has nothing to drop. A lock is
+	// taken through fh only in a request on an open fh, which RELEASE
+	// cannot overtake.
+	if s.fhs.Load() == 0 {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	inos, ok := s.byFh[fh]
