@@ -37,6 +37,10 @@ type textNode struct {
 	registered bool // with the notifier
 
 	staleNotified atomic.Bool // the notifier invalidated our dentry
+	// attrsOut: data only, a reply since the last invalidation gave the
+	// kernel attributes it may still hold (report), so an append through
+	// another inode of the file must invalidate them (invalidateOthers).
+	attrsOut atomic.Bool
 
 	// The page cache of data (see doc.go, "Caching"). pubMu serializes
 	// raising pub with the invalidation that must come first; it is taken
@@ -695,6 +699,17 @@ func (h *dataHandle) maxLine() int {
 // unfinished tail. It answers after the lines are in the segment file.
 func (h *dataHandle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
 	f := h.node.fs
+	// Once lines are appended, and before the reply (deferred first, so
+	// it runs after the locks below are released), the other kernel
+	// inodes of this file must forget their size: a reader that fstat's
+	// its descriptor after this write() returned must see the lines
+	// (invalidateOthers).
+	grew := false
+	defer func() {
+		if grew {
+			f.notify.invalidateOthers(h.node)
+		}
+	}()
 	// Lines follow the unfinished line another handle's close(2) ended.
 	// A FLUSH of this handle was a dup's close, since it writes again.
 	f.closers.await(h.node.part, h)
@@ -742,6 +757,7 @@ func (h *dataHandle) Write(ctx context.Context, data []byte, off int64) (uint32,
 		}
 	}
 	h.asm.commit(head, lines, keep)
+	grew = head != nil || lines != nil
 	return uint32(n), 0
 }
 
@@ -934,6 +950,9 @@ func (n *textNode) report(size int64) int64 {
 	if !n.isData {
 		return size
 	}
+	if !n.attrsOut.Load() {
+		n.attrsOut.Store(true)
+	}
 	n.pubMu.Lock()
 	defer n.pubMu.Unlock()
 	if size <= n.pub {
@@ -965,6 +984,23 @@ func (n *textNode) report(size int64) int64 {
 	}
 	n.pub = size
 	return size
+}
+
+// toldCurrent reports whether the last size this data node reported to the
+// kernel (report) is its view's size now, which the notifier then need
+// not announce. A node without a view reports the size of a view it
+// opens on demand: not known here.
+func (n *textNode) toldCurrent() bool {
+	n.mu.Lock()
+	v := n.view
+	n.mu.Unlock()
+	if v == nil {
+		return false
+	}
+	size := v.Size() // 0 once closed (forgotten): nothing to tell
+	n.pubMu.Lock()
+	defer n.pubMu.Unlock()
+	return n.pub >= size
 }
 
 // zeroFillBelow reports whether zeroFill z (1 + position, 0 for none)

@@ -158,7 +158,16 @@
 // one goroutine per watched partition waits on Partition.Changed and
 // sends attribute-only NotifyContent(-1, 0), coalesced to at most one
 // round per 50 ms, holding no lock and never from inside a callback
-// (FUSE-NOTES §2.3); the GETATTR that follows does rule (1). Entry and
+// (FUSE-NOTES §2.3); the GETATTR that follows does rule (1). A round
+// skips a data node whose last reported size is its view's size now: an
+// invalidation then only made the kernel discard the attributes of a
+// GETATTR in flight, and the read(2) behind it saw the old size. An
+// append through the mount does not wait for a round: before its WRITE
+// is answered, the attributes of the file's other kernel inodes (older
+// generations, the node cached readers keep) are invalidated, where a
+// reply gave some since (invalidateOthers; attribute-only, which
+// FUSE-NOTES measured safe from inside Write), so that a read after the
+// write(2) returned sees its lines. Entry and
 // attribute timeouts are 1 s, except data and offset/N, whose attributes
 // are not cached (1 ns, which the kernel keeps for the rest of its clock
 // tick): direct reads are not limited by the kernel's size, so a cached

@@ -50,6 +50,9 @@ type watch struct {
 	// daemon's CPU in a lookup loop.
 	fresh []*textNode
 	kick  chan struct{}
+	// data are the watched nodes of data (every generation and
+	// incarnation): few, where offset/N nodes can be thousands.
+	data map[*textNode]struct{}
 }
 
 // add watches n. The partition's goroutine starts with its first node and
@@ -62,7 +65,7 @@ func (w *notifier) add(n *textNode) {
 	}
 	wt, ok := w.watches[n.part]
 	if !ok {
-		wt = &watch{nodes: make(map[*textNode]struct{}), kick: make(chan struct{}, 1)}
+		wt = &watch{nodes: make(map[*textNode]struct{}), kick: make(chan struct{}, 1), data: make(map[*textNode]struct{})}
 		w.watches[n.part] = wt
 		w.wg.Add(1)
 		go w.run(n.part, wt.kick)
@@ -70,6 +73,9 @@ func (w *notifier) add(n *textNode) {
 	if _, ok := wt.nodes[n]; !ok {
 		wt.nodes[n] = struct{}{}
 		wt.fresh = append(wt.fresh, n)
+		if n.isData {
+			wt.data[n] = struct{}{}
+		}
 	}
 	select {
 	case wt.kick <- struct{}{}:
@@ -82,6 +88,43 @@ func (w *notifier) remove(n *textNode) {
 	defer w.mu.Unlock()
 	if wt := w.watches[n.part]; wt != nil {
 		delete(wt.nodes, n)
+		delete(wt.data, n)
+	}
+}
+
+// invalidateOthers invalidates the attributes of every other data node of
+// n's partition that gave the kernel attributes since it was last
+// invalidated, after an append through n. The kernel updates the size of
+// the inode a WRITE went through itself, but a reader's descriptor can be
+// another inode of the same file (an older generation, or the node cached
+// readers keep when a writer gets a new one), whose 1 ns attributes the
+// kernel keeps until its next clock tick, and the rounds above come up to
+// notifyInterval later: `echo x >> data; cat <&3` printed nothing about a
+// third of the time. Sent from the WRITE, before its reply, holding no
+// lock: an attribute invalidation does no page work, so it waits for no
+// request (FUSE-NOTES §2.3 measured it from inside Write without a hang;
+// page invalidations there hang). A WRITE costs a map walk over the few
+// data nodes, and an invalidation only after a reply gave attributes: a
+// `tail -f` polling once a second costs one a second.
+func (w *notifier) invalidateOthers(n *textNode) {
+	// A GETATTR that was in flight during the append may lose its
+	// attributes to this: its read(2) was not after the write.
+	var buf [4]*textNode
+	ns := buf[:0]
+	w.mu.Lock()
+	if wt := w.watches[n.part]; wt != nil {
+		for d := range wt.data {
+			if d != n && d.attrsOut.Load() {
+				ns = append(ns, d)
+			}
+		}
+	}
+	w.mu.Unlock()
+	for _, d := range ns {
+		if d.attrsOut.CompareAndSwap(true, false) {
+			// ENOENT for a node the kernel forgot: fine.
+			d.NotifyContent(-1, 0)
+		}
 	}
 }
 
@@ -141,7 +184,15 @@ func (w *notifier) run(p *logstore.Partition, kick <-chan struct{}) {
 		gen := p.Generation()
 		for _, n := range w.snapshot(p, all) {
 			// ENOENT for a node the kernel forgot: fine.
-			if errno := n.NotifyContent(-1, 0); errno != 0 {
+			if n.isData && n.toldCurrent() {
+				// The kernel was last told (or is being told) the
+				// size the view has now. An invalidation would only
+				// make it discard the attributes of a GETATTR in
+				// flight, and the read(2) behind that GETATTR would
+				// see the old size: `echo x >> data; cat <&3` printed
+				// nothing when this round came between its two
+				// GETATTRs.
+			} else if errno := n.NotifyContent(-1, 0); errno != 0 {
 				w.log.Debug("notify", "file", n.name, "errno", errno)
 			}
 			if n.gen != gen && n.staleNotified.CompareAndSwap(false, true) {
