@@ -161,7 +161,8 @@ func (s *Server) createTopic(rt *kmsg.CreateTopicsRequestTopic, st *kmsg.CreateT
 		var t *logstore.Topic
 		t, err = s.store.CreateTopic(name, int(n), overrides)
 		if err == nil {
-			cfg, ovr, n, st.TopicID = t.Config(), t.Overrides(), int32(t.PartitionCount()), t.ID()
+			cfg, ovr = t.ConfigSnapshot()
+			n, st.TopicID = int32(t.PartitionCount()), t.ID()
 			s.log.Info("fetch: created topic", "topic", name, "partitions", n, "overrides", ovr)
 		}
 	}

@@ -39,7 +39,7 @@ func handleDescribeConfigs(c *conn, h *reqHeader, r kmsg.Request) error {
 				sr.ErrorCode, sr.ErrorMessage = code, msg
 				break
 			}
-			entries = topicConfigEntries(t.Config(), t.Overrides())
+			entries = topicConfigEntries(t.ConfigSnapshot())
 		case kmsg.ConfigResourceTypeBroker:
 			isDefault, code, msg := brokerResource(rr.ResourceName)
 			if code != 0 {

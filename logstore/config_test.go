@@ -151,3 +151,51 @@ func TestUpdateConfigConcurrentSet(t *testing.T) {
 		t.Fatalf("after reopening: %v", ov)
 	}
 }
+
+// TestConfigSnapshotConsistent: the effective config and the overrides
+// ConfigSnapshot returns are of one moment, while SetConfig sets and
+// resets an override beside it. Read one after the other (as
+// DescribeConfigs did), an override could show with its old value.
+func TestConfigSnapshotConsistent(t *testing.T) {
+	s := openStore(t, t.TempDir(), newClock())
+	defer s.Close()
+	tp, err := s.CreateTopic("snap", 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	errc := make(chan error, 1)
+	go func() {
+		defer close(done)
+		for i := 0; i < 300; i++ {
+			v := "3600000"
+			if i%2 == 1 {
+				v = ""
+			}
+			if err := tp.SetConfig(map[string]string{"retention.ms": v}); err != nil {
+				errc <- err
+				return
+			}
+		}
+	}()
+	for checks := 0; ; checks++ {
+		select {
+		case <-done:
+			select {
+			case err := <-errc:
+				t.Fatal(err)
+			default:
+			}
+			if checks == 0 {
+				t.Fatal("no snapshot was taken while SetConfig ran")
+			}
+			return
+		default:
+		}
+		cfg, ovr := tp.ConfigSnapshot()
+		_, set := ovr["retention.ms"]
+		if set != (cfg.RetentionMs == 3600000) {
+			t.Fatalf("override set %v with retention.ms %d in one snapshot", set, cfg.RetentionMs)
+		}
+	}
+}

@@ -71,6 +71,14 @@ func (t *Topic) Overrides() map[string]string {
 	return out
 }
 
+// ConfigSnapshot returns the effective config and the overrides of one
+// moment: read one after the other, a SetConfig between them could show a
+// new override with its old effective value (DescribeConfigs).
+func (t *Topic) ConfigSnapshot() (Config, map[string]string) {
+	cfg, overrides, _ := t.configSnapshot()
+	return cfg, overrides
+}
+
 // SetConfig applies changes atomically: key=value sets an override, an
 // empty value resets the key to its default. Unknown keys or invalid values
 // fail with ErrInvalidConfig and change nothing. Persisted before it returns.
