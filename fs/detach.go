@@ -28,7 +28,7 @@ func (s *Server) Detached() <-chan struct{} { return s.detached }
 // "major:minor") leaves this process's mount table while the connection
 // still answers and nobody called Unmount. It waits for mount table
 // changes with poll(2) on /proc/self/mountinfo (POLLPRI), waking every
-// second to notice Done.
+// second to notice Done and to look at the table again.
 func (s *Server) watchDetach(dev string) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
@@ -42,8 +42,15 @@ func (s *Server) watchDetach(dev string) {
 			return
 		default:
 		}
+		// The table is checked after every wake-up, the 1 s timeout
+		// included: a change once seen is not reported again, so a
+		// check that came too early (the settle below found the
+		// connection not answering for a moment) would otherwise have
+		// been the last. A new mount then waited 30 s for a daemon that
+		// never said it was detached (seen once under load).
 		fds := []unix.PollFd{{Fd: int32(f.Fd()), Events: unix.POLLPRI}}
-		if n, err := unix.Poll(fds, 1000); err != nil || n == 0 || s.stopping.Load() || s.mounted(dev) {
+		unix.Poll(fds, 1000)
+		if s.stopping.Load() || s.mounted(dev) {
 			continue
 		}
 		// Out of the table. A connection a plain umount ended no longer
