@@ -18,6 +18,7 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 )
 
 // readCounter counts the READ requests in go-fuse's debug output.
@@ -442,10 +443,12 @@ func TestWriterRetryAfterStaleGetattr(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	// A cached read: the node keeps its generation's view.
+	// A cached read: the node keeps its generation's view while the
+	// kernel knows it, as it does while the writer's dentry points at it.
 	if b, err := os.ReadFile(data); err != nil || string(b) != "k:v\n" {
 		t.Fatalf("read %q, %v", b, err)
 	}
+	pinNode(t, data)
 	part := m.srv.root.GetChild("w").GetChild("0").Operations().(*partNode)
 	old := part.GetChild("data").Operations().(*textNode)
 	// A new generation (as retention makes one).
@@ -494,6 +497,25 @@ func TestWriterRetryAfterStaleGetattr(t *testing.T) {
 	}
 }
 
+// pinNode keeps the kernel from forgetting the inode path names now, and
+// so keeps the daemon's node of it as the kernel left it, until the test
+// ends: an O_PATH descriptor holds the dentry without opening the file (no
+// OPEN, no handle). The tests that replay a walk call a stale data node's
+// methods themselves, as the kernel does while a dentry still points at
+// it. But the notifier invalidates the dentry of data when the generation
+// moves, the kernel then forgets the node, and a forgotten data node
+// closes its view and from then on serves the current log (usable)
+// instead of answering ESTALE. Unpinned, that FORGET raced the test's own
+// calls and won under load.
+func pinNode(t *testing.T, path string) {
+	t.Helper()
+	fd, err := unix.Open(path, unix.O_PATH, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) }) // before the unmount: cleanups run last first
+}
+
 // TestReaderRetryPassIsTheCallers replays a reader's walk that answered
 // ESTALE while another process looked the file up and opened it, and the
 // generation moved again before the reader's retry reached its GETATTR.
@@ -524,6 +546,7 @@ func TestReaderRetryPassIsTheCallers(t *testing.T) {
 	if b, err := io.ReadAll(rf); err != nil || string(b) != "k:v\n" {
 		t.Fatalf("read %q, %v", b, err)
 	}
+	pinNode(t, data)
 	part := m.srv.root.GetChild("r").GetChild("0").Operations().(*partNode)
 	old := part.GetChild("data").Operations().(*textNode)
 	newGeneration := func(sep string) {
