@@ -166,13 +166,15 @@ func (s *Server) Mountpoint() string { return s.mountpoint }
 func (s *Server) Done() <-chan struct{} { return s.done }
 
 // Wait blocks until the filesystem is no longer served, then stops the
-// notifier and appends the unfinished lines of handles the kernel never
-// released. The store may be closed after it returns.
+// notifier, appends the unfinished lines of handles the kernel never
+// released and closes the read handles it never released. The store may
+// be closed after it returns.
 func (s *Server) Wait() {
 	<-s.done
 	s.fs.stopWrites()
 	s.fs.notify.stop(2 * time.Second)
 	s.fs.lookupViews.closeAll()
+	s.fs.releaseReaders()
 }
 
 // Unmount unmounts cleanly: it refuses new appends (EROFS), lets the ones

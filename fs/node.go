@@ -45,6 +45,7 @@ type fsys struct {
 
 	mu      sync.Mutex
 	writers map[*dataHandle]struct{} // open writable data handles
+	readers map[*readHandle]struct{} // open read handles of data and offset/N
 
 	closers closers // handles whose close left an unfinished line
 
@@ -103,6 +104,7 @@ func newFsys(store *logstore.Store, log *slog.Logger) *fsys {
 		mounted: time.Now(),
 		notify:  newNotifier(log),
 		writers: make(map[*dataHandle]struct{}),
+		readers: make(map[*readHandle]struct{}),
 		closers: closers{log: log},
 		locks:   newLockSet(),
 	}

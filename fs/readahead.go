@@ -130,7 +130,11 @@ type readHandle struct {
 }
 
 func newReadHandle(n *textNode, v *logstore.TextView) *readHandle {
-	return &readHandle{node: n, view: v, next: -1}
+	h := &readHandle{node: n, view: v, next: -1}
+	n.fs.mu.Lock()
+	n.fs.readers[h] = struct{}{}
+	n.fs.mu.Unlock()
+	return h
 }
 
 // drop gives up the handle's reference to w.
@@ -293,6 +297,21 @@ func (h *readHandle) Lseek(ctx context.Context, off uint64, whence uint32) (uint
 // Release waits for a window still rendering before the view can be
 // closed.
 func (h *readHandle) Release(ctx context.Context) syscall.Errno {
+	f := h.node.fs
+	f.mu.Lock()
+	_, open := f.readers[h]
+	delete(f.readers, h)
+	f.mu.Unlock()
+	if open {
+		h.close()
+	}
+	return 0
+}
+
+// close gives back the handle's windows, its place among the cached
+// readers and its reference to the view: on RELEASE, or at the end of the
+// mount for a handle the kernel never released (releaseReaders).
+func (h *readHandle) close() {
 	h.mu.Lock()
 	h.dropAll()
 	h.mu.Unlock()
@@ -302,5 +321,25 @@ func (h *readHandle) Release(ctx context.Context) syscall.Errno {
 		h.node.mu.Unlock()
 	}
 	h.node.release()
-	return 0
+}
+
+// releaseReaders closes the read handles the kernel never released, once
+// it can send no more requests (Server.Wait). The kernel sends RELEASE
+// after close(2) returned, in the background: an unmount right after a
+// close ends the connection with the RELEASE still queued, and the kernel
+// drops it. Left open, such a handle kept its view's segments and its
+// read-ahead windows, charged to readAheadBytes, which is the process's:
+// a daemon or test that mounted again found the budget spent (the fs
+// tests waiting for it to drain timed out).
+func (f *fsys) releaseReaders() {
+	f.mu.Lock()
+	hs := make([]*readHandle, 0, len(f.readers))
+	for h := range f.readers {
+		hs = append(hs, h)
+	}
+	clear(f.readers)
+	f.mu.Unlock()
+	for _, h := range hs {
+		h.close()
+	}
 }

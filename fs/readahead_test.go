@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hanwen/go-fuse/v2/fuse"
+
 	"github.com/segfs/segfs/logstore"
 )
 
@@ -248,5 +250,64 @@ func TestReadAheadGrowth(t *testing.T) {
 	got = append(got, rest...)
 	if !bytes.Equal(got, want.Bytes()) {
 		t.Fatalf("read %d bytes that differ from the %d written", len(got), want.Len())
+	}
+}
+
+// TestWaitReleasesUnreleasedReaders: the kernel sends RELEASE after
+// close(2) has returned, in the background, and an unmount that comes
+// first ends the connection with the RELEASE still queued, so the daemon
+// never hears of the close. When the mount ends, such a handle's
+// read-ahead windows must still go back to the budget (readAheadBytes,
+// shared by the whole process) and its reference to the view be dropped.
+// They stayed charged, and a later mount in the process found them there:
+// TestReadAheadSequential, run after TestDataPageCache under load, waited
+// in vain for the budget to drain. The handle here is opened and read as
+// the kernel would, and never released.
+func TestWaitReleasesUnreleasedReaders(t *testing.T) {
+	m := mountForTest(t, Options{})
+	p := m.topic(t, "u")
+	var want bytes.Buffer
+	appendBatches(t, p, 0, 1200, &want)
+	if _, err := os.Stat(m.path("u", "0", "data")); err != nil {
+		t.Fatal(err)
+	}
+	n := m.srv.root.GetChild("u").GetChild("0").GetChild("data").Operations().(*textNode)
+	base := readAheadBytes.Load()
+	ctx := &fuse.Context{Caller: fuse.Caller{Pid: 1 << 30}}
+	fh, _, errno := n.Open(ctx, syscall.O_RDONLY)
+	if errno != 0 {
+		t.Fatalf("OPEN: %v", errno)
+	}
+	h := fh.(*readHandle)
+	buf := make([]byte, 128<<10)
+	for off := 0; off < 3*len(buf); off += len(buf) {
+		res, errno := h.Read(ctx, buf, int64(off))
+		if errno != 0 {
+			t.Fatalf("READ at %d: %v", off, errno)
+		}
+		got, _ := res.Bytes(buf)
+		if !bytes.Equal(got, want.Bytes()[off:off+len(buf)]) {
+			t.Fatalf("READ at %d: %d bytes that are not the text's", off, len(got))
+		}
+		res.(*sliceResult).Done() // as go-fuse does once the reply is written
+	}
+	if readAheadBytes.Load() == base {
+		t.Fatal("sequential reads started no read-ahead: the test tests nothing")
+	}
+	n.mu.Lock()
+	refs := n.refs
+	n.mu.Unlock()
+	if err := m.srv.Unmount(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	m.srv.Wait()
+	if got := readAheadBytes.Load(); got != base {
+		t.Errorf("after the mount ended, read-ahead holds %d bytes more than before the open", got-base)
+	}
+	n.mu.Lock()
+	after := n.refs
+	n.mu.Unlock()
+	if after != refs-1 {
+		t.Errorf("the view has %d references after the mount ended, %d with the handle open; want the handle's dropped", after, refs)
 	}
 }
