@@ -63,13 +63,29 @@ func TestDataPageCache(t *testing.T) {
 	if before == 0 {
 		t.Fatal("the first cat sent no READ")
 	}
-	for range 3 {
+	// Re-reads are served by the page cache: no READ reaches the daemon.
+	// But the kernel drops clean pages when it likes (memory pressure,
+	// drop_caches, proactive reclaim such as a DAMON pageout scheme), and
+	// the re-read after that reads them again through no fault of the
+	// daemon (under load, 1 run in 33 saw 2 READs). What the daemon can
+	// break (an open without FOPEN_KEEP_CACHE, attributes that change and
+	// so invalidate) makes every re-read send READs: three re-reads in a
+	// row must send none, within ten.
+	streak, reads := 0, int64(0)
+	for try := 0; try < 10 && streak < 3; try++ {
+		before := rc.n.Load()
 		if got := run(t, `cat "$1"`, data); got != want.String() {
 			t.Fatalf("re-read: %d bytes, want %d", len(got), want.Len())
 		}
+		if n := rc.n.Load() - before; n != 0 {
+			t.Logf("re-read %d sent %d READs", try, n)
+			streak, reads = 0, reads+n
+		} else {
+			streak++
+		}
 	}
-	if n := rc.n.Load() - before; n != 0 {
-		t.Fatalf("re-reads of data sent %d READs; want all from the page cache", n)
+	if streak < 3 {
+		t.Fatalf("no 3 re-reads of data in a row were served by the page cache in 10 (%d READs); want all from the page cache", reads)
 	}
 	off0 := m.path("c", "0", "offset", "0")
 	run(t, `cat "$1" > /dev/null`, off0)
