@@ -195,6 +195,7 @@ func TestConfigSnapshotConsistent(t *testing.T) {
 		cfg, ovr := tp.ConfigSnapshot()
 		_, set := ovr["retention.ms"]
 		if set != (cfg.RetentionMs == 3600000) {
+			<-done // the store must not be closed under the writer
 			t.Fatalf("override set %v with retention.ms %d in one snapshot", set, cfg.RetentionMs)
 		}
 	}
