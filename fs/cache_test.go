@@ -446,34 +446,9 @@ func TestDataPageCacheEOFRace(t *testing.T) {
 // (startWriter). The node a retrying walk gets must take a writer: no
 // other caller gets a cached handle of it until the walk opened it.
 func TestWriterRetryAfterStaleGetattr(t *testing.T) {
-	m := mountForTest(t, Options{})
-	if err := os.Mkdir(m.path("w"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	data := m.path("w", "0", "data")
-	f, err := os.OpenFile(data, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteString("k:v\n"); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	// A cached read: the node keeps its generation's view while the
-	// kernel knows it, as it does while the writer's dentry points at it.
-	if b, err := os.ReadFile(data); err != nil || string(b) != "k:v\n" {
-		t.Fatalf("read %q, %v", b, err)
-	}
-	pinNode(t, data)
-	part := m.srv.root.GetChild("w").GetChild("0").Operations().(*partNode)
-	old := part.GetChild("data").Operations().(*textNode)
+	part, old, newGeneration := cachedDataNode(t, "w")
 	// A new generation (as retention makes one).
-	if err := os.WriteFile(m.path("w", "config"), []byte("key.separator=:\n"), 0); err != nil {
-		t.Fatal(err)
-	}
-	if !old.stale() {
-		t.Fatal("key.separator did not start a new generation")
-	}
+	newGeneration(":")
 	writer := &fuse.Context{Caller: fuse.Caller{Pid: 1 << 30}}
 	reader := &fuse.Context{Caller: fuse.Caller{Pid: 1<<30 + 1}}
 
@@ -513,6 +488,45 @@ func TestWriterRetryAfterStaleGetattr(t *testing.T) {
 	}
 }
 
+// cachedDataNode mounts, creates topic, appends "k:v\n" and reads data
+// through the page cache, so that its node keeps its generation's view,
+// and pins that node as a writer's dentry would (pinNode). It returns
+// the partition's node, data's node, and a function that starts a new
+// generation by setting key.separator to sep.
+func cachedDataNode(t *testing.T, topic string) (*partNode, *textNode, func(sep string)) {
+	t.Helper()
+	m := mountForTest(t, Options{})
+	if err := os.Mkdir(m.path(topic), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data := m.path(topic, "0", "data")
+	f, err := os.OpenFile(data, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("k:v\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if b, err := os.ReadFile(data); err != nil || string(b) != "k:v\n" {
+		t.Fatalf("read %q, %v", b, err)
+	}
+	pinNode(t, data)
+	part := m.srv.root.GetChild(topic).GetChild("0").Operations().(*partNode)
+	old := part.GetChild("data").Operations().(*textNode)
+	newGeneration := func(sep string) {
+		t.Helper()
+		gen := old.part.Generation()
+		if err := os.WriteFile(m.path(topic, "config"), []byte("key.separator="+sep+"\n"), 0); err != nil {
+			t.Fatal(err)
+		}
+		if old.part.Generation() == gen || !old.stale() {
+			t.Fatal("key.separator did not start a new generation")
+		}
+	}
+	return part, old, newGeneration
+}
+
 // pinNode keeps the kernel from forgetting the inode path names now, and
 // so keeps the daemon's node of it as the kernel left it, until the test
 // ends: an O_PATH descriptor holds the dentry without opening the file (no
@@ -538,36 +552,7 @@ func pinNode(t *testing.T, path string) {
 // The VFS retries only once, so that GETATTR must be served: the pass was
 // keyed by name, and the other process's open spent it.
 func TestReaderRetryPassIsTheCallers(t *testing.T) {
-	m := mountForTest(t, Options{})
-	if err := os.Mkdir(m.path("r"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	data := m.path("r", "0", "data")
-	f, err := os.OpenFile(data, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteString("k:v\n"); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	// A cached read: the node keeps its generation's view.
-	if b, err := os.ReadFile(data); err != nil || string(b) != "k:v\n" {
-		t.Fatalf("read %q, %v", b, err)
-	}
-	pinNode(t, data)
-	part := m.srv.root.GetChild("r").GetChild("0").Operations().(*partNode)
-	old := part.GetChild("data").Operations().(*textNode)
-	newGeneration := func(sep string) {
-		t.Helper()
-		gen := old.part.Generation()
-		if err := os.WriteFile(m.path("r", "config"), []byte("key.separator="+sep+"\n"), 0); err != nil {
-			t.Fatal(err)
-		}
-		if old.part.Generation() == gen {
-			t.Fatal("key.separator did not start a new generation")
-		}
-	}
+	part, old, newGeneration := cachedDataNode(t, "r")
 	newGeneration(":")
 	reader := &fuse.Context{Caller: fuse.Caller{Pid: 1 << 30}}
 	other := &fuse.Context{Caller: fuse.Caller{Pid: 1<<30 + 1}}
