@@ -88,7 +88,9 @@
 // cannot become valid: an unknown key, or a value the key can never take
 // (logstore.CheckUnfinishedConfigLine).
 // The reply is sent after the append returned: a write(2) that returned
-// is in the segment file. A line too long for a batch of its own
+// is in the segment file. A WRITE from a file opened O_SYNC or O_DSYNC, or a
+// pwritev2 with RWF_DSYNC, is answered after the FSYNC fsync(2) would send
+// (syncwrite.go): for direct I/O the kernel leaves that sync to the server. A line too long for a batch of its own
 // (Config.MaxLineBytes: the smaller of max.message.bytes and segment.bytes,
 // less the batch header and the most framing a record has) fails the
 // write(2) that brings it with EMSGSIZE, also while it is unfinished, and

@@ -127,8 +127,9 @@ func Mount(store *logstore.Store, mountpoint string, opts Options) (*Server, err
 			// would tell them apart (TestMountMmap).
 		},
 	}
-	// gofs.Mount, with lockingFS around the node filesystem.
-	raw := &lockingFS{RawFileSystem: gofs.NewNodeFS(root, mopts), locks: f.locks}
+	// gofs.Mount, with lockingFS and syncWritesFS around the node
+	// filesystem.
+	raw := &syncWritesFS{&lockingFS{RawFileSystem: gofs.NewNodeFS(root, mopts), locks: f.locks}}
 	srv, err := fuse.NewServer(raw, mp, &mopts.MountOptions)
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", mp, err)
