@@ -66,6 +66,9 @@ func parseTimeName(name string) (int64, bool) {
 	if len(name) < 20 || (name[10] != 'T' && name[10] != 't') {
 		return 0, false
 	}
+	if !zoneInRange(name) {
+		return 0, false
+	}
 	t, err := time.Parse(time.RFC3339Nano, rfc3339Upper(name))
 	if err != nil {
 		var ok bool
@@ -107,6 +110,24 @@ func parseLeapSecond(name string) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return next, true
+}
+
+// zoneInRange reports whether a numeric zone offset at the end of name
+// ("+01:00") has an hour of at most 23 and a minute of at most 59, as RFC
+// 3339 (§5.6: time-numoffset) requires. time.Parse takes "+24:00" and
+// "+23:60" and moves the instant by them, so time/...+24:00 resolved,
+// where anything that is not a time is ENOENT (DESIGN.md). A name ending
+// in Z has no numeric offset; one too short or malformed is left to
+// time.Parse.
+func zoneInRange(name string) bool {
+	if len(name) < 6 {
+		return true
+	}
+	z := name[len(name)-6:]
+	if (z[0] != '+' && z[0] != '-') || z[3] != ':' {
+		return true
+	}
+	return z[1:3] <= "23" && z[4:6] <= "59"
 }
 
 // rfc3339Upper turns the lower-case 't' (at index 10, checked by the

@@ -35,6 +35,7 @@ func TestParseTimeName(t *testing.T) {
 		"2026-11-29t11:00:00.250+01:00":  time.Date(2026, 11, 29, 10, 0, 0, 250e6, time.UTC).UnixMilli(),
 		"2026-11-29T15:30:00.5+05:30":    time.Date(2026, 11, 29, 10, 0, 0, 500e6, time.UTC).UnixMilli(),
 		"2026-11-29T04:30:00-05:30":      time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC).UnixMilli(),
+		"2026-11-30T09:59:00+23:59":      time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC).UnixMilli(),
 		// Leap seconds (RFC 3339 §5.7): the start of the next second.
 		"2016-12-31T23:59:60Z":        time.Date(2017, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli(),
 		"2016-12-31t23:59:60z":        time.Date(2017, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli(),
@@ -52,7 +53,9 @@ func TestParseTimeName(t *testing.T) {
 		"2026-11-29T10:00:00", "2026-13-29T10:00:00Z", "2026-11-29T10:00:00Zz", "2026-11-29x10:00:00Z", "1e3", "99999999999999999999",
 		// Second 60 only for a leap second: 23:59:60 UTC at a month's end.
 		"2016-12-31T23:59:61Z", "2016-12-31T22:59:60Z", "2016-12-31T23:58:60Z", "2016-12-30T23:59:60Z",
-		"2016-12-31T23:59:60+05:30", "2016-12-31T23:59:60", "2016-12-31T23:59:60.Z", "2016-12-31T24:00:00Z"} {
+		"2016-12-31T23:59:60+05:30", "2016-12-31T23:59:60", "2016-12-31T23:59:60.Z", "2016-12-31T24:00:00Z",
+		// RFC 3339's zone offset is 00:00 to 23:59, either way.
+		"2026-11-29T10:00:00+24:00", "2026-11-29T10:00:00-24:00", "2026-11-29T10:00:00+23:60", "2026-11-29T10:00:00-00:99"} {
 		if got, ok := parseTimeName(name); ok {
 			t.Errorf("parseTimeName(%q) = %d, accepted", name, got)
 		}
