@@ -67,7 +67,12 @@
 // (Kafka's API of that name) moves the log start forward, possibly into
 // the middle of a segment, and writes the log-start checkpoint before it
 // returns; the next retention pass deletes the segments wholly below it,
-// whatever the cleanup policy, as Kafka's does. Compaction
+// whatever the cleanup policy, as Kafka's does (its
+// deleteLogStartOffsetBreachedSegments, in the retention check every
+// log.retention.check.interval.ms, 5 minutes, as here). Until then no
+// read reaches their records (every read starts at the log start), but
+// they are on disk, and Size, Status and SegmentFiles count them, as
+// Kafka's log.size does. Compaction
 // (cleaner.go) rewrites closed segments keeping the latest record of each
 // key, and cleans groups of consecutive segments into one, as Kafka's
 // cleaner does: a group's logs and indexes fit one segment's limits, so the

@@ -741,10 +741,15 @@ type Status struct {
 	RecoveryPoint           int64
 }
 
-// Status summarises the partition. Timestamps are those of the first
-// retained record and of the last batch.
+// Status summarises the partition. Segments and SizeBytes count the .log
+// files on disk, as Size and DescribeLogDirs do: the closed segments
+// wholly below the log start that DeleteRecords left for the next
+// retention pass are in them until that pass deletes them. They were
+// left out, so status disagreed with DescribeLogDirs and `du` of the
+// partition directory for up to a retention check interval. Timestamps
+// are those of the first retained record and of the last batch.
 func (p *Partition) Status() Status {
-	segs := p.acquireSegments(p.logStart.Load())
+	segs := p.acquireSegments(0)
 	defer releaseAll(segs)
 	st := Status{
 		LogStartOffset: p.logStart.Load(),
@@ -763,7 +768,10 @@ func (p *Partition) Status() Status {
 	if st.LogEndOffset > st.LogStartOffset {
 		var dec record.Decoder
 		errStop := errors.New("stop")
-		for _, s := range segs {
+		// The first retained record is in the last segment starting at
+		// or below the log start, or a later one (after a gap).
+		first := sort.Search(len(segs), func(i int) bool { return segs[i].base > st.LogStartOffset }) - 1
+		for _, s := range segs[max(first, 0):] {
 			limit := s.size.Load()
 			pos, _, found, err := s.findBatch(st.LogStartOffset, limit)
 			if err != nil || !found {
@@ -819,9 +827,11 @@ type SegmentFile struct {
 	Size int64 // committed size for the active .log; used size for indexes
 }
 
-// SegmentFiles lists the raw files, sorted by name.
+// SegmentFiles lists the raw files, sorted by name: those of every segment
+// on disk, including the closed ones wholly below the log start that the
+// next retention pass deletes, as Status counts them.
 func (p *Partition) SegmentFiles() []SegmentFile {
-	segs := p.acquireSegments(p.logStart.Load())
+	segs := p.acquireSegments(0)
 	defer releaseAll(segs)
 	var out []SegmentFile
 	for _, s := range segs {
@@ -901,7 +911,7 @@ func (h *SegmentFileHandle) Close() error {
 // file readable across retention until Close. Size() follows the committed
 // size of a growing active .log.
 func (p *Partition) OpenSegmentFile(name string) (*SegmentFileHandle, error) {
-	segs := p.acquireSegments(p.logStart.Load())
+	segs := p.acquireSegments(0)
 	var seg *segment
 	for _, s := range segs {
 		if name == segmentName(s.base)+logSuffix || name == segmentName(s.base)+indexSuffix || name == segmentName(s.base)+timeIndexSuffix {

@@ -183,3 +183,46 @@ func drSegmentBases(t *testing.T, dir string) []int64 {
 	slices.Sort(out)
 	return out
 }
+
+// TestKafkaDeleteRecordsStatusCountsFiles: after DeleteRecords, and before
+// the retention pass that deletes the segments wholly below the new log
+// start, those segments are still on disk, and status's segments and
+// size.bytes count them, as DescribeLogDirs (Kafka's log.size) and `ls
+// segments/` do and as the .log files in the data directory say. status
+// left them out: it showed fewer segments and bytes than
+// kafka-log-dirs.sh and du until the next retention check (5 minutes by
+// default) deleted them.
+func TestKafkaDeleteRecordsStatusCountsFiles(t *testing.T) {
+	addr := kafkaFreeAddr(t)
+	// No retention pass runs during the test: the segments below the
+	// log start stay.
+	m := mntNew(t, "--kafka-listen", addr, "--retention-check-interval", "1h")
+	kafkaWaitListening(t, addr)
+	m.ok(`mkdir "$M/drs" && printf 'segment.bytes=2048\nretention.ms=-1\n' > "$M/drs/config"`)
+	m.ok(`for i in $(seq 1 3 300); do printf 'line %d\nline %d\nline %d\n' $i $((i+1)) $((i+2)); done >> "$M/drs/0/data"`)
+	partDir := filepath.Join(m.data, "drs-0")
+	segsBefore := countFiles(partDir, ".log")
+	const cut = 137
+	if low, code := kafkaDeleteRecords(t, addr, "drs", cut); code != 0 || low != cut {
+		t.Fatalf("DeleteRecords to %d: low watermark %d, error %v", cut, low, kerr.ErrorForCode(code))
+	}
+	bases := drSegmentBases(t, partDir)
+	if len(bases) != segsBefore || bases[1] > cut {
+		t.Fatalf("segments on disk %v (%d before DeleteRecords): want them all still there, some wholly below %d", bases, segsBefore, cut)
+	}
+	st := m.status("drs")
+	onDisk, _ := statLogBytes(t, partDir)
+	_, described := kafkaLogDirSize(t, addr, "drs")
+	listed := strings.Count(m.ok(`ls "$M/drs/0/segments"`), ".log\n")
+	if st["log.start.offset"] != cut || st["segments"] != int64(len(bases)) || listed != len(bases) ||
+		st["size.bytes"] != onDisk || described != onDisk {
+		t.Fatalf("after DeleteRecords to %d: status log.start.offset=%d segments=%d size.bytes=%d, ls segments/ %d .log files, DescribeLogDirs %d bytes; the data directory has %d .log files of %d bytes",
+			cut, st["log.start.offset"], st["segments"], st["size.bytes"], listed, described, len(bases), onDisk)
+	}
+	// What is below the log start stays unreadable through the text
+	// files, though its segments are listed.
+	if got := m.ok(`head -n1 "$M/drs/0/data"`); got != fmt.Sprintf("line %d\n", cut+1) {
+		t.Fatalf("head -n1 data = %q, want line %d", got, cut+1)
+	}
+	m.fails(`head -n1 "$M/drs/0/offset/0"`, "No such file or directory")
+}
