@@ -27,6 +27,11 @@
 // the checkpoint rewrites (temp file and rename) move about once a second
 // while appends go on. A GETATTR of a directory costs one stat (one per
 // partition for a topic; the root's birth times are read once per topic).
+// A file's times are when its content last changed, across remounts too:
+// data's and offset/N's the last append (the active segment's mtime, then
+// each change of size), status's the last append too, then each change of
+// its text (changeTime), config's the topic's last config change, which
+// logstore keeps on disk (Topic.ConfigModTime).
 //
 // Inode numbers are derived from the path (inoFor), so a file keeps its
 // st_ino across kernel forgets and remounts; `tail -F` compares them.

@@ -65,19 +65,20 @@ type fsys struct {
 	retries      sync.Map      // retryKey → when the caller's walk to data answered ESTALE (mayWrite)
 	retryNotes   atomic.Uint64 // mayWrite calls, to sweep retries now and then
 
-	changed sync.Map // status and config st_ino → *changeTime, which outlives their nodes
+	changed sync.Map // status st_ino → *changeTime, which outlives its nodes
 
 	locks *lockSet // flock and POSIX locks, per st_ino (locks.go)
 }
 
-// changeTimeFor returns the change time of the status or config file with
-// st_ino ino. It lives here, not in the node: every LOOKUP (each second,
-// as entries time out) builds a new node and answers with its attributes.
-func (f *fsys) changeTimeFor(ino uint64) *changeTime {
+// changeTimeFor returns the change time of the status file with st_ino
+// ino, whose text was last changed at since() when the mount first shows
+// it. It lives here, not in the node: every LOOKUP (each second, as
+// entries time out) builds a new node and answers with its attributes.
+func (f *fsys) changeTimeFor(ino uint64, since func() time.Time) *changeTime {
 	if c, ok := f.changed.Load(ino); ok {
 		return c.(*changeTime)
 	}
-	c, _ := f.changed.LoadOrStore(ino, &changeTime{})
+	c, _ := f.changed.LoadOrStore(ino, &changeTime{since: since})
 	return c.(*changeTime)
 }
 
@@ -139,20 +140,33 @@ func (f *fsys) setDirAttr(a *fuse.Attr, mode uint32, subdirs int, mtime time.Tim
 }
 
 // changeTime is the mtime (and ctime) of a file whose text is rendered on
-// demand (status, config): when its text was first seen to differ, so that
-// it stays put while the text does. tar compares a file's ctime before and
+// demand (status): when its text was first seen to differ, so that it
+// stays put while the text does. tar compares a file's ctime before and
 // after reading it ("file changed as we read it", exit status 1), and
-// rsync skips a file whose size and mtime match.
+// rsync skips a file whose size and mtime match. The first time the mount
+// shows the text it takes since(), when what the text shows last changed
+// on disk (status: the last append, as data's mtime, one fstat per
+// mount), not the moment of that first look: after a remount, every
+// status file looked changed to `find -newer` and `ls -lt`.
 type changeTime struct {
-	mu   sync.Mutex
-	last []byte
-	at   time.Time
+	mu    sync.Mutex
+	last  []byte
+	at    time.Time
+	since func() time.Time
 }
 
 func (c *changeTime) of(text []byte) time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.at.IsZero() || !bytes.Equal(text, c.last) {
+	if c.at.IsZero() {
+		c.last = append(c.last[:0], text...)
+		if c.since != nil {
+			c.at = c.since()
+		}
+		if c.at.IsZero() {
+			c.at = time.Now()
+		}
+	} else if !bytes.Equal(text, c.last) {
 		c.last, c.at = append(c.last[:0], text...), time.Now()
 	}
 	return c.at

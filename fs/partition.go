@@ -79,7 +79,7 @@ func (n *partNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 		}
 		return n.NewInode(ctx, node, gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: ino}), 0
 	case "status":
-		s := &statusNode{lockable: lockable{n.fs.locks, ino}, fs: n.fs, part: n.part, changed: n.fs.changeTimeFor(ino)}
+		s := &statusNode{lockable: lockable{n.fs.locks, ino}, fs: n.fs, part: n.part, changed: n.fs.changeTimeFor(ino, n.part.LastModified)}
 		s.attr(&out.Attr, nil)
 		out.SetAttrTimeout(textAttrTimeout)
 		return n.NewInode(ctx, s, gofs.StableAttr{Mode: syscall.S_IFREG, Ino: ino}), 0

@@ -149,7 +149,7 @@ func topicModTime(t *logstore.Topic) time.Time {
 func (n *topicNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	if name == "config" {
 		ino := inoFor(n.topic.Name(), "config")
-		c := &configNode{lockable: lockable{n.fs.locks, ino}, fs: n.fs, topic: n.topic, changed: n.fs.changeTimeFor(ino)}
+		c := &configNode{lockable: lockable{n.fs.locks, ino}, fs: n.fs, topic: n.topic}
 		c.attr(&out.Attr, nil)
 		out.SetAttrTimeout(textAttrTimeout)
 		return n.NewInode(ctx, c, gofs.StableAttr{Mode: syscall.S_IFREG, Ino: ino}), 0
@@ -206,9 +206,8 @@ func (n *topicNode) Mkdir(ctx context.Context, name string, mode uint32, out *fu
 type configNode struct {
 	gofs.Inode
 	lockable
-	fs      *fsys
-	topic   *logstore.Topic
-	changed *changeTime // fsys.changeTimeFor
+	fs    *fsys
+	topic *logstore.Topic
 }
 
 var (
@@ -220,9 +219,14 @@ var (
 	_ gofs.NodeSetlkwer  = (*configNode)(nil)
 )
 
+// attr: the mtime (and ctime) is when the config last changed, which the
+// topic keeps on disk (Topic.ConfigModTime), so that it stays put while
+// the text does, across remounts too: tar compares a file's ctime before
+// and after reading it, rsync skips a file whose size and mtime match,
+// and `find -newer` lists what changed.
 func (n *configNode) attr(a *fuse.Attr, f gofs.FileHandle) {
 	text := n.topic.Config().Text()
-	n.fs.setAttr(a, modeConfig, snapshotSize(f, text), n.changed.of(text))
+	n.fs.setAttr(a, modeConfig, snapshotSize(f, text), n.topic.ConfigModTime())
 }
 
 // Getattr: the size is not cached (textAttrTimeout). The config also

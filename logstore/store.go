@@ -114,6 +114,11 @@ type topicDoc struct {
 	// Creating marks a topic whose partitions were still being made
 	// when the file was written (Store.creating).
 	Creating bool `json:"creating,omitempty"`
+	// ConfigChangedNs is when the topic's config last changed (its
+	// creation, or a change of its overrides), in Unix nanoseconds: the
+	// mtime of its config file (Topic.ConfigModTime). Files written
+	// before it was kept lack it (see configChangedAtLoad).
+	ConfigChangedNs int64 `json:"config_changed_ns,omitempty"`
 }
 
 func (s *Store) now() time.Time {
@@ -288,9 +293,12 @@ func (s *Store) TopicsModTime() time.Time {
 // anything: the topics file and the partition directories, by topic, each
 // numbered 0..N-1.
 type dirScan struct {
-	doc   topicsDoc
-	parts map[string][]int32 // sorted
-	names []string           // topic names, sorted
+	doc topicsDoc
+	// docTime is the topics file's mtime before Open rewrites it: no
+	// config it holds changed after it (configChangedAtLoad).
+	docTime time.Time
+	parts   map[string][]int32 // sorted
+	names   []string           // topic names, sorted
 	// metadataLog lists the directories of ClusterMetadataTopic, which
 	// are not loaded (see scanDir).
 	metadataLog []string
@@ -305,6 +313,9 @@ func scanDir(dir string) (*dirScan, error) {
 	if b, err := os.ReadFile(filepath.Join(dir, topicsFile)); err == nil {
 		if err := json.Unmarshal(b, &sc.doc); err != nil {
 			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, topicsFile), err)
+		}
+		if fi, err := os.Stat(filepath.Join(dir, topicsFile)); err == nil {
+			sc.docTime = fi.ModTime()
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, err
@@ -448,6 +459,7 @@ func (s *Store) load(scan *dirScan) error {
 			p.deleteHorizon.Store(-1) // unknown until the cleaner looks
 			t.parts = append(t.parts, p)
 		}
+		t.cfgChanged.Store(configChangedAtLoad(t, td, scan.docTime))
 		s.topics[name] = t
 	}
 	s.topicsMu.Lock()
@@ -476,10 +488,10 @@ func (s *Store) load(scan *dirScan) error {
 func (s *Store) saveTopicsLocked() error {
 	doc := topicsDoc{Topics: map[string]topicDoc{}}
 	for name, t := range s.topics {
-		doc.Topics[name] = topicDoc{ID: topicIDString(t.id), Overrides: t.Overrides()}
+		doc.Topics[name] = topicDoc{ID: topicIDString(t.id), Overrides: t.Overrides(), ConfigChangedNs: t.cfgChanged.Load()}
 	}
 	for name, t := range s.creating {
-		doc.Topics[name] = topicDoc{ID: topicIDString(t.id), Overrides: t.Overrides(), Creating: true}
+		doc.Topics[name] = topicDoc{ID: topicIDString(t.id), Overrides: t.Overrides(), Creating: true, ConfigChangedNs: t.cfgChanged.Load()}
 	}
 	b, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
@@ -562,6 +574,7 @@ func (s *Store) CreateTopic(name string, n int, overrides map[string]string) (*T
 	// whole or not at all, as in Kafka.
 	t := &Topic{store: s, name: name, id: newTopicID(), overrides: ov}
 	t.cfg.Store(&cfg)
+	t.cfgChanged.Store(time.Now().UnixNano())
 	s.creating[name] = t
 	if err := s.saveTopicsLocked(); err != nil {
 		delete(s.creating, name)

@@ -29,6 +29,44 @@ type Topic struct {
 	parts  []*Partition
 
 	born atomic.Int64 // createdTime in Unix nanoseconds, 0 until known
+
+	// cfgChanged is when the config last changed, in Unix nanoseconds
+	// (ConfigModTime); persisted in the topics file.
+	cfgChanged atomic.Int64
+}
+
+// ConfigModTime is when the topic's config last changed: when the topic
+// was created or its overrides last changed (SetConfig, UpdateConfig), as
+// the topics file records it, so that it survives a restart. The mtime of
+// the mounted config file: it used to be when the mount first showed the
+// file, so after every remount `find -newer` listed configs that never
+// changed.
+func (t *Topic) ConfigModTime() time.Time {
+	return time.Unix(0, t.cfgChanged.Load())
+}
+
+// configChangedAtLoad is the config change time of a topic loaded from
+// td: the time the topics file records, or, in a file written before
+// segfs kept it (or none, in a directory copied from Kafka), the best
+// bound there is that does not move: a topic without overrides has the
+// config it was created with (the birth time of its partition 0
+// directory), and one with overrides had them when the topics file was
+// last written (docTime, read before Open rewrites the file). Open then
+// writes the time into the file, so it stays put. Now if neither is known.
+func configChangedAtLoad(t *Topic, td topicDoc, docTime time.Time) int64 {
+	if td.ConfigChangedNs > 0 {
+		return td.ConfigChangedNs
+	}
+	at := docTime
+	if len(t.overrides) == 0 {
+		if b := t.createdTime(); !b.IsZero() {
+			at = b
+		}
+	}
+	if at.IsZero() {
+		at = time.Now()
+	}
+	return at.UnixNano()
 }
 
 // createdTime is the birth time of the topic's partition 0 directory,
@@ -163,10 +201,17 @@ func (t *Topic) setConfigLocked(changes map[string]string) error {
 	old := t.overrides
 	t.overrides = next
 	t.mu.Unlock()
+	// Only a change moves the config's mtime: writing a value it has
+	// already changes nothing a reader of the file sees.
+	oldChanged := t.cfgChanged.Load()
+	if !maps.Equal(old, next) {
+		t.cfgChanged.Store(time.Now().UnixNano())
+	}
 	if err := t.store.saveTopicsLocked(); err != nil {
 		t.mu.Lock()
 		t.overrides = old
 		t.mu.Unlock()
+		t.cfgChanged.Store(oldChanged)
 		return err
 	}
 	t.mu.Lock()

@@ -44,6 +44,75 @@ func TestMountStatusConfigMtime(t *testing.T) {
 	}
 }
 
+// TestMountStatusConfigMtimeRemount: after a remount, config's mtime is
+// still when the topic's config last changed, and status's when the
+// partition last had an append, so `find -newer` lists only what changed.
+// Both used to be the moment the new mount first showed them: after every
+// remount `find -newer MARK` listed every config and status file, changed
+// or not. A topic written by an older segfs, whose topics file does not
+// record the time, keeps one mtime across remounts too.
+func TestMountStatusConfigMtimeRemount(t *testing.T) {
+	m := mntNew(t)
+	m.ok(`mkdir "$M/q" "$M/r" && seq 1 100 >> "$M/q/0/data" && echo retention.ms=1000 > "$M/q/config" && seq 5 >> "$M/r/0/data"`)
+	newer := func(mark string) string {
+		return m.ok(`cd "$M" && find . -newer "` + mark + `" \( -name config -o -name status \) | sort | tr '\n' ' '`)
+	}
+	times := func() string {
+		return m.ok(`stat -c '%n %.9Y %.9Z' "$M/q/config" "$M/q/0/status" "$M/r/config" "$M/r/0/status"`)
+	}
+	before := times()
+	mark := filepath.Join(t.TempDir(), "mark")
+	m.ok(`touch "` + mark + `"`)
+	m.unmount()
+	m.mount()
+	if got := newer(mark); got != "" {
+		t.Errorf("after a remount with no change, find -newer lists %q", got)
+	}
+	if after := times(); after != before {
+		t.Errorf("a remount moved the mtimes:\nbefore %s\nafter  %s", before, after)
+	}
+	if got, seg := m.ok(`stat -c %.9Y "$M/q/0/status"`), m.ok(`stat -c %.9Y "$D/q-0/00000000000000000000.log"`); got != seg {
+		t.Errorf("status mtime %s, the last append's %s", got, seg)
+	}
+
+	// A change shows, in that topic only: an append to q, a config
+	// change of r, by a write to one and by a remount for the other.
+	// File times tick coarsely (a jiffy): the sleep puts the changes
+	// in a later tick than the mark.
+	m.ok(`touch "` + mark + `" && sleep 0.1 && echo 101 >> "$M/q/0/data" && echo retention.ms=2000 > "$M/r/config"`)
+	if got := newer(mark); got != "./q/0/status ./r/config " {
+		t.Errorf("after an append to q and a config change of r, find -newer lists %q", got)
+	}
+	m.unmount()
+	m.mount()
+	if got := newer(mark); got != "./q/0/status ./r/config " {
+		t.Errorf("after a remount, find -newer lists %q", got)
+	}
+
+	// A topics file without the times (an older segfs): the mtimes
+	// stay put across remounts all the same.
+	m.unmount()
+	m.ok(`python3 -c '
+import json, sys
+p = sys.argv[1]
+d = json.load(open(p))
+for t in d["topics"].values():
+    t.pop("config_changed_ns", None)
+json.dump(d, open(p, "w"))
+' "$D/segfs-topics.json"`)
+	m.mount()
+	old := times()
+	m.ok(`touch "` + mark + `"`)
+	m.unmount()
+	m.mount()
+	if got := newer(mark); got != "" {
+		t.Errorf("a topic from an older topics file: after a remount find -newer lists %q", got)
+	}
+	if after := times(); after != old {
+		t.Errorf("a topic from an older topics file: a remount moved the mtimes:\nbefore %s\nafter  %s", old, after)
+	}
+}
+
 // TestMountAtime: every file and directory of the mount reports an atime,
 // the same as its mtime (reads are not tracked, as on a noatime mount). It
 // was zero: `stat` showed "Access: 1970-01-01", `ls -lu` listed every file
