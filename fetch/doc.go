@@ -46,7 +46,8 @@
 // read_uncommitted fetches get an empty list, as always. The last stable
 // offset equals the high watermark, except when the directory holds a
 // transaction left open (no marker; found at load from the producer
-// snapshot and the log after it, logstore/producer.go): then it stays at
+// snapshot and the log after it, or from the log start without a
+// snapshot after an unclean shutdown, logstore/producer.go): then it stays at
 // that transaction's first offset, and read_committed Fetch and ListOffsets
 // stop there, as in Kafka. segfs has no transaction coordinator to time
 // it out, and Kafka's partition leader never ends one by itself either:

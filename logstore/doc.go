@@ -23,7 +23,10 @@
 // (LastStableOffset), and the coordinator epoch of its last marker; a
 // producer is dropped ProducerIDExpiration (Kafka's
 // producer.id.expiration.ms, a day) after its last batch's or marker's
-// timestamp, unless its transaction is open.
+// timestamp, unless its transaction is open. At load the state is the
+// newest snapshot's plus the batch headers after it; without a snapshot,
+// after an unclean shutdown, the headers from the log start, as Kafka's
+// rebuildProducerState reads them (producer.go: loadProducers).
 // A NNN.txnindex copied from Kafka (aborted transactions) is read when the
 // partition loads and served to read_committed fetches (txnindex.go).
 // segfs writes one only when compaction merges segments that had one, and

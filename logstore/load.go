@@ -173,7 +173,7 @@ func (s *Store) loadPartition(t *Topic, n int32, clean bool, recoveryPoint, logS
 			return nil, err
 		}
 	}
-	p.loadProducers()
+	p.loadProducers(clean)
 	return p, nil
 }
 

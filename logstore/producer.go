@@ -579,11 +579,24 @@ func (p *Partition) loadBatch(s *segment, pos int64, h *record.Header) {
 	}
 }
 
-// loadProducers restores idempotence state from the newest snapshot at or
-// below the log end, then scans batch headers from there to the end.
-func (p *Partition) loadProducers() {
+// loadProducers restores the producer state (idempotence windows, open
+// transactions) as Kafka's UnifiedLog.rebuildProducerState does: from the
+// newest snapshot at or below the log end, then the batch headers from
+// there to the end. Without a snapshot, after an unclean shutdown (a
+// directory copied from a broker that died, or whose snapshots were
+// deleted), Kafka rebuilds from the log start, and so does this: a
+// transaction begun in an older segment and never ended must hold the
+// last stable offset back and show in DescribeProducers. It used to scan
+// the active segment only, and missed it. After a clean shutdown without
+// a snapshot Kafka scans nothing (a broker writes one at every clean
+// shutdown, so there was no state to keep; segfs writes one when it has
+// producers); this scans the active segment, which costs little and
+// finds an ABORT marker whose .txnindex entry is missing (loadBatch).
+// Only batch headers are read, through a buffer (walkHeaders); records
+// only for a transaction marker.
+func (p *Partition) loadProducers(clean bool) {
 	leo := p.leo.Load()
-	from := p.active().base
+	from := int64(-1)
 	for _, off := range listSnapshots(p.dir) {
 		path := filepath.Join(p.dir, segmentName(off)+snapshotSuffix)
 		if off > leo {
@@ -599,19 +612,26 @@ func (p *Partition) loadProducers() {
 			from = off
 		}
 	}
+	if from < 0 {
+		from = p.active().base
+		if !clean {
+			from = p.logStart.Load()
+		}
+	}
 	for _, s := range p.acquireSegments(from) {
 		limit := s.size.Load()
-		pos, _, found, err := s.findBatch(from, limit)
-		for found && err == nil && pos < limit {
-			h, herr := s.header(pos, limit)
-			if herr != nil {
-				break
+		pos := int64(0)
+		if from > s.base {
+			var found bool
+			var err error
+			if pos, _, found, err = s.findBatch(from, limit); !found || err != nil {
+				s.release()
+				continue
 			}
-			if h.BaseOffset >= from {
-				p.loadBatch(s, pos, &h)
-			}
-			pos += h.Size()
 		}
+		// A batch holding from is applied whole, as Kafka reads a
+		// segment from the batch that holds its start offset.
+		s.walkHeaders(pos, limit, func(pos int64, h *record.Header) { p.loadBatch(s, pos, h) })
 		s.release()
 	}
 	if spans := p.producers.ongoing(); spans != nil {

@@ -211,6 +211,40 @@ func (s *segment) findBatch(offset, limit int64) (pos int64, h record.Header, fo
 	return pos, h, false, nil
 }
 
+// headerChunk is what walkHeaders reads at a time.
+const headerChunk = 64 << 10
+
+// walkHeaders calls fn with the position and header of every batch of the
+// segment from pos (a batch start) up to limit, and stops at the first
+// header that is damaged or runs past limit (recovery has dealt with
+// those). It reads the file headerChunk bytes at a time and takes only
+// the headers from them: a walk over many small batches costs one pread
+// per chunk rather than one per batch, and one over large batches one
+// short read per batch, never their records.
+func (s *segment) walkHeaders(pos, limit int64, fn func(pos int64, h *record.Header)) {
+	var buf []byte
+	bufPos, n := int64(0), 0
+	for limit-pos >= record.HeaderSize {
+		if pos < bufPos || pos+record.HeaderSize > bufPos+int64(n) {
+			if buf == nil {
+				buf = make([]byte, headerChunk)
+			}
+			m, _ := s.log.ReadAt(buf[:min(int64(len(buf)), limit-pos)], pos)
+			if m < record.HeaderSize {
+				return
+			}
+			bufPos, n = pos, m
+		}
+		o := pos - bufPos
+		h, err := record.ParseHeader(buf[o : o+record.HeaderSize])
+		if err != nil || pos+h.Size() > limit {
+			return
+		}
+		fn(pos, &h)
+		pos += h.Size()
+	}
+}
+
 // batchScanner iterates whole batches of a segment file through a large
 // read buffer, so recovery and text rendering cost one pread per megabyte
 // rather than one per batch.

@@ -3,6 +3,8 @@ package tests
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -217,4 +219,63 @@ func TestKafkaTxnFindHanging(t *testing.T) {
 	if got := txnFindHanging(t, addr); len(got) != 0 {
 		t.Fatalf("find-hanging after abort: %q, want none", got)
 	}
+}
+
+// TestKafkaTxnOpenWithoutSnapshot: a data directory copied from a Kafka
+// broker that died, without producer snapshots, holding a transaction of
+// producer 500 begun in its first segment and continued in the active
+// one, and one of producer 600 begun in the active one, neither ended:
+//
+//	segment 0: 0 plain-a; 1 open-1 (producer 500); 2 plain-b
+//	segment 3: 3 plain-c; 4 open-2 (producer 600); 5 open-3 (producer 500)
+//
+// Kafka rebuilds the producer state from the log start when it finds no
+// snapshot after an unclean shutdown, so find-hanging (DescribeProducers)
+// reports producer 500's transaction from offset 1 and read_committed
+// consumers stop there. segfs rebuilt it from the active segment only:
+// producer 500's transaction seemed to start at 5, and the last stable
+// offset was 4, so read_committed consumers got open-1, which Kafka holds
+// back, and could lose it to an abort.
+func TestKafkaTxnOpenWithoutSnapshot(t *testing.T) {
+	data := t.TempDir()
+	pdir := filepath.Join(data, "txo-0")
+	if err := os.MkdirAll(pdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	txnWriteSegment(t, pdir, 0, []txnBatch{
+		{base: 0, pid: -1, values: []string{"plain-a"}, control: -1},
+		{base: 1, pid: 500, seq: 0, values: []string{"open-1"}, control: -1},
+		{base: 2, pid: -1, values: []string{"plain-b"}, control: -1},
+	}, nil)
+	txnWriteSegment(t, pdir, 3, []txnBatch{
+		{base: 3, pid: -1, values: []string{"plain-c"}, control: -1},
+		{base: 4, pid: 600, seq: 0, values: []string{"open-2"}, control: -1},
+		{base: 5, pid: 500, seq: 1, values: []string{"open-3"}, control: -1},
+	}, nil)
+	addr := kafkaFreeAddr(t)
+	m := mntAt(t, data, "--kafka-listen", addr)
+	kafkaWaitListening(t, addr)
+	check := func(when string) {
+		t.Helper()
+		if got, want := txnAdminProducers(t, addr), map[int64]int64{500: 1, 600: 4}; !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: DescribeProducers: transactions start at %v, want %v", when, got, want)
+		}
+		want := []string{"txo-0 producer 500 at 1", "txo-0 producer 600 at 4"}
+		if got := txnFindHanging(t, addr); !slices.Equal(got, want) {
+			t.Errorf("%s: find-hanging: %q, want %q", when, got, want)
+		}
+		sp, vals := txnFetch(t, kafkaClient(t, addr), 0, 1)
+		if sp.LastStableOffset != 1 || !slices.Equal(vals, []string{"plain-a"}) {
+			t.Errorf("%s: read_committed fetch: LSO %d records %q, want LSO 1 [plain-a]", when, sp.LastStableOffset, vals)
+		}
+		if got := m.ok(`cat "$M/txo/0/data"`); got != "plain-a\nopen-1\nplain-b\nplain-c\nopen-2\nopen-3\n" {
+			t.Errorf("%s: data reads %q", when, got)
+		}
+	}
+	check("loaded without a snapshot")
+	// segfs writes a snapshot at its close; the state survives in it.
+	m.unmount()
+	m.mount("--kafka-listen", addr)
+	kafkaWaitListening(t, addr)
+	check("after a remount")
 }
