@@ -406,11 +406,12 @@ func (v *verifier) indexes(s *segmentFiles, sum *logSummary, active bool) {
 }
 
 // txnIndex checks a .txnindex (aborted transactions, in a data directory
-// copied from Kafka; segfs writes none): Kafka's rules, and each entry's
-// ABORT marker inside the segment. A bad file is an error: the daemon
-// ignores it, so read_committed consumers would get the records of its
-// aborted transactions. A marker past the log's end is a warning: the next
-// mount drops such entries (a truncated tail).
+// copied from Kafka, or written for an ABORT marker): Kafka's rules, and
+// each entry's ABORT marker inside the segment. A file that breaks them is
+// a warning, as the other derived indexes are: the next mount rebuilds it
+// from the log's ABORT markers, as Kafka's recovery does (it was an error
+// while the daemon ignored such a file). A marker past the log's end is a
+// warning: the next mount drops such entries (a truncated tail).
 func (v *verifier) txnIndex(path string, base int64, sum *logSummary) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -423,7 +424,7 @@ func (v *verifier) txnIndex(path string, base int64, sum *logSummary) {
 	}
 	txns, err := logstore.ParseTxnIndex(b, base)
 	if err != nil {
-		v.errorf(path, "%v (the daemon ignores this file: read_committed consumers would get its aborted transactions)", err)
+		v.warnf(path, "%v (the next mount rebuilds this index from the log's ABORT markers)", err)
 		return
 	}
 	for i, t := range txns {

@@ -28,7 +28,9 @@
 // after an unclean shutdown, the headers from the log start, as Kafka's
 // rebuildProducerState reads them (producer.go: loadProducers).
 // A NNN.txnindex copied from Kafka (aborted transactions) is read when the
-// partition loads and served to read_committed fetches (txnindex.go).
+// partition loads and served to read_committed fetches (txnindex.go); one
+// that fails Kafka's check is rebuilt from the log's ABORT markers, as
+// Kafka's recovery of its segment does.
 // segfs writes one only when compaction merges segments that had one, and
 // when WriteTxnMarker (txnmarker.go: the admin's way to end a transaction
 // Kafka left open) aborts a transaction: the entry goes to the segment of

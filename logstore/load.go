@@ -159,8 +159,14 @@ func (s *Store) loadPartition(t *Topic, n int32, clean bool, recoveryPoint, logS
 	if p.logStart.Load() > leo {
 		p.logStart.Store(leo)
 	}
+	var damaged []*segment
 	for _, s := range p.segs {
-		s.loadTxnIndex(leo, log)
+		if s.loadTxnIndex(leo, log) {
+			damaged = append(damaged, s)
+		}
+	}
+	if len(damaged) > 0 {
+		p.rebuildTxnIndexes(damaged)
 	}
 	p.updateHasTxnsLocked()
 	if clean {

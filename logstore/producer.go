@@ -548,13 +548,28 @@ func (p *Partition) AppendBatch(batch []byte) (AppendResult, error) {
 }
 
 // loadBatch applies the batch at pos of s, read back at load, to the
-// producer state. A marker's coordinator epoch is read from its record.
-// An ABORT marker that ends a transaction must have its .txnindex entry
-// (Kafka rebuilds the index when it recovers a segment): WriteTxnMarker
-// writes it right after the marker, and if the process died in between,
-// it is written here, or read_committed consumers would get the aborted
-// records once the marker has moved the last stable offset past them.
+// producer state. An ABORT marker that ends a transaction must have its
+// .txnindex entry (Kafka rebuilds the index when it recovers a segment):
+// WriteTxnMarker writes it right after the marker, and if the process died
+// in between, it is written here, or read_committed consumers would get
+// the aborted records once the marker has moved the last stable offset
+// past them.
 func (p *Partition) loadBatch(s *segment, pos int64, h *record.Header) {
+	t, ok := replayBatch(&p.producers, s, pos, h)
+	if !ok {
+		return
+	}
+	if err := p.addAbortedLocked(s, t); err != nil {
+		p.log().Warn("cannot write the .txnindex entry of an aborted transaction; read_committed fetches will not skip it",
+			"segment", segmentName(s.base), "producer_id", h.ProducerID, "first_offset", t.FirstOffset, "err", err)
+	}
+}
+
+// replayBatch applies the batch at pos of s to ps and returns the aborted
+// transaction it completes, if it is an ABORT marker that ends one, as
+// the .txnindex entry Kafka writes for it. A marker's coordinator epoch
+// is read from its record.
+func replayBatch(ps *producerState, s *segment, pos int64, h *record.Header) (AbortedTxn, bool) {
 	coordEpoch, typ := int32(-1), int16(-1)
 	if h.Control() && h.ProducerID >= 0 && h.Size() <= 1<<20 {
 		b := make([]byte, h.Size())
@@ -566,17 +581,13 @@ func (p *Partition) loadBatch(s *segment, pos int64, h *record.Header) {
 	}
 	lso := int64(-1)
 	if typ == controlAbort {
-		lso = p.producers.stableAfter(h.ProducerID, h.BaseOffset)
+		lso = ps.stableAfter(h.ProducerID, h.BaseOffset)
 	}
-	ended, ok := p.producers.load(h, coordEpoch)
+	ended, ok := ps.load(h, coordEpoch)
 	if !ok || typ != controlAbort {
-		return
+		return AbortedTxn{}, false
 	}
-	t := AbortedTxn{ProducerID: h.ProducerID, FirstOffset: ended.first, LastOffset: h.BaseOffset, LastStableOffset: lso}
-	if err := p.addAbortedLocked(s, t); err != nil {
-		p.log().Warn("cannot write the .txnindex entry of an aborted transaction; read_committed fetches will not skip it",
-			"segment", segmentName(s.base), "producer_id", h.ProducerID, "first_offset", ended.first, "err", err)
-	}
+	return AbortedTxn{ProducerID: h.ProducerID, FirstOffset: ended.first, LastOffset: h.BaseOffset, LastStableOffset: lso}, true
 }
 
 // loadProducers restores the producer state (idempotence windows, open

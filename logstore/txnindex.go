@@ -9,6 +9,8 @@ import (
 	"sort"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/segfs/segfs/logstore/record"
 )
 
 // Aborted transactions (KAFKA-FORMAT.md §9.8). segfs never writes
@@ -21,12 +23,11 @@ import (
 // entries per segment at most, and nothing at all for logs segfs wrote).
 //
 // A .txnindex that fails Kafka's sanity check (version 0, whole 34-byte
-// entries, LastOffset >= the segment base and strictly increasing) is
-// logged and ignored: Kafka would recover the segment instead, rebuilding
-// the index from the control batches; segfs does not rebuild it, so with a
-// damaged index read_committed consumers see the aborted records, as they
-// did before segfs read the files at all. Nothing crashes or hangs: only
-// regular files are read (a FIFO is refused without blocking).
+// entries, LastOffset >= the segment base and strictly increasing), or is
+// not a regular file, is rebuilt from the log at load, as Kafka recovers
+// such a segment (rebuildTxnIndexes): the log is the truth, the index is
+// derived from its ABORT markers. Only regular files are read (a FIFO is
+// refused without blocking, then replaced).
 const (
 	txnIndexSuffix = ".txnindex"
 	txnEntrySize   = 34
@@ -100,21 +101,22 @@ func readRegularFile(path string) ([]byte, error) {
 // loadTxnIndex reads the segment's .txnindex into s.txns. Entries whose
 // FirstOffset is at or past leo (left over from a tail that recovery
 // truncated) are dropped: offsets from leo on will be new, non-transactional
-// records. A bad file is logged and treated as empty.
-func (s *segment) loadTxnIndex(leo int64, log *slog.Logger) {
+// records. It reports a file that is there but bad (logged), which the
+// caller rebuilds (rebuildTxnIndexes).
+func (s *segment) loadTxnIndex(leo int64, log *slog.Logger) (damaged bool) {
 	s.txns = nil
 	b, err := readRegularFile(s.path(txnIndexSuffix))
 	if err == nil && b == nil {
-		return
+		return false
 	}
 	var txns []AbortedTxn
 	if err == nil {
 		txns, err = ParseTxnIndex(b, s.base)
 	}
 	if err != nil {
-		log.Warn("ignoring unreadable transaction index; read_committed fetches will not skip its aborted transactions",
+		log.Warn("damaged transaction index; rebuilding it from the log",
 			"segment", segmentName(s.base), "err", err)
-		return
+		return true
 	}
 	kept := txns[:0]
 	for _, t := range txns {
@@ -128,6 +130,68 @@ func (s *segment) loadTxnIndex(leo int64, log *slog.Logger) {
 	}
 	if len(kept) > 0 {
 		s.txns = kept
+	}
+	return false
+}
+
+// rebuildTxnIndexes rebuilds the .txnindex of each damaged segment (in
+// log order) from the log, as Kafka's recovery of such a segment does: a
+// replay of the batch headers from the log start through the last of
+// them, with a producer state of its own, gives each ABORT marker in a
+// damaged segment that ends a transaction its entry (the transaction's
+// first offset may lie in any earlier segment, hence the start). Only the
+// damaged segments' files are written, replaced whole; one with no entry
+// is removed, as Kafka creates the file only for an entry. It runs at
+// load, before the partition is shared, and only when an index is
+// damaged. Until it was, a damaged index was ignored, and the load's
+// repair of a missing entry (loadBatch) wrote that one entry as the whole
+// file, losing the others for good.
+func (p *Partition) rebuildTxnIndexes(damaged []*segment) {
+	rebuilt := make(map[*segment][]AbortedTxn, len(damaged))
+	for _, s := range damaged {
+		rebuilt[s] = nil
+	}
+	last := damaged[len(damaged)-1].base
+	from := p.logStart.Load()
+	var ps producerState
+	for _, s := range p.acquireSegments(from) {
+		if s.base > last {
+			s.release()
+			continue
+		}
+		limit := s.size.Load()
+		pos := int64(0)
+		if from > s.base {
+			var found bool
+			var err error
+			if pos, _, found, err = s.findBatch(from, limit); !found || err != nil {
+				s.release()
+				continue
+			}
+		}
+		_, want := rebuilt[s]
+		s.walkHeaders(pos, limit, func(pos int64, h *record.Header) {
+			if t, ok := replayBatch(&ps, s, pos, h); ok && want {
+				rebuilt[s] = append(rebuilt[s], t)
+			}
+		})
+		s.release()
+	}
+	for _, s := range damaged {
+		txns := rebuilt[s]
+		var err error
+		if len(txns) == 0 {
+			err = os.Remove(s.path(txnIndexSuffix))
+		} else {
+			err = WriteFileAtomic(s.path(txnIndexSuffix), encodeTxnIndex(txns))
+		}
+		if err != nil && !os.IsNotExist(err) {
+			// The entries are served from memory all the same; the
+			// next load tries the file again.
+			p.log().Warn("cannot replace the damaged transaction index", "segment", segmentName(s.base), "err", err)
+		}
+		s.txns = txns
+		p.log().Warn("rebuilt the transaction index from the log", "segment", segmentName(s.base), "entries", len(txns))
 	}
 }
 

@@ -124,8 +124,9 @@ func TestAbortedTxnsCollect(t *testing.T) {
 }
 
 // TestTxnIndexBadFiles: a damaged .txnindex, or one that is not a regular
-// file (a FIFO would block a plain read forever), is ignored with the rest
-// of the partition served; a partition without any has the flag clear.
+// file (a FIFO would block a plain read forever), is rebuilt from the log
+// with the rest of the partition served: this log has no ABORT marker, so
+// the files go; a partition without any has the flag clear.
 func TestTxnIndexBadFiles(t *testing.T) {
 	dir, pdir, b, leo := txnTestLog(t)
 	writeTxnIndex(t, pdir, b[0], encodeTxnIndex([]AbortedTxn{{1, b[0], b[0] + 2, b[0]}, {2, b[0], b[0] + 1, b[0]}}))
@@ -138,6 +139,11 @@ func TestTxnIndexBadFiles(t *testing.T) {
 	p := mustPartition(t, s, "x")
 	if got := p.AbortedTxns(b[0], leo); !reflect.DeepEqual(got, []AbortedTxn{good}) {
 		t.Errorf("AbortedTxns = %v, want only %v", got, good)
+	}
+	for _, base := range b[:2] {
+		if _, err := os.Lstat(filepath.Join(pdir, segmentName(base)+txnIndexSuffix)); !os.IsNotExist(err) {
+			t.Errorf("the bad .txnindex of segment %d, rebuilt from a log without markers, is still there: %v", base, err)
+		}
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)

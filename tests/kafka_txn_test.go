@@ -216,8 +216,9 @@ func TestKafkaTxnImported(t *testing.T) {
 }
 
 // TestVerifyTxnIndexDamage: `segfs verify` on the imported log with a torn
-// .txnindex exits 1 and names the file: the daemon would ignore that
-// index, and read_committed consumers would get the aborted records.
+// .txnindex warns, naming the file: the next mount rebuilds that index
+// from the log (it was an error while the daemon ignored such an index),
+// and read_committed consumers then get only what was committed.
 func TestVerifyTxnIndexDamage(t *testing.T) {
 	data := txnDataDir(t)
 	path := filepath.Join(data, "txn-0", "00000000000000000000.txnindex")
@@ -229,8 +230,16 @@ func TestVerifyTxnIndexDamage(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := cliRun(t, "verify", data)
-	if want := "error: " + path + ": size"; r.Code != 1 || !strings.Contains(r.Stdout, want) {
-		t.Fatalf("verify of a torn .txnindex: exit %d, want 1 and %q\n%s%s", r.Code, want, r.Stdout, r.Stderr)
+	if want := "warning: " + path + ": size"; r.Code != 0 || !strings.Contains(r.Stdout, want) {
+		t.Fatalf("verify of a torn .txnindex: exit %d, want 0 and %q\n%s%s", r.Code, want, r.Stdout, r.Stderr)
+	}
+	srv := kafkaServe(t, data)
+	if got := txnKgoValues(t, srv.addr, kgo.ReadCommitted()); !reflect.DeepEqual(got, txnCommittedValues) {
+		t.Errorf("franz-go read_committed after the load: %q, want %q", got, txnCommittedValues)
+	}
+	srv.stop()
+	if r := cliRun(t, "verify", data); r.Code != 0 || strings.Contains(r.Stdout, "warning:") {
+		t.Errorf("verify after the load rebuilt the index: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 }
 
@@ -385,4 +394,86 @@ func TestKafkaTxnOpenHeldBack(t *testing.T) {
 	srv = kafkaServe(t, data)
 	check(srv, 6, all)
 	srv.stop()
+}
+
+// TestKafkaTxnIndexDamagedRepair: a partition copied from a Kafka broker
+// that died, whose active segment's .txnindex is damaged and whose log
+// holds an ABORT after the producer snapshot (written at a clean stop
+// before more was appended to the same segment), so its entry must be
+// written at load:
+//
+//	segment 0: 0 plain-1; 1 aborted-a (producer 200); 2 ABORT (200);
+//	           3 plain-2; 4 aborted-b (producer 300)
+//	segment 5: 5 plain-3; 6 aborted-c (producer 400); 7 ABORT (400);
+//	           8 plain-4; snapshot 9 (producer 300 in a transaction
+//	           from 4); 9 ABORT (300); 10 plain-5
+//
+// Segment 5's .txnindex held producer 400's and 300's transactions and
+// lost its last byte. The load ignored it and wrote the one entry it
+// found missing (producer 300's, from the marker after the snapshot) as
+// the whole new index: producer 400's aborted record aborted-c reached
+// read_committed consumers for good. Kafka recovers a segment whose
+// .txnindex fails its check, rebuilding the index from the log; so does
+// segfs now, and read_committed consumers get only what was committed.
+func TestKafkaTxnIndexDamagedRepair(t *testing.T) {
+	data := t.TempDir()
+	pdir := filepath.Join(data, "txn-0")
+	if err := os.MkdirAll(pdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	txnWriteSegment(t, pdir, 0, []txnBatch{
+		{base: 0, pid: -1, values: []string{"plain-1"}, control: -1},
+		{base: 1, pid: 200, seq: 0, values: []string{"aborted-a"}, control: -1},
+		{base: 2, pid: 200, control: 0},
+		{base: 3, pid: -1, values: []string{"plain-2"}, control: -1},
+		{base: 4, pid: 300, seq: 0, values: []string{"aborted-b"}, control: -1},
+	}, [][4]int64{{200, 1, 2, 3}})
+	txnWriteSegment(t, pdir, 5, []txnBatch{
+		{base: 5, pid: -1, values: []string{"plain-3"}, control: -1},
+		{base: 6, pid: 400, seq: 0, values: []string{"aborted-c"}, control: -1},
+		{base: 7, pid: 400, control: 0},
+		{base: 8, pid: -1, values: []string{"plain-4"}, control: -1},
+		{base: 9, pid: 300, control: 0},
+		{base: 10, pid: -1, values: []string{"plain-5"}, control: -1},
+	}, [][4]int64{{400, 6, 7, 4}, {300, 4, 9, 10}})
+	txnPath := filepath.Join(pdir, "00000000000000000005.txnindex")
+	full, err := os.ReadFile(txnPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(txnPath, full[:len(full)-1], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The snapshot at 9: producer 300, epoch 0, last sequence 0, last
+	// offset 4, in a transaction from 4 (KAFKA-FORMAT.md §9.7).
+	be := binary.BigEndian
+	snap := make([]byte, 10)
+	be.PutUint16(snap, 1)
+	be.PutUint32(snap[6:], 1)
+	snap = be.AppendUint64(snap, 300)
+	snap = be.AppendUint16(snap, 0)
+	snap = be.AppendUint32(snap, 0)
+	snap = be.AppendUint64(snap, 4)
+	snap = be.AppendUint32(snap, 0)
+	snap = be.AppendUint64(snap, 1700000004000)
+	snap = be.AppendUint32(snap, 0xffffffff)
+	snap = be.AppendUint64(snap, 4)
+	be.PutUint32(snap[2:], crc32.Checksum(snap[6:], crc32.MakeTable(crc32.Castagnoli)))
+	if err := os.WriteFile(filepath.Join(pdir, fmt.Sprintf("%020d.snapshot", 9)), snap, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	committed := []string{"plain-1", "plain-2", "plain-3", "plain-4", "plain-5"}
+	srv := kafkaServe(t, data)
+	if got := txnKgoValues(t, srv.addr, kgo.ReadCommitted()); !reflect.DeepEqual(got, committed) {
+		t.Errorf("franz-go read_committed: %q, want %q", got, committed)
+	}
+	srv.stop()
+	// The rebuilt index is the one Kafka had: both entries, whole.
+	if got, err := os.ReadFile(txnPath); err != nil || !reflect.DeepEqual(got, full) {
+		t.Errorf("segment 5's .txnindex after the load: %x (%v), want %x", got, err, full)
+	}
+	if r := cliRun(t, "verify", data); r.Code != 0 {
+		t.Errorf("verify after the load: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
 }
