@@ -67,7 +67,7 @@ Example:
 			&ucli.DurationFlag{Name: "unmount-grace", Value: 5 * time.Second, Usage: "how long a signalled daemon keeps serving files still open before it exits"},
 			&ucli.BoolFlag{Name: "debug", Usage: "log every FUSE request"},
 			&ucli.StringFlag{Name: "pprof", Usage: "serve Go profiles on `ADDR` (host:port; for debugging)"},
-		}, cleanupFlags()...),
+		}, append(cleanupFlags(), groupFlags()...)...),
 		Action: runMount,
 	}
 }
@@ -97,6 +97,9 @@ func runMount(c *ucli.Context) error {
 	// Checked here too, not only by the daemon: startDaemon creates the
 	// data directory and its log before the daemon runs.
 	if _, err := cleanupOptions(c); err != nil {
+		return fmt.Errorf("mount: %w", err)
+	}
+	if err := checkGroupFlags(c); err != nil {
 		return fmt.Errorf("mount: %w", err)
 	}
 	dataDir, err := filepath.Abs(args[0])
@@ -717,9 +720,11 @@ func startFetch(c *ucli.Context, ln net.Listener, store *logstore.Store, logger 
 		return func() {}
 	}
 	srv := fetch.New(store, fetch.Config{
-		Advertise:        c.String("advertise"),
-		AutoCreateTopics: c.Bool("auto-create-topics"),
-		Logger:           logger,
+		Advertise:                      c.String("advertise"),
+		AutoCreateTopics:               c.Bool("auto-create-topics"),
+		Logger:                         logger,
+		ConsumerGroupSessionTimeout:    c.Duration("group-consumer-session-timeout"),
+		ConsumerGroupHeartbeatInterval: c.Duration("group-consumer-heartbeat-interval"),
 	})
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -732,6 +737,32 @@ func startFetch(c *ucli.Context, ln net.Listener, store *logstore.Store, logger 
 		}
 		<-served
 	}
+}
+
+// groupFlags are the fetch server's consumer group settings, shared by
+// mount and serve: Kafka's group.consumer.session.timeout.ms and
+// group.consumer.heartbeat.interval.ms (KIP-848 consumer groups).
+func groupFlags() []ucli.Flag {
+	return []ucli.Flag{
+		&ucli.DurationFlag{Name: "group-consumer-session-timeout", Value: fetch.DefaultConsumerGroupSessionTimeout,
+			Usage: "`DURATION` after which a member of a consumer group (KIP-848 protocol) that stopped heartbeating is removed and its partitions reassigned (Kafka's group.consumer.session.timeout.ms)"},
+		&ucli.DurationFlag{Name: "group-consumer-heartbeat-interval", Value: fetch.DefaultConsumerGroupHeartbeatInterval,
+			Usage: "`DURATION` between the heartbeats of consumer group members (KIP-848 protocol); shorter than the session timeout (Kafka's group.consumer.heartbeat.interval.ms)"},
+	}
+}
+
+// checkGroupFlags refuses group settings Kafka would refuse at startup.
+func checkGroupFlags(c *ucli.Context) error {
+	session, interval := c.Duration("group-consumer-session-timeout"), c.Duration("group-consumer-heartbeat-interval")
+	switch {
+	case session <= 0:
+		return errors.New("--group-consumer-session-timeout must be positive")
+	case interval <= 0:
+		return errors.New("--group-consumer-heartbeat-interval must be positive")
+	case interval >= session:
+		return fmt.Errorf("--group-consumer-heartbeat-interval (%v) must be shorter than --group-consumer-session-timeout (%v)", interval, session)
+	}
+	return nil
 }
 
 // cleanupFlags are the daemon flags of the background cleaners, shared by
@@ -768,12 +799,14 @@ func cleanupOptions(c *ucli.Context) (logstore.Options, error) {
 	return o, nil
 }
 
-// cleanupArgs passes the cleanupFlags on to the daemon.
+// cleanupArgs passes the cleanupFlags and groupFlags on to the daemon.
 func cleanupArgs(c *ucli.Context) []string {
 	return []string{
 		"--retention-check-interval", c.Duration("retention-check-interval").String(),
 		"--cleaner-interval", c.Duration("cleaner-interval").String(),
 		"--cleaner-buffer-size", strconv.Itoa(c.Int("cleaner-buffer-size")),
 		"--producer-id-expiration", c.Duration("producer-id-expiration").String(),
+		"--group-consumer-session-timeout", c.Duration("group-consumer-session-timeout").String(),
+		"--group-consumer-heartbeat-interval", c.Duration("group-consumer-heartbeat-interval").String(),
 	}
 }

@@ -50,7 +50,7 @@ Example:
 			&ucli.IntFlag{Name: "partitions", Value: 1, Usage: "`N` partitions for auto-created topics"},
 			&ucli.IntFlag{Name: "max-request-bytes", Value: fetch.DefaultMaxRequestBytes, Usage: "largest request accepted, in `BYTES` (Kafka's socket.request.max.bytes)"},
 			&ucli.BoolFlag{Name: "debug", Usage: "log every request"},
-		}, cleanupFlags()...),
+		}, append(cleanupFlags(), groupFlags()...)...),
 		Action: runServe,
 	}
 }
@@ -86,6 +86,9 @@ func runServe(c *ucli.Context) error {
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
+	if err := checkGroupFlags(c); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
 	// Caught from before the store opens, so that a signal during
 	// recovery stops the server cleanly once it is up instead of killing
 	// it with the store open. SIGHUP (the terminal went away) too, as
@@ -109,10 +112,12 @@ func runServe(c *ucli.Context) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	srv := fetch.New(store, fetch.Config{
-		Advertise:        c.String("advertise"),
-		AutoCreateTopics: c.Bool("auto-create-topics"),
-		MaxRequestBytes:  int32(min(c.Int("max-request-bytes"), 1<<31-1)),
-		Logger:           logger,
+		Advertise:                      c.String("advertise"),
+		AutoCreateTopics:               c.Bool("auto-create-topics"),
+		MaxRequestBytes:                int32(min(c.Int("max-request-bytes"), 1<<31-1)),
+		Logger:                         logger,
+		ConsumerGroupSessionTimeout:    c.Duration("group-consumer-session-timeout"),
+		ConsumerGroupHeartbeatInterval: c.Duration("group-consumer-heartbeat-interval"),
 	})
 
 	served := make(chan error, 1)

@@ -30,8 +30,13 @@ import (
 // ZooKeeper storage and v2-v4's retention time are treated like the rest:
 // offsets are kept until overwritten. Partitions must exist
 // (UNKNOWN_TOPIC_OR_PARTITION, as Kafka checks), metadata is capped at
-// Kafka's offset.metadata.max.bytes (OFFSET_METADATA_TOO_LARGE). v10 names
-// topics by ID and is not served.
+// Kafka's offset.metadata.max.bytes (OFFSET_METADATA_TOO_LARGE). A member
+// of a KIP-848 consumer group (consumer_groups.go) commits with its member
+// epoch in the generation field: UNKNOWN_MEMBER_ID for a member the group
+// does not have, STALE_MEMBER_EPOCH for any other epoch than its current
+// one, UNSUPPORTED_VERSION below v9 (Kafka's ConsumerGroup rules); a
+// commit with a negative epoch goes into such a group only while it has
+// no members. v10 names topics by ID and is not served.
 func init() { register(8, 0, 9, handleOffsetCommit) }
 
 // maxOffsetMetadata is Kafka's offset.metadata.max.bytes default.

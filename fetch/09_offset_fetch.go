@@ -13,7 +13,10 @@ import (
 // without a commit gets offset -1 and no error — for unknown groups too,
 // as Kafka >= 2.5 does and librdkafka relies on (P9; kfake differs). A
 // null topic list (v2+) asks for every committed partition of the group.
-// v8+ asks for several groups at once. RequireStable (v7+) only matters
+// v8+ asks for several groups at once. v9 names the member (KIP-848): a
+// request with a member id or epoch for a consumer group must come from a
+// member at its current epoch, else the group gets STALE_MEMBER_EPOCH or
+// UNKNOWN_MEMBER_ID, as in Kafka. RequireStable (v7+) only matters
 // with transactions, which are not served. v10 names topics by ID and is
 // not served.
 func init() { register(9, 0, 9, handleOffsetFetch) }
@@ -50,6 +53,15 @@ func handleOffsetFetch(c *conn, h *reqHeader, r kmsg.Request) error {
 	for _, g := range req.Groups {
 		rg := kmsg.NewOffsetFetchResponseGroup()
 		rg.Group = g.Group
+		if h.version >= 9 {
+			// A member of a consumer group fetches at its current
+			// member epoch (STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID).
+			if rg.ErrorCode = c.s.groups.validateConsumerFetch(g.Group, g.MemberID, g.MemberEpoch); rg.ErrorCode != 0 {
+				rg.Topics = []kmsg.OffsetFetchResponseGroupTopic{}
+				resp.Groups = append(resp.Groups, rg)
+				continue
+			}
+		}
 		rg.Topics = c.s.offsetFetchGroup(g.Group, g.Topics)
 		resp.Groups = append(resp.Groups, rg)
 	}

@@ -92,18 +92,26 @@ type groups struct {
 
 	mu     sync.Mutex
 	byName map[string]*group
+	// consumers are the KIP-848 consumer groups (consumer_groups.go); a
+	// name is in byName or here, never both.
+	consumers map[string]*cgroup
 	// Settings, read under mu; tests shorten them.
 	initialDelay           time.Duration
 	minSession, maxSession time.Duration
+	// Consumer groups' session timeout and heartbeat interval.
+	cgSession, cgInterval time.Duration
 }
 
 func newGroups(s *Server, initialDelay time.Duration) *groups {
 	return &groups{
 		s:            s,
 		byName:       map[string]*group{},
+		consumers:    map[string]*cgroup{},
 		initialDelay: initialDelay,
 		minSession:   groupMinSessionTimeout,
 		maxSession:   groupMaxSessionTimeout,
+		cgSession:    s.cfg.ConsumerGroupSessionTimeout,
+		cgInterval:   s.cfg.ConsumerGroupHeartbeatInterval,
 	}
 }
 
@@ -220,6 +228,23 @@ func (gs *groups) join(r joinRequest) (joinResult, <-chan joinResult) {
 	}
 	if r.session < gs.minSession || r.session > gs.maxSession {
 		return errJoin(kerr.InvalidSessionTimeout.Code, r.memberID), nil
+	}
+	if cg := gs.consumers[r.group]; cg != nil {
+		if len(cg.members) > 0 {
+			// Kafka would run this member inside the consumer group
+			// (KIP-848's online migration); segfs does not, and answers
+			// as Kafka does when it cannot: a consumer-protocol member
+			// finds no classic group by that name, any other protocol
+			// is inconsistent with the group's.
+			if r.protocolType != "consumer" {
+				return errJoin(kerr.InconsistentGroupProtocol.Code, r.memberID), nil
+			}
+			return errJoin(kerr.GroupIDNotFound.Code, r.memberID), nil
+		}
+		// Kafka's offline downgrade: an empty consumer group becomes a
+		// classic one; its committed offsets stay.
+		gs.forgetConsumer(cg)
+		gs.s.log.Info("fetch: empty consumer group converted to a classic group", "group", r.group)
 	}
 	g := gs.byName[r.group]
 	if g == nil {
@@ -987,6 +1012,11 @@ func (gs *groups) validateCommit(r commitRequest) int16 {
 	if r.group == "" {
 		return kerr.InvalidGroupID.Code
 	}
+	if cg := gs.consumers[r.group]; cg != nil {
+		// Unlike a classic member's, a consumer group member's commit does
+		// not extend its session: only heartbeats do, as in Kafka.
+		return cg.validateCommit(r)
+	}
 	g := gs.byName[r.group]
 	if g == nil {
 		if r.generation < 0 {
@@ -1036,9 +1066,16 @@ func (gs *groups) deleteGroup(name string) (int16, *offsetsOp) {
 		return kerr.InvalidGroupID.Code, nil
 	}
 	g := gs.byName[name]
+	cg := gs.consumers[name]
 	hasOffsets := gs.s.offsets.hasGroupStaged(name)
-	if g == nil && !hasOffsets {
+	if g == nil && cg == nil && !hasOffsets {
 		return kerr.GroupIDNotFound.Code, nil
+	}
+	if cg != nil {
+		if len(cg.members) > 0 {
+			return kerr.NonEmptyGroup.Code, nil
+		}
+		gs.forgetConsumer(cg)
 	}
 	if g != nil {
 		if g.state != groupEmpty {
@@ -1080,18 +1117,26 @@ func (gs *groups) deleteOffsets(name string, topics []kmsg.OffsetDeleteRequestTo
 		return kerr.InvalidGroupID.Code, nil, nil
 	}
 	g := gs.byName[name]
-	if g == nil && !gs.s.offsets.hasGroupStaged(name) {
+	cg := gs.consumers[name]
+	if g == nil && cg == nil && !gs.s.offsets.hasGroupStaged(name) {
 		return kerr.GroupIDNotFound.Code, nil, nil
 	}
 	if g != nil && g.state != groupEmpty && g.protocolType != "consumer" {
 		return kerr.NonEmptyGroup.Code, nil, nil
+	}
+	var subscribed map[string]bool
+	switch {
+	case g != nil && g.state != groupEmpty:
+		subscribed = g.subscribed
+	case cg != nil && len(cg.members) > 0:
+		subscribed = gs.consumerSubscribed(cg)
 	}
 	codes := make([][]int16, len(topics))
 	var tps []topicPartition
 	for i, t := range topics {
 		codes[i] = make([]int16, len(t.Partitions))
 		for j, p := range t.Partitions {
-			if g != nil && g.state != groupEmpty && g.subscribed[t.Topic] {
+			if subscribed[t.Topic] {
 				codes[i][j] = kerr.GroupSubscribedToTopic.Code
 				continue
 			}
@@ -1113,6 +1158,9 @@ func (gs *groups) describe(name string) kmsg.DescribeGroupsResponseGroup {
 	d.Group = name
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
+	if cg := gs.consumers[name]; cg != nil {
+		return gs.describeConsumer(cg)
+	}
 	g := gs.byName[name]
 	if g == nil {
 		d.State = "Dead"
@@ -1153,13 +1201,21 @@ func (gs *groups) list() []kmsg.ListGroupsResponseGroup {
 			names = append(names, name)
 		}
 	}
+	for name := range gs.consumers {
+		if !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
 	slices.Sort(names)
 	out := make([]kmsg.ListGroupsResponseGroup, 0, len(names))
 	for _, name := range names {
 		lg := kmsg.NewListGroupsResponseGroup()
-		lg.Group, lg.GroupState = name, groupEmpty.String()
+		lg.Group, lg.GroupState, lg.GroupType = name, groupEmpty.String(), "classic"
 		if g := gs.byName[name]; g != nil {
 			lg.ProtocolType, lg.GroupState = g.protocolType, g.state.String()
+		}
+		if cg := gs.consumers[name]; cg != nil {
+			lg.ProtocolType, lg.GroupState, lg.GroupType = "consumer", cg.state(), "consumer"
 		}
 		out = append(out, lg)
 	}

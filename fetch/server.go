@@ -58,6 +58,16 @@ type Config struct {
 	// more members. 0 means DefaultGroupInitialRebalanceDelay, negative
 	// means no delay.
 	GroupInitialRebalanceDelay time.Duration
+	// ConsumerGroupSessionTimeout is Kafka's
+	// group.consumer.session.timeout.ms: a member of a KIP-848 consumer
+	// group whose heartbeats stop for this long is removed and its
+	// partitions reassigned. <= 0 means DefaultConsumerGroupSessionTimeout.
+	ConsumerGroupSessionTimeout time.Duration
+	// ConsumerGroupHeartbeatInterval is Kafka's
+	// group.consumer.heartbeat.interval.ms, the interval consumer group
+	// members are told to heartbeat at. <= 0 means
+	// DefaultConsumerGroupHeartbeatInterval.
+	ConsumerGroupHeartbeatInterval time.Duration
 }
 
 // Stats counts bytes sent, split by how they left the process. They prove
@@ -136,6 +146,12 @@ func New(store *logstore.Store, cfg Config) *Server {
 	}
 	if cfg.ClusterID == "" {
 		cfg.ClusterID = "segfs"
+	}
+	if cfg.ConsumerGroupSessionTimeout <= 0 {
+		cfg.ConsumerGroupSessionTimeout = DefaultConsumerGroupSessionTimeout
+	}
+	if cfg.ConsumerGroupHeartbeatInterval <= 0 {
+		cfg.ConsumerGroupHeartbeatInterval = DefaultConsumerGroupHeartbeatInterval
 	}
 	if cfg.GroupInitialRebalanceDelay == 0 {
 		cfg.GroupInitialRebalanceDelay = DefaultGroupInitialRebalanceDelay
