@@ -20,16 +20,18 @@ import (
 
 // Ranges advertised must be exactly KAFKA-PROTOCOL.md §4.2's first release
 // plus the offset-store, classic group, topic admin, log directory and
-// transaction admin APIs.
+// transaction admin APIs, and KIP-848 consumer groups (ListGroups v5 with
+// group types, ConsumerGroupHeartbeat, ConsumerGroupDescribe).
 func TestApiVersionsAdvertised(t *testing.T) {
 	ts := startServer(t, Config{})
 	c := dial(t, ts.addr)
 	want := map[int16][2]int16{
 		0: {0, 12}, 1: {4, 12}, 2: {1, 7}, 3: {0, 12}, 8: {0, 9}, 9: {0, 9}, 10: {0, 4}, 18: {0, 3}, 22: {0, 4}, 27: {0, 1}, 61: {0, 0},
-		11: {0, 9}, 12: {0, 4}, 13: {0, 5}, 14: {0, 5}, 15: {0, 5}, 16: {0, 4}, 21: {0, 2},
+		11: {0, 9}, 12: {0, 4}, 13: {0, 5}, 14: {0, 5}, 15: {0, 5}, 16: {0, 5}, 21: {0, 2},
 		42: {0, 2}, 47: {0, 0},
 		19: {0, 7}, 20: {0, 6}, 32: {0, 4}, 33: {0, 2}, 37: {0, 3}, 44: {0, 1}, 60: {0, 2},
 		35: {0, 4}, 65: {0, 0}, 66: {0, 1},
+		68: {0, 1}, 69: {0, 1},
 	}
 	for v := int16(0); v <= 3; v++ {
 		req := kmsg.NewPtrApiVersionsRequest()

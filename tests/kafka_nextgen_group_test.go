@@ -392,3 +392,54 @@ func nextGenCheckType(t *testing.T, addr, group string) {
 		t.Fatalf("ListGroups: %q, want %s of type consumer", out, group)
 	}
 }
+
+// TestKafkaNextGenGroupNewPartitionThroughMount: a partition added through
+// the mount (`mkdir T/N`) while a KIP-848 group consumes T is assigned to a
+// member (a new group epoch and target assignment), which then consumes
+// the lines appended to it; the two members (range assignor, chosen by
+// franz-go's RangeBalancer) split the partitions and read every line once.
+// Before, the members fell back to the classic protocol (segfs did not
+// serve ConsumerGroupHeartbeat) and the group was not of type consumer.
+func TestKafkaNextGenGroupNewPartitionThroughMount(t *testing.T) {
+	addr := kafkaFreeAddr(t)
+	m := mntNew(t, "--kafka-listen", addr, "--partitions", "2", "--group-consumer-heartbeat-interval", "200ms")
+	m.ok(`mkdir "$M/np"`)
+	const group = "np-group"
+	log := newNextGenLog()
+	range_ := kgo.Balancers(kgo.RangeBalancer())
+	a := startNextGenMember(t, addr, group, "np", "a", log, range_)
+	b := startNextGenMember(t, addr, group, "np", "b", log, range_)
+	var want []string
+	round := 0
+	appendLines := func(parts ...int) {
+		round++
+		for _, p := range parts {
+			m.ok(fmt.Sprintf(`for i in 1 2 3; do echo "r%d-p%d-$i"; done >> "$M/np/%d/data"`, round, p, p))
+			for i := 1; i <= 3; i++ {
+				want = append(want, fmt.Sprintf("%d r%d-p%d-%d", p, round, p, i))
+			}
+		}
+	}
+	// Wait until both members have their partition.
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		log.resetPartitions()
+		appendLines(0, 1)
+		log.waitFor(t, "partitions 0 and 1", want)
+		if len(log.partitionsOf("a")) == 1 && len(log.partitionsOf("b")) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a consumed %v and b %v, want one partition each", log.partitionsOf("a"), log.partitionsOf("b"))
+		}
+	}
+	nextGenCheckType(t, addr, group)
+
+	m.ok(`mkdir "$M/np/2"`)
+	appendLines(2, 0, 1)
+	log.waitFor(t, "the new partition 2", want)
+	a.close()
+	b.close()
+	a.check(t)
+	b.check(t)
+	log.check(t, want)
+}
