@@ -123,9 +123,46 @@
 // Kafka. DescribeGroups and ListGroups show groups for admin tools;
 // DeleteGroups deletes a group without members (its membership state and
 // committed offsets), OffsetDelete some partitions' offsets, refusing
-// those of topics the current generation subscribes to. KIP-848 groups
-// (ConsumerGroupHeartbeat) are not served; every client uses the classic
-// protocol by default.
+// those of topics the current generation subscribes to.
+//
+// KIP-848 consumer groups (group type "consumer"; ConsumerGroupHeartbeat
+// and ConsumerGroupDescribe, consumer_groups.go) behave as Kafka 4's: the
+// server computes each member's target assignment with the assignor the
+// members ask for ("uniform", the default, sticky and balanced; or
+// "range", per-topic contiguous ranges), bumping the group epoch when a
+// member joins, leaves, is fenced, changes its subscription (topic names,
+// or a regex matched against whole names), or when a subscribed topic
+// gains a partition or a new topic matches (checked at every heartbeat:
+// `mkdir T/N`, CreatePartitions, CreateTopics and auto-creation all
+// count). Members reach their target on their own heartbeats: a partition
+// leaves its member (which keeps its epoch until it reports the
+// partition gone) before any other member is given it. A member is
+// removed when its heartbeats stop for Config.ConsumerGroupSessionTimeout
+// (45 s, group.consumer.session.timeout.ms) or it does not revoke within
+// its rebalance timeout; members are told to heartbeat every
+// Config.ConsumerGroupHeartbeatInterval (5 s). Epoch -1 leaves; a static
+// member (instance id) leaving with -2 keeps its partitions reserved
+// until its session expires or a member with its instance id replaces it
+// (UNRELEASED_INSTANCE_ID before it left). Epoch 0 from a known member
+// rejoins it in place. OffsetCommit (v9) and OffsetFetch (v9) from members
+// carry the member epoch: STALE_MEMBER_EPOCH for another than the
+// current one, UNKNOWN_MEMBER_ID for a member the group does not have.
+// ListGroups v5 lists such groups with type "consumer"; DescribeGroups
+// shows them with protocol type "consumer" and the assignor as protocol;
+// DeleteGroups and OffsetDelete apply the classic rules to their members'
+// subscriptions. Membership is in memory, as for classic groups: after a
+// restart a member's heartbeat gets UNKNOWN_MEMBER_ID (where Kafka, which
+// persists it, never forgets a group: its answer for an unknown group is
+// GROUP_ID_NOT_FOUND), and clients rejoin with a new member id and resume
+// from the committed offsets. A group name is a classic or a consumer
+// group: an empty group converts when a member of the other protocol
+// joins (Kafka's offline migration), one with members refuses the other
+// protocol with GROUP_ID_NOT_FOUND (INCONSISTENT_GROUP_PROTOCOL for a
+// classic protocol type other than "consumer"), which is Kafka's answer
+// when online migration is disabled: segfs does not run classic members
+// inside a consumer group (Kafka 4's default, group.consumer.migration.policy
+// bidirectional, does). Clients still use the classic protocol unless told
+// otherwise (franz-go kgo.ServerSideBalancer(), Java group.protocol=consumer).
 //
 // # Topic admin
 //
