@@ -94,9 +94,6 @@ func (c *conn) consumerGroupHeartbeat(h *reqHeader, req *kmsg.ConsumerGroupHeart
 	case req.MemberEpoch < leaveGroupStaticEpoch:
 		return invalid("MemberEpoch is invalid.")
 	}
-	if req.RebalanceTimeoutMillis < -1 {
-		return invalid("RebalanceTimeoutMs is invalid.")
-	}
 	if a := req.ServerAssignor; a != nil && !slices.Contains(serverAssignors, *a) {
 		return cgResult{err: kerr.UnsupportedAssignor.Code, msg: "ServerAssignor " + *a + " is not supported. Supported assignors: " + strings.Join(serverAssignors, ", ") + "."}
 	}

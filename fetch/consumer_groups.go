@@ -657,7 +657,7 @@ func (gs *groups) armSession(g *cgroup, m *cmember) {
 	t = time.AfterFunc(gs.cgSession, func() {
 		gs.mu.Lock()
 		defer gs.mu.Unlock()
-		if gs.consumers[g.name] != g || g.members[m.id] != m || m.session != t {
+		if gs.s.shuttingDown() || gs.consumers[g.name] != g || g.members[m.id] != m || m.session != t {
 			return
 		}
 		gs.s.log.Info("fetch: consumer group member removed: session timeout", "group", g.name, "member", m.id, "timeout", gs.cgSession)
@@ -681,7 +681,7 @@ func (gs *groups) armRevocation(g *cgroup, m *cmember) {
 	t = time.AfterFunc(d, func() {
 		gs.mu.Lock()
 		defer gs.mu.Unlock()
-		if gs.consumers[g.name] != g || g.members[m.id] != m || m.revocation != t || m.state != memberUnrevoked || m.epoch != epoch {
+		if gs.s.shuttingDown() || gs.consumers[g.name] != g || g.members[m.id] != m || m.revocation != t || m.state != memberUnrevoked || m.epoch != epoch {
 			return
 		}
 		gs.s.log.Info("fetch: consumer group member fenced: partitions not revoked within the rebalance timeout", "group", g.name, "member", m.id, "epoch", epoch, "timeout", d)
