@@ -26,7 +26,11 @@
 // timestamp, unless its transaction is open. At load the state is the
 // newest snapshot's plus the batch headers after it; without a snapshot,
 // after an unclean shutdown, the headers from the log start, as Kafka's
-// rebuildProducerState reads them (producer.go: loadProducers).
+// rebuildProducerState reads them (producer.go: loadProducers). As in
+// Kafka, a snapshot is written at every roll (the new base offset), at
+// close (the log end) and after a load that scanned below the active
+// segment, with or without producers, so a crash costs a scan of the
+// active segment only; one with no producers skips the fsyncs.
 // A NNN.txnindex copied from Kafka (aborted transactions) is read when the
 // partition loads and served to read_committed fetches (txnindex.go); one
 // that fails Kafka's check is rebuilt from the log's ABORT markers, as

@@ -52,6 +52,23 @@ func WriteFileAtomic(path string, data []byte) error {
 	return syncDir(filepath.Dir(path))
 }
 
+// writeFileUnsynced replaces path with data through a temp file and a
+// rename, without fsyncs: readers see the old or the new content, but a
+// power cut may leave either, or an empty or partial new file. Only for
+// files whose loss costs time, not data, and that carry a checksum.
+func writeFileUnsynced(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
 // unchanged reports whether path is a regular file holding data. Only a
 // regular file of the same size is read: anything else (a FIFO would
 // block the read) is replaced.

@@ -438,7 +438,7 @@ func (p *Partition) rollLocked(reason string, cfg *Config) error {
 	p.mu.Unlock()
 	p.recoveryPoint.Store(ns.base)
 	p.store.markDirty()
-	p.producers.snapshotIfDirty(p.dir, ns.base)
+	p.producers.snapshot(p.dir, ns.base)
 	p.log().Debug("rolled segment", "reason", reason, "base", ns.base)
 	return nil
 }

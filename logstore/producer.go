@@ -377,13 +377,24 @@ func decodeSnapshot(b []byte) (map[int64]*producerEntry, error) {
 	return m, nil
 }
 
-// snapshotIfDirty writes a snapshot at offset and removes older ones.
-func (ps *producerState) snapshotIfDirty(dir string, offset int64) {
-	if !ps.dirty && len(ps.m) == 0 {
-		return
-	}
+// snapshot writes the producer state at offset (what the batches below
+// it left) and removes older snapshots. As Kafka's roll, close and
+// recovery do, it writes one even with no producers: load rebuilds from
+// the newest snapshot, and from the log start without one after an
+// unclean shutdown (loadProducers), so a partition only the mount writes,
+// which never has producers, would otherwise scan every batch header of
+// every segment after each kill -9. A state with producers is written
+// durably (WriteFileAtomic). An empty one, with nothing changed since the
+// last snapshot written, skips the fsyncs (a roll holds the append lock): a power
+// cut can lose or tear it (its checksum fails), and load then starts from
+// an older snapshot or the log start, slower but as correct.
+func (ps *producerState) snapshot(dir string, offset int64) {
 	path := filepath.Join(dir, segmentName(offset)+snapshotSuffix)
-	if err := WriteFileAtomic(path, ps.encode()); err != nil {
+	write := WriteFileAtomic
+	if !ps.dirty && len(ps.m) == 0 {
+		write = writeFileUnsynced
+	}
+	if err := write(path, ps.encode()); err != nil {
 		return // snapshots only shorten the scan at load; losing one is safe
 	}
 	ps.dirty = false
@@ -600,11 +611,13 @@ func replayBatch(ps *producerState, s *segment, pos int64, h *record.Header) (Ab
 // last stable offset back and show in DescribeProducers. It used to scan
 // the active segment only, and missed it. After a clean shutdown without
 // a snapshot Kafka scans nothing (a broker writes one at every clean
-// shutdown, so there was no state to keep; segfs writes one when it has
-// producers); this scans the active segment, which costs little and
-// finds an ABORT marker whose .txnindex entry is missing (loadBatch).
-// Only batch headers are read, through a buffer (walkHeaders); records
-// only for a transaction marker.
+// shutdown, as segfs does now, so there was no state to keep); this scans
+// the active segment, which costs little and finds an ABORT marker whose
+// .txnindex entry is missing (loadBatch). Only batch headers are read,
+// through a buffer (walkHeaders); records only for a transaction marker.
+// A scan that began below the active segment ends with a snapshot at the
+// log end, as Kafka's recovery writes one, so the next crash does not
+// scan those segments again.
 func (p *Partition) loadProducers(clean bool) {
 	leo := p.leo.Load()
 	from := int64(-1)
@@ -644,6 +657,9 @@ func (p *Partition) loadProducers(clean bool) {
 		// segment from the batch that holds its start offset.
 		s.walkHeaders(pos, limit, func(pos int64, h *record.Header) { p.loadBatch(s, pos, h) })
 		s.release()
+	}
+	if from < p.active().base {
+		p.producers.snapshot(p.dir, leo)
 	}
 	if spans := p.producers.ongoing(); spans != nil {
 		p.unstable.Store(&spans)

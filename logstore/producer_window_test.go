@@ -2,8 +2,11 @@ package logstore
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -153,4 +156,72 @@ func idempotentBatch(t *testing.T, pid int64, seq int32, ts time.Time, value []b
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestSnapshotAtEveryRoll: a partition without producers (what the mount
+// appends) gets a producer snapshot at every roll and at close, as Kafka's
+// do, so that the load after a crash scans batch headers from the newest
+// one, not from the log start; and a load that had to scan from below the
+// active segment (no snapshot: a directory copied from a broker, or from
+// an older segfs) writes one at the log end, so the next crash does not.
+func TestSnapshotAtEveryRoll(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, nil)
+	tp, err := s.CreateTopic("roll", 1, map[string]string{"segment.bytes": "4096"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := tp.Partition(0)
+	var text strings.Builder
+	for i := 0; i < 1000; i++ {
+		fmt.Fprintf(&text, "line %d\n", i)
+	}
+	if _, _, err := p.AppendLines([]byte(text.String())); err != nil {
+		t.Fatal(err)
+	}
+	active := p.active().base
+	if p.Status().Segments < 3 || active == 0 {
+		t.Fatalf("%d segments, active at %d: no rolls", p.Status().Segments, active)
+	}
+	snaps := func(want ...int64) {
+		t.Helper()
+		got := listSnapshots(p.dir)
+		if !slices.Equal(got, want) {
+			t.Fatalf("snapshots at %v, want %v", got, want)
+		}
+		b, err := os.ReadFile(filepath.Join(p.dir, segmentName(got[len(got)-1])+snapshotSuffix))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m, err := decodeSnapshot(b); err != nil || len(m) != 0 {
+			t.Fatalf("snapshot: %d producers, %v; want an empty one", len(m), err)
+		}
+	}
+	snaps(active)
+
+	// A crash: the load starts from the roll's snapshot, and writes none.
+	s.abandon()
+	s = openStore(t, dir, nil)
+	p = mustPartition(t, s, "roll")
+	if p.LogEndOffset() != 1000 {
+		t.Fatalf("log end %d after the crash", p.LogEndOffset())
+	}
+	snaps(active)
+
+	// Without a snapshot, the load scans from the log start and leaves one
+	// at the log end.
+	for _, off := range listSnapshots(p.dir) {
+		os.Remove(filepath.Join(p.dir, segmentName(off)+snapshotSuffix))
+	}
+	s.abandon()
+	s = openStore(t, dir, nil)
+	p = mustPartition(t, s, "roll")
+	snaps(1000)
+
+	// A clean close writes one at the log end.
+	if _, _, err := p.AppendLines([]byte("one more\n")); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	snaps(1001)
 }

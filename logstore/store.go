@@ -1044,7 +1044,7 @@ func (p *Partition) shutdown() error {
 		return p.failLocked(err)
 	}
 	p.recoveryPoint.Store(p.leo.Load())
-	p.producers.snapshotIfDirty(p.dir, p.leo.Load())
+	p.producers.snapshot(p.dir, p.leo.Load())
 	return nil
 }
 
