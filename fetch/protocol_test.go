@@ -110,7 +110,8 @@ func TestUnsupportedRequests(t *testing.T) {
 		key, version int16
 	}{
 		{"unknown key", 1000, 0},
-		{"key kmsg knows, not served (ConsumerGroupHeartbeat)", 68, 0},
+		{"key kmsg knows, not served (AddPartitionsToTxn)", 24, 0},
+		{"ConsumerGroupHeartbeat v2", 68, 2},
 		{"JoinGroup v10", 11, 10},
 		{"Fetch v13 (topic ids)", 1, 13},
 		{"Fetch v3 (message sets)", 1, 3},
