@@ -33,7 +33,10 @@ import (
 //
 //   - acks must be 0, 1 or -1 (else INVALID_REQUIRED_ACKS). On one node -1
 //     means the same as 1: appended, and flushed if the topic's flush
-//     settings say so (the store's job). acks=0 gets no response at all;
+//     settings say so (the store's job), unless the topic's
+//     min.insync.replicas is above 1: then, as on a Kafka cluster whose
+//     in-sync replicas are fewer, acks=-1 is NOT_ENOUGH_REPLICAS and
+//     nothing is written (acks 0 and 1 are not affected). acks=0 gets no response at all;
 //     if a partition of it failed, the connection is closed (Kafka's
 //     handleProduceRequest does the same).
 //   - Transactions are not served: a transactional batch gets
@@ -147,6 +150,13 @@ func (s *Server) produce(req *kmsg.ProduceRequest, topic string, rp *kmsg.Produc
 	}
 	if isInternalTopic(topic) && h.clientID != adminClientID {
 		sp.ErrorCode = kerr.InvalidTopicException.Code
+		return
+	}
+	// Kafka's Partition.appendRecordsToLeader: acks=all needs
+	// min.insync.replicas in-sync replicas, and this node is the only one.
+	if req.Acks == -1 && t.Config().MinInsyncReplicas > 1 {
+		sp.ErrorCode = kerr.NotEnoughReplicas.Code
+		sp.LogStartOffset = failedLogStart(sp.ErrorCode, p)
 		return
 	}
 	// AppendBatch rewrites the batch in place; it aliases the request

@@ -55,6 +55,28 @@ var topicConfigMetas = map[string]topicConfigMeta{
 	"file.delete.delay.ms":      {kmsg.ConfigTypeLong, "log.segment.delete.delay.ms", ""},
 	"compression.type":          {kmsg.ConfigTypeString, "compression.type", ""},
 	"key.separator":             {kmsg.ConfigTypeString, "", ""},
+	"min.insync.replicas":       {kmsg.ConfigTypeInt, "min.insync.replicas", ""},
+
+	// Accepted and shown, not applied (logstore/config_inert.go).
+	"unclean.leader.election.enable":          {kmsg.ConfigTypeBoolean, "unclean.leader.election.enable", ""},
+	"preallocate":                             {kmsg.ConfigTypeBoolean, "log.preallocate", ""},
+	"compression.gzip.level":                  {kmsg.ConfigTypeInt, "compression.gzip.level", ""},
+	"compression.lz4.level":                   {kmsg.ConfigTypeInt, "compression.lz4.level", ""},
+	"compression.zstd.level":                  {kmsg.ConfigTypeInt, "compression.zstd.level", ""},
+	"message.timestamp.before.max.ms":         {kmsg.ConfigTypeLong, "log.message.timestamp.before.max.ms", ""},
+	"message.timestamp.after.max.ms":          {kmsg.ConfigTypeLong, "log.message.timestamp.after.max.ms", ""},
+	"message.timestamp.difference.max.ms":     {kmsg.ConfigTypeLong, "log.message.timestamp.difference.max.ms", ""},
+	"message.downconversion.enable":           {kmsg.ConfigTypeBoolean, "log.message.downconversion.enable", ""},
+	"message.format.version":                  {kmsg.ConfigTypeString, "log.message.format.version", ""},
+	"leader.replication.throttled.replicas":   {kmsg.ConfigTypeList, "", ""},
+	"follower.replication.throttled.replicas": {kmsg.ConfigTypeList, "", ""},
+	"remote.storage.enable":                   {kmsg.ConfigTypeBoolean, "", ""},
+	"local.retention.ms":                      {kmsg.ConfigTypeLong, "log.local.retention.ms", ""},
+	"local.retention.bytes":                   {kmsg.ConfigTypeLong, "log.local.retention.bytes", ""},
+	"remote.log.copy.disable":                 {kmsg.ConfigTypeBoolean, "", ""},
+	"remote.log.delete.on.disable":            {kmsg.ConfigTypeBoolean, "", ""},
+	"remote.copy.lag.ms":                      {kmsg.ConfigTypeLong, "", ""},
+	"remote.copy.lag.bytes":                   {kmsg.ConfigTypeLong, "", ""},
 }
 
 // configEntry is one setting as DescribeConfigs and CreateTopics v5+ show
@@ -128,9 +150,12 @@ func (s *Server) brokerConfigEntries() []configEntry {
 	add("offset.metadata.max.bytes", itoa(maxOffsetMetadata), "4096", kmsg.ConfigTypeInt)
 	add("socket.request.max.bytes", itoa(int64(s.cfg.MaxRequestBytes)), "104857600", kmsg.ConfigTypeInt)
 	def := logstore.DefaultConfig()
+	inert := logstore.InertConfigKeys()
 	for _, key := range logstore.ConfigKeys() {
 		meta := topicConfigMetas[key]
-		if meta.synonym == "" {
+		// The broker defaults of settings segfs takes but does not apply
+		// would claim a behaviour it lacks: a topic shows them, not the broker.
+		if meta.synonym == "" || slices.Contains(inert, key) {
 			continue
 		}
 		value, _ := def.Get(key)

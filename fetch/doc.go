@@ -179,7 +179,14 @@
 // logstore's dry runs (Store.CheckCreateTopic, Topic.CheckConfigUpdate). A
 // topic's settings are the config file's, described with Kafka's sources
 // (an override is DYNAMIC_TOPIC_CONFIG, else DEFAULT_CONFIG) and Kafka's
-// broker synonyms; broker 0 describes only the settings segfs applies
+// broker synonyms. Every topic config Kafka defines is taken, checked as
+// Kafka checks it (INVALID_CONFIG with the reason), so kafka-topics.sh
+// --config, Strimzi and Terraform can create topics; those segfs does not
+// apply (unclean.leader.election.enable, preallocate, tiered storage and
+// throttle settings, ...: logstore/config_inert.go) are stored and shown
+// as overrides and do nothing. min.insync.replicas above 1 makes acks=all
+// produces NOT_ENOUGH_REPLICAS, as on a Kafka cluster with fewer in-sync
+// replicas (00_produce.go). Broker 0 describes only the settings segfs applies
 // (configs.go), read-only, as segfs has no dynamic broker configs: altering
 // one is INVALID_REQUEST, as Kafka answers for a static one. segfs does
 // not delete topics: DeleteTopics answers as a broker with

@@ -155,3 +155,44 @@ func deref(s *string) string {
 	}
 	return fmt.Sprintf("%q", *s)
 }
+
+// TestProduceMinInsyncReplicas: a topic whose min.insync.replicas exceeds
+// the one in-sync replica a single node has refuses acks=all produces
+// with NOT_ENOUGH_REPLICAS and writes nothing, as Kafka's leader does
+// (Partition.appendRecordsToLeader); acks=1 is appended. segfs refused the
+// setting itself as an unknown key, so such a topic could not be made.
+func TestProduceMinInsyncReplicas(t *testing.T) {
+	ts := startServer(t, Config{})
+	tp, err := ts.store.CreateTopic("isr", 1, map[string]string{"min.insync.replicas": "2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, ts.addr)
+	sp := c.produce(9, "isr", 0, produceBatch(t, "a"))
+	if sp.ErrorCode != kerr.NotEnoughReplicas.Code || sp.LogStartOffset != 0 {
+		t.Errorf("acks=all with min.insync.replicas=2: %v, log start %d; want NOT_ENOUGH_REPLICAS, 0",
+			kerr.ErrorForCode(sp.ErrorCode), sp.LogStartOffset)
+	}
+	p, _ := tp.Partition(0)
+	if end := p.LogEndOffset(); end != 0 {
+		t.Errorf("log end %d after a refused produce", end)
+	}
+	req := kmsg.NewPtrProduceRequest()
+	req.Version, req.Acks, req.TimeoutMillis = 9, 1, 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "isr"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = produceBatch(t, "b")
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	if sp := c.roundTrip(req).(*kmsg.ProduceResponse).Topics[0].Partitions[0]; sp.ErrorCode != 0 || sp.BaseOffset != 0 {
+		t.Errorf("acks=1: %v at %d", kerr.ErrorForCode(sp.ErrorCode), sp.BaseOffset)
+	}
+	// Back to 1: acks=all is appended again.
+	if err := tp.SetConfig(map[string]string{"min.insync.replicas": "1"}); err != nil {
+		t.Fatal(err)
+	}
+	if sp := c.produce(9, "isr", 0, produceBatch(t, "c")); sp.ErrorCode != 0 || sp.BaseOffset != 1 {
+		t.Errorf("acks=all, min.insync.replicas=1: %v at %d", kerr.ErrorForCode(sp.ErrorCode), sp.BaseOffset)
+	}
+}

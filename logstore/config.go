@@ -13,7 +13,9 @@ import (
 )
 
 // Config is a topic's effective configuration, with Kafka's topic-level
-// names and defaults plus segfs's key.separator.
+// names and defaults plus segfs's key.separator. Every topic config Kafka
+// defines is a key; those segfs does not apply are listed in
+// config_inert.go.
 type Config struct {
 	SegmentBytes           int64
 	SegmentMs              int64
@@ -33,7 +35,12 @@ type Config struct {
 	FlushMs                int64
 	FileDeleteDelayMs      int64
 	CompressionType        string // producer, uncompressed, gzip, snappy, lz4, zstd
+	MinInsyncReplicas      int64  // applied by the Kafka server's Produce, acks=all
 	KeySeparator           string // segfs: "" = no keys
+
+	// inert holds Kafka's topic settings that segfs takes and shows but
+	// does not apply (config_inert.go), "" for the default.
+	inert [len(inertKeys)]string
 }
 
 // DefaultConfig returns Kafka's defaults (KAFKA-FORMAT.md §12).
@@ -57,6 +64,7 @@ func DefaultConfig() Config {
 		FlushMs:                math.MaxInt64,
 		FileDeleteDelayMs:      60000,
 		CompressionType:        "producer",
+		MinInsyncReplicas:      1,
 		KeySeparator:           "",
 	}
 }
@@ -140,6 +148,7 @@ var configKeys = map[string]configKey{
 	"flush.messages":        intKey(func(c *Config) *int64 { return &c.FlushMessages }, 1, math.MaxInt64),
 	"flush.ms":              intKey(func(c *Config) *int64 { return &c.FlushMs }, 0, math.MaxInt64),
 	"file.delete.delay.ms":  intKey(func(c *Config) *int64 { return &c.FileDeleteDelayMs }, 0, math.MaxInt64),
+	"min.insync.replicas":   intKey(func(c *Config) *int64 { return &c.MinInsyncReplicas }, 1, math.MaxInt32),
 	"message.timestamp.type": enumKey(func(c *Config) *string { return &c.MessageTimestampType },
 		"CreateTime", "LogAppendTime"),
 	"compression.type": enumKey(func(c *Config) *string { return &c.CompressionType },

@@ -89,6 +89,21 @@
 // .cleaned → .swap → .log, and the loader finishes it by deleting every
 // segment inside the swap's offsets.
 //
+// # Settings
+//
+// A topic's settings (Config) are every topic config Kafka's LogConfig
+// defines, plus segfs's key.separator; a name Kafka does not define is
+// ErrInvalidConfig "unknown key". Values are checked by Kafka's types and
+// validators. Some are taken, stored, shown and persisted as overrides but
+// not applied, as they have no meaning here (config_inert.go):
+// unclean.leader.election.enable, preallocate, the compression.*.level
+// settings, message.timestamp.{before,after,difference}.max.ms,
+// message.format.version, message.downconversion.enable, the replication
+// throttles, and the tiered-storage settings (remote.storage.enable=true is
+// refused: there is no tiered storage). min.insync.replicas is applied by
+// the Kafka server's Produce (acks=all above 1 replica fails), not by the
+// mount.
+//
 // # Descriptors
 //
 // The active segment keeps its .log and both indexes open. A closed
