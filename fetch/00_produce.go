@@ -56,7 +56,10 @@ import (
 //     it to the Metadata request producers send first), but only if the
 //     partition asked for is one it will have (below --partitions):
 //     otherwise UNKNOWN_TOPIC_OR_PARTITION, and nothing is created (it
-//     used to create the topic, then refuse the partition). The topic is
+//     used to create the topic, then refuse the partition). Kafka's
+//     internal topic names are never auto-created (03_metadata.go): an
+//     unknown one is UNKNOWN_TOPIC_OR_PARTITION, as in Kafka, whose
+//     Produce finds no such partition. The topic is
 //     looked up first, before the batch is examined, as Kafka's
 //     handleProduceRequest does.
 //   - A duplicate of one of the producer's last 5 batches succeeds with the

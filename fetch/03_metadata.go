@@ -20,7 +20,15 @@ import (
 // carries the topic UUID (partition.metadata's) and may name topics by ID
 // only. Unknown topics are created when the server allows auto-creation and
 // the request does (AllowAutoTopicCreation, v4+; implied before v4, as in
-// Kafka), else UNKNOWN_TOPIC_OR_PARTITION. v13 is not served: it only adds
+// Kafka), else UNKNOWN_TOPIC_OR_PARTITION. Kafka's internal topic names
+// (__consumer_offsets, __transaction_state, __share_group_state) are never
+// auto-created: the answer is UNKNOWN_TOPIC_OR_PARTITION, as with
+// auto-creation off. Kafka's broker would create its internal topic with
+// the offsets/transaction settings it runs its coordinators on; segfs keeps
+// committed offsets in a file of its own (offsets.go), so it would only get
+// a one-partition delete-policy topic nobody can produce to (`kcat -L -t
+// __consumer_offsets` made one). mkdir and CreateTopics still create them,
+// for data copied from Kafka. v13 is not served: it only adds
 // a top-level error for rebootstrapping.
 func init() { register(3, 0, 12, handleMetadata) }
 
@@ -97,10 +105,12 @@ func metadataTopic(t *logstore.Topic) kmsg.MetadataResponseTopic {
 }
 
 // topic returns the named topic, creating it (with the store's default
-// partition count) when create is set and it does not exist.
+// partition count) when create is set and it does not exist, unless the
+// name is one of Kafka's internal topics (handleMetadata): auto-creation
+// never makes those.
 func (s *Server) topic(name string, create bool) (*logstore.Topic, error) {
 	t, err := s.store.Topic(name)
-	if err == nil || !create || !errors.Is(err, logstore.ErrUnknownTopic) {
+	if err == nil || !create || isInternalTopic(name) || !errors.Is(err, logstore.ErrUnknownTopic) {
 		return t, err
 	}
 	t, err = s.store.CreateTopic(name, 0, nil)

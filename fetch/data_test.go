@@ -722,3 +722,32 @@ func TestListOffsetsDuplicatePartitions(t *testing.T) {
 		}
 	}
 }
+
+// TestMetadataNoInternalAutoCreate: with auto-creation on, a Metadata
+// request (v0, where it is implied, and v12 asking for it) or a Produce
+// naming one of Kafka's internal topics does not create it: the answer is
+// UNKNOWN_TOPIC_OR_PARTITION, as with auto-creation off. segfs created a
+// one-partition delete-policy __consumer_offsets nobody could produce to.
+func TestMetadataNoInternalAutoCreate(t *testing.T) {
+	ts := startServer(t, Config{AutoCreateTopics: true})
+	c := dial(t, ts.addr)
+	for _, name := range []string{"__consumer_offsets", "__transaction_state", "__share_group_state"} {
+		for _, v := range []int16{0, 12} {
+			req := kmsg.NewPtrMetadataRequest()
+			req.Version, req.AllowAutoTopicCreation = v, true
+			rt := kmsg.NewMetadataRequestTopic()
+			rt.Topic = kmsg.StringPtr(name)
+			req.Topics = append(req.Topics, rt)
+			r := c.roundTrip(req).(*kmsg.MetadataResponse)
+			if len(r.Topics) != 1 || r.Topics[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+				t.Errorf("metadata v%d for %s: %+v, want UNKNOWN_TOPIC_OR_PARTITION", v, name, r.Topics)
+			}
+		}
+		if sp := c.produce(9, name, 0, produceBatch(t, "x")); sp.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+			t.Errorf("produce to %s: %v, want UNKNOWN_TOPIC_OR_PARTITION", name, kerr.ErrorForCode(sp.ErrorCode))
+		}
+		if _, err := ts.store.Topic(name); err == nil {
+			t.Errorf("%s was auto-created", name)
+		}
+	}
+}

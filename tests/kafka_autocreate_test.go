@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,5 +74,45 @@ func TestKafkaAutoCreateOnProduce(t *testing.T) {
 		if got := recordValues(kafkaConsume(t, srv.addr, topic, 0, 0, len(want))); !slices.Equal(got, want) {
 			t.Errorf("%s: %q, want %q", topic, got, want)
 		}
+	}
+}
+
+// TestKafkaAutoCreateNotInternal: `kcat -L -t __consumer_offsets` with
+// auto-creation on (the default) created a one-partition delete-policy
+// __consumer_offsets nobody can produce to (segfs keeps committed offsets
+// in its own file). Kafka's internal topic names are not auto-created:
+// the answer is UNKNOWN_TOPIC_OR_PARTITION, as with auto-creation off, and
+// nothing appears in the data directory. An ordinary name still is
+// auto-created, and an explicit CreateTopics still creates an internal one.
+func TestKafkaAutoCreateNotInternal(t *testing.T) {
+	srv := kafkaServe(t, "")
+	for _, name := range []string{"__consumer_offsets", "__transaction_state", "__share_group_state"} {
+		out, errs, _ := kcatRun(t, srv.addr, "", "-L", "-t", name)
+		if !strings.Contains(out+errs, "Unknown topic or partition") {
+			t.Errorf("kcat -L -t %s:\n%s%s\nwant Unknown topic or partition", name, out, errs)
+		}
+		if _, err := os.Stat(filepath.Join(srv.data, name+"-0")); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("kcat -L -t %s created the topic: %v", name, err)
+		}
+	}
+	kcat(t, srv.addr, "", "-L", "-t", "ordinary")
+	if _, err := os.Stat(filepath.Join(srv.data, "ordinary-0")); err != nil {
+		t.Errorf("kcat -L -t ordinary did not auto-create it: %v", err)
+	}
+
+	cl := kafkaClient(t, srv.addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "__consumer_offsets", 1, 1
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("CreateTopics __consumer_offsets: %v %+v", err, resp)
+	}
+	out := kcat(t, srv.addr, "", "-L", "-t", "__consumer_offsets")
+	if !strings.Contains(out, `topic "__consumer_offsets" with 1 partitions`) {
+		t.Errorf("kcat -L after CreateTopics:\n%s", out)
 	}
 }
