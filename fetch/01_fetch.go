@@ -25,7 +25,8 @@ import (
 //     of the response is always whole even if larger (KIP-74, P16); a later
 //     partition whose first batch does not fit returns nothing this time.
 //   - High watermark = log end offset: a single node has nothing to
-//     replicate. Last stable offset = HW too (P5), since segfs writes no
+//     replicate. An unknown topic or partition answers -1 for the high
+//     watermark, last stable offset and log start offset, as Kafka does. Last stable offset = HW too (P5), since segfs writes no
 //     transactions, except in a data directory copied from Kafka that holds
 //     a transaction left open (no COMMIT/ABORT marker): the LSO then stays
 //     at its first offset, as Kafka's producer-state rebuild gives, and a
@@ -112,7 +113,11 @@ func (s *Server) readFetch(req *kmsg.FetchRequest) *fetchRead {
 			sp.RecordBatches = []byte{}
 			p, err := s.store.Partition(rt.Topic, rp.Partition)
 			if err != nil {
+				// No partition, no offsets: Kafka answers -1 for each
+				// (FetchResponse.partitionResponse), and librdkafka
+				// reads the high watermark before the error code.
 				sp.ErrorCode = errorCode(err)
+				sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
 				fr.failed = true
 				st.Partitions = append(st.Partitions, sp)
 				continue

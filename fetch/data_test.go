@@ -751,3 +751,42 @@ func TestMetadataNoInternalAutoCreate(t *testing.T) {
 		}
 	}
 }
+
+// TestFetchUnknownOffsets: a partition that does not exist answers
+// UNKNOWN_TOPIC_OR_PARTITION with high watermark, last stable offset and
+// log start offset -1, as Kafka's FetchResponse.partitionResponse does;
+// librdkafka reads the high watermark before the error code. segfs sent a
+// high watermark of 0. A known partition in the same request is unchanged.
+func TestFetchUnknownOffsets(t *testing.T) {
+	ts := startServer(t, Config{})
+	createTopic(t, ts, "t", 1)
+	c := dial(t, ts.addr)
+	c.produce(9, "t", 0, produceBatch(t, "a", "b"))
+	for _, v := range []int16{4, 5, 11, 12} {
+		req := fetchReq(v, "nope", 0, 0, 0, 0, 1<<20, 1<<20)
+		for _, tp := range [][2]any{{"t", int32(7)}, {"t", int32(0)}} {
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic = tp[0].(string)
+			rp := kmsg.NewFetchRequestTopicPartition()
+			rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = tp[1].(int32), 0, 1<<20
+			rp.LogStartOffset = -1
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+		}
+		resp := c.roundTrip(req).(*kmsg.FetchResponse)
+		if len(resp.Topics) != 3 {
+			t.Fatalf("v%d: %d topics", v, len(resp.Topics))
+		}
+		for i, name := range []string{"nope/0", "t/7"} {
+			p := resp.Topics[i].Partitions[0]
+			const wantStart = -1 // before v5 not on the wire, and kmsg's default
+			if p.ErrorCode != kerr.UnknownTopicOrPartition.Code || p.HighWatermark != -1 || p.LastStableOffset != -1 || p.LogStartOffset != wantStart {
+				t.Errorf("v%d %s: error %v high watermark %d last stable %d log start %d; want UNKNOWN_TOPIC_OR_PARTITION, -1, -1, %d",
+					v, name, kerr.ErrorForCode(p.ErrorCode), p.HighWatermark, p.LastStableOffset, p.LogStartOffset, wantStart)
+			}
+		}
+		if p := resp.Topics[2].Partitions[0]; p.ErrorCode != 0 || p.HighWatermark != 2 || p.LastStableOffset != 2 {
+			t.Errorf("v%d t/0: %+v", v, p)
+		}
+	}
+}
