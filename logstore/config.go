@@ -230,10 +230,17 @@ func (c Config) Get(key string) (string, bool) {
 	return k.get(&c), true
 }
 
-// Text renders every setting as sorted key=value lines.
+// Text renders, as sorted key=value lines, every setting segfs applies and
+// each of Kafka's inert ones (config_inert.go) that is set: `cat config`
+// shows what governs the topic and what was asked of it, not twenty
+// settings that change nothing at their defaults. DescribeConfigs lists
+// those too, with their defaults, as Kafka's does.
 func (c Config) Text() []byte {
 	var b bytes.Buffer
 	for _, k := range ConfigKeys() {
+		if i, ok := inertIndex[k]; ok && c.inert[i] == "" {
+			continue
+		}
 		fmt.Fprintf(&b, "%s=%s\n", k, configKeys[k].get(&c))
 	}
 	return b.Bytes()

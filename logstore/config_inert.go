@@ -209,8 +209,12 @@ func InertConfigKeys() []string {
 	return out
 }
 
+// inertIndex is the index in inertKeys (and Config.inert) of each name.
+var inertIndex = map[string]int{}
+
 func init() {
 	for i := range inertKeys {
 		configKeys[inertKeys[i].name] = inertConfigKey(i)
+		inertIndex[inertKeys[i].name] = i
 	}
 }

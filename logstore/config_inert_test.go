@@ -97,13 +97,24 @@ func TestKafkaTopicConfigKeys(t *testing.T) {
 		t.Errorf("remote.storage.enable=true: %v", err)
 	}
 
-	// Defaults as Kafka's, in the config text.
-	text := string(DefaultConfig().Text())
+	// Defaults as Kafka's. The config text shows min.insync.replicas,
+	// which segfs applies, and none of the inert ones until set.
+	def := DefaultConfig()
 	for _, kv := range []string{"min.insync.replicas=1", "unclean.leader.election.enable=false", "preallocate=false",
 		"message.downconversion.enable=true", "local.retention.ms=-2", "leader.replication.throttled.replicas=",
 		"compression.gzip.level=-1", "remote.storage.enable=false"} {
-		if !strings.Contains(text, "\n"+kv+"\n") {
-			t.Errorf("default config text lacks %s:\n%s", kv, text)
+		k, v, _ := strings.Cut(kv, "=")
+		if got, ok := def.Get(k); !ok || got != v {
+			t.Errorf("default %s: %q %v, want %q", k, got, ok, v)
+		}
+	}
+	text := string(def.Text())
+	if !strings.Contains(text, "\nmin.insync.replicas=1\n") {
+		t.Errorf("default config text lacks min.insync.replicas=1:\n%s", text)
+	}
+	for _, k := range InertConfigKeys() {
+		if strings.Contains(text, "\n"+k+"=") {
+			t.Errorf("default config text shows the inert %s:\n%s", k, text)
 		}
 	}
 
@@ -154,5 +165,9 @@ func TestKafkaTopicConfigKeys(t *testing.T) {
 	}
 	if _, ok := tp.Overrides()["preallocate"]; ok {
 		t.Error("preallocate still an override after a reset")
+	}
+	text = string(tp.Config().Text())
+	if !strings.Contains(text, "\nunclean.leader.election.enable=true\n") || strings.Contains(text, "\npreallocate=") {
+		t.Errorf("config text after setting unclean.leader.election.enable and resetting preallocate:\n%s", text)
 	}
 }

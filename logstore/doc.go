@@ -94,8 +94,8 @@
 // A topic's settings (Config) are every topic config Kafka's LogConfig
 // defines, plus segfs's key.separator; a name Kafka does not define is
 // ErrInvalidConfig "unknown key". Values are checked by Kafka's types and
-// validators. Some are taken, stored, shown and persisted as overrides but
-// not applied, as they have no meaning here (config_inert.go):
+// validators. Some are taken, stored and persisted as overrides but not
+// applied (the config file shows them only once set), as they have no meaning here (config_inert.go):
 // unclean.leader.election.enable, preallocate, the compression.*.level
 // settings, message.timestamp.{before,after,difference}.max.ms,
 // message.format.version, message.downconversion.enable, the replication

@@ -172,7 +172,7 @@ func TestKafkaAdminPythonServe(t *testing.T) {
 		"segment.bytes": "1073741824 source=5", "segment.ms": "604800000 source=5",
 	})
 	if len(cfg) != 39 {
-		t.Errorf("describe_configs: %d settings, want the config file's 39 (every topic config Kafka defines, and key.separator): %v", len(cfg), cfg)
+		t.Errorf("describe_configs: %d settings, want 39 (every topic config Kafka defines, and key.separator): %v", len(cfg), cfg)
 	}
 	if got := py(addr, "describe", "topic", "nosuch"); !slices.Equal(got, []string{"ERROR UNKNOWN_TOPIC_OR_PART"}) {
 		t.Errorf("describe of an unknown topic: %q", got)
