@@ -147,7 +147,26 @@
 // writable open), recognised by the caller's pid, hands out a node
 // without cached readers (one with them retires), and that node gives
 // other callers no cached handle until this caller has opened it, or for
-// at most a second if it never does (mayWrite, holds). A cached READ that meets a
+// at most a second if it never does (mayWrite, holds). One window stays
+// open, in the kernel, and rules (1) and (2) cannot close it: filemap_read
+// takes its folios first and reads i_size after (mm/filemap.c: "i_size
+// must be checked after we know the pages are Uptodate"), and the
+// invalidation of rule (1) removes a folio from the mapping even while a
+// reader holds it (folio_unmap_invalidate checks no reference count). So
+// a reader A whose read(2) took the cached tail page, zero-filled past its
+// end of text, and was then held off the CPU (a VM's vCPU preempted by its
+// host) while another reader's GETATTR dropped that page and reported a
+// larger size, copies zeros up to the new size: a NUL at the first byte
+// of a read at A's previous end of file. A local filesystem grows i_size
+// only after its write copied the bytes into that same folio; here the
+// bytes reach a new folio A does not hold. It needs two readers of one
+// file, growth between them and a preemption of a few microseconds'
+// window. TestDataPageCacheEOFRace read such a NUL once in about 230 runs
+// on a loaded machine; this is the one path found that gives exactly that
+// signature (inferred from the kernel's code, not traced). NotifyStore of the tail page
+// before the reply would shrink the window to the kernel's own copy, but
+// fuse_notify_store grows i_size before it copies, so not to nothing.
+// A cached READ that meets a
 // damaged batch fails whole (a short READ would read as the end of the
 // file): the kernel retries page by page, and the reader gets EIO at the
 // start of the page holding the damage. So a fenced partition (a write
