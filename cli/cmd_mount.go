@@ -63,6 +63,7 @@ Example:
 			&ucli.StringFlag{Name: "kafka-listen", Usage: "also serve the Kafka protocol on `ADDR` (host:port)"},
 			&ucli.StringFlag{Name: "advertise", Usage: "`ADDR` Kafka clients are told to connect to"},
 			&ucli.BoolFlag{Name: "auto-create-topics", Value: true, Usage: "with --kafka-listen: create unknown topics on produce and metadata requests, as Kafka's auto.create.topics.enable"},
+			&ucli.IntFlag{Name: "max-request-bytes", Value: fetch.DefaultMaxRequestBytes, Usage: "with --kafka-listen: largest request accepted, in `BYTES` (Kafka's socket.request.max.bytes)"},
 			&ucli.BoolFlag{Name: "allow-other", Usage: "let other users use the mount (modes are enforced)"},
 			&ucli.DurationFlag{Name: "unmount-grace", Value: 5 * time.Second, Usage: "how long a signalled daemon keeps serving files still open before it exits"},
 			&ucli.BoolFlag{Name: "debug", Usage: "log every FUSE request"},
@@ -350,6 +351,7 @@ func startDaemon(c *ucli.Context, dataDir, mp string) error {
 	if !c.Bool("auto-create-topics") {
 		args = append(args, "--auto-create-topics=false")
 	}
+	args = append(args, "--max-request-bytes", strconv.Itoa(c.Int("max-request-bytes")))
 	args = append(args, dataDir, mp)
 	cmd := exec.Command(exe, args...)
 	cmd.Dir = "/"
@@ -722,6 +724,7 @@ func startFetch(c *ucli.Context, ln net.Listener, store *logstore.Store, logger 
 	srv := fetch.New(store, fetch.Config{
 		Advertise:                      c.String("advertise"),
 		AutoCreateTopics:               c.Bool("auto-create-topics"),
+		MaxRequestBytes:                int32(min(c.Int("max-request-bytes"), 1<<31-1)),
 		Logger:                         logger,
 		ConsumerGroupSessionTimeout:    c.Duration("group-consumer-session-timeout"),
 		ConsumerGroupHeartbeatInterval: c.Duration("group-consumer-heartbeat-interval"),

@@ -102,30 +102,46 @@ func TestKafkaServeFlags(t *testing.T) {
 		}
 	})
 
+	// serve's flag, and mount's for its --kafka-listen (which mount did
+	// not have).
 	t.Run("max-request-bytes", func(t *testing.T) {
 		srv := kafkaServe(t, "", "--max-request-bytes", "4096")
-		c, err := net.DialTimeout("tcp", srv.addr, 5*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		// A frame claiming one byte more than allowed: closed unanswered.
-		if _, err := c.Write(binary.BigEndian.AppendUint32(nil, 4097)); err != nil {
-			t.Fatal(err)
-		}
-		c.SetReadDeadline(time.Now().Add(10 * time.Second))
-		var b [1]byte
-		if n, err := c.Read(b[:]); n != 0 || !(errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || isConnReset(err)) {
-			t.Fatalf("oversize frame: read %d bytes, %v; want the connection closed", n, err)
-		}
-		// Other clients are still served.
-		cl := kafkaClient(t, srv.addr)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if _, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl); err != nil {
-			t.Fatalf("after an oversize frame: %v", err)
-		}
+		refusesOversize(t, srv.addr)
 	})
+	t.Run("mount max-request-bytes", func(t *testing.T) {
+		addr := kafkaFreeAddr(t)
+		mntNew(t, "--kafka-listen", addr, "--max-request-bytes", "4096")
+		kafkaWaitListening(t, addr)
+		refusesOversize(t, addr)
+	})
+}
+
+// refusesOversize checks that the Kafka server at addr, started with
+// --max-request-bytes 4096, closes a connection whose frame claims more
+// and keeps serving others.
+func refusesOversize(t *testing.T, addr string) {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// A frame claiming one byte more than allowed: closed unanswered.
+	if _, err := c.Write(binary.BigEndian.AppendUint32(nil, 4097)); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var b [1]byte
+	if n, err := c.Read(b[:]); n != 0 || !(errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || isConnReset(err)) {
+		t.Fatalf("oversize frame: read %d bytes, %v; want the connection closed", n, err)
+	}
+	// Other clients are still served.
+	cl := kafkaClient(t, addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl); err != nil {
+		t.Fatalf("after an oversize frame: %v", err)
+	}
 }
 
 func isConnReset(err error) bool {
