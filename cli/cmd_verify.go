@@ -248,12 +248,16 @@ func (v *verifier) partition(p *partitionDir) partitionResult {
 // where a running daemon's appends land in the real race.
 var verifyLogRead func(path string)
 
-// checkSegment reads a segment and checks its indexes against it. The
-// active segment of a running daemon grows while verify reads it: an
-// index read after the log can hold entries for batches appended in
-// between, which looked like an index "pointing past its log". When the
-// active segment shows errors and its .log has changed size since it was
-// read, the check is run again on the new state (a few times), and only
+// checkSegment reads a segment and checks its indexes against it. A
+// running daemon changes segments while verify reads them: the active
+// segment grows, so an index read after the log can hold entries for
+// batches appended in between, which looked like an index "pointing past
+// its log"; and the cleaner swaps a compacted segment in at the base
+// offset of a closed one, so verify can read the old .log and then the new
+// .index, whose entries point between the old file's batches ("no batch
+// starts at position P"). When a segment shows errors and the file at its
+// .log path is no longer the one read (another size, another file, or
+// none), the check is run again on the new state (a few times), and only
 // the last run's findings are reported.
 func (v *verifier) checkSegment(s *segmentFiles, active bool) (sum *logSummary, batches int, read bool) {
 	for attempt := 1; ; attempt++ {
@@ -264,9 +268,10 @@ func (v *verifier) checkSegment(s *segmentFiles, active bool) (sum *logSummary, 
 			run.indexes(s, sum, active)
 		}
 		retry := false
-		if active && run.errors > 0 && sum != nil && attempt < 5 {
+		if run.errors > 0 && sum != nil && sum.file != nil && attempt < 5 {
 			fi, err := os.Stat(s.Log)
-			retry = err == nil && fi.Size() != sum.Size
+			retry = errors.Is(err, os.ErrNotExist) ||
+				err == nil && (fi.Size() != sum.Size || !os.SameFile(fi, sum.file))
 		}
 		if !retry {
 			v.out.Write(buf.Bytes())
@@ -302,7 +307,7 @@ func (v *verifier) segment(s *segmentFiles, active bool) (sum *logSummary, batch
 		v.errorf(s.Log, "cannot read it: %s", pathErrReason(err))
 		return sum, 0, false
 	}
-	sum.Size = fi.Size()
+	sum.Size, sum.file = fi.Size(), fi
 	sc := newBatchScanner(f, 0, fi.Size())
 	prevLast := s.Base - 1
 	n := 0

@@ -256,3 +256,65 @@ func TestVerifyActiveSegmentGrows(t *testing.T) {
 		t.Fatalf("log end %d, want at least 5", r.next)
 	}
 }
+
+// TestVerifyCompactedWhileChecking: beside a running daemon, the cleaner
+// swaps a compacted segment in at the base offset of a closed segment
+// that verify has just read: the path now names a new .log and new
+// indexes. Verify read the old .log and then the new .index, whose entries
+// point at positions of the new file; that is the log changing under it,
+// not damage, and verify checks the segment again. It used to report
+// "entry N (offset X): no batch starts at position P" and exit 1 (seen by
+// TestStressEverything's live verify loop).
+func TestVerifyCompactedWhileChecking(t *testing.T) {
+	dir := t.TempDir()
+	s, err := logstore.Open(dir, logstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.CreateTopic("c", 1, map[string]string{"cleanup.policy": "compact", "key.separator": "=",
+		"segment.bytes": "2048", "index.interval.bytes": "0", "min.cleanable.dirty.ratio": "0"}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Partition("c", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two records a batch, the first of a key every batch repeats: the
+	// cleaner rewrites each batch without it, so the batches of the new
+	// file are shorter and its index points between the old one's.
+	for i := range 200 {
+		if _, _, err := p.AppendLines(fmt.Appendf(nil, "dup=v %d\nu%d=value %d\n", i, i, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	parts, err := listPartitions(dir)
+	if err != nil || len(parts) != 1 || len(parts[0].Segments) < 4 {
+		t.Fatalf("listPartitions: %v, %+v", err, parts)
+	}
+	first := parts[0].Segments[0].Log
+	compacted := false
+	verifyLogRead = func(path string) {
+		if path != first || compacted {
+			return
+		}
+		compacted = true
+		st, err := p.Compact()
+		if err != nil || st.SegmentsCleaned == 0 {
+			t.Fatalf("compaction while verify reads: %+v, %v", st, err)
+		}
+	}
+	defer func() { verifyLogRead = nil }()
+	var out bytes.Buffer
+	v := &verifier{out: &out}
+	r := v.partition(parts[0])
+	if !compacted {
+		t.Fatal("the hook did not run")
+	}
+	if v.errors != 0 {
+		t.Fatalf("a compaction swap during verify reported as damage:\n%s", out.String())
+	}
+	if r.next != p.LogEndOffset() {
+		t.Fatalf("verify ended at %d, the log at %d\n%s", r.next, p.LogEndOffset(), out.String())
+	}
+}

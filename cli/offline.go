@@ -185,6 +185,9 @@ type logSummary struct {
 	NextOffset int64 // LastOffset+1 of the last batch, or the base offset
 	Batches    []logBatch
 	Err        error // *tailError or *framingError that ended the scan, if any
+	// file is the .log read, for verify to notice that the path names
+	// another file since (a compaction swap); nil from summarizeLog.
+	file os.FileInfo
 }
 
 // summarizeLog scans the batch headers of path. A missing file is an error.
