@@ -46,6 +46,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -294,6 +295,7 @@ func TestStressEverything(t *testing.T) {
 	phase("checked")
 	r.checkLeaks(baseFDs, baseG)
 	phase("leaks checked")
+	commits := r.commits(final)
 	r.m.unmount()
 	r.checkDaemonLog()
 	r.verifyOffline()
@@ -308,7 +310,9 @@ func TestStressEverything(t *testing.T) {
 				tp, a.start, a.end, len(a.text), s.start, s.end, len(s.text), firstDiff(mntLines(a.text), mntLines(s.text)))
 		}
 	}
-	r.checkCommits(final)
+	if again := r.commits(final); !maps.Equal(again, commits) {
+		t.Errorf("group commits before the unmount %v, after the remount %v", commits, again)
+	}
 	r.m.unmount()
 	r.checkDaemonLog()
 	r.verifyOffline()
@@ -320,7 +324,7 @@ func TestStressEverything(t *testing.T) {
 func (r *stressRig) flags() []string {
 	return []string{"--kafka-listen", r.addr, "--pprof", r.pprof,
 		"--retention-check-interval", "20ms", "--cleaner-interval", "20ms",
-		"--cleaner-buffer-size", "1024", "--unmount-grace", "1s"}
+		"--cleaner-buffer-size", "1024", "--unmount-grace", "1s", "--producer-id-expiration", "2s"}
 }
 
 func (r *stressRig) setup() {
@@ -385,36 +389,42 @@ gen() { awk -v id="$ID" -v a="$1" -v b="$2" -v keyed="$KEYED" -v pad="$PAD" -v n
     if (keyed) { key = id ".k" (k % nk); if (k % tb == 0) print key "="; else print key "=" id " " k " " pad }
     else print id " " k " " pad
   } }'; }
-target() {
-  if [ -n "$F" ]; then echo "$F"; return; fi
-  local parts=("$M"/grow/[0-9]*)
-  echo "${parts[RANDOM % ${#parts[@]}]}/data"
+line() {
+  if [ "$KEYED" = 1 ]; then
+    if (($1 % 13 == 0)); then l="$ID.k$(($1 % 8))="; else l="$ID.k$(($1 % 8))=$ID $1 $PAD"; fi
+  else l="$ID $1 $PAD"; fi
 }
-i=0
+fail() { echo "$1 failed"; echo "acked $i"; exit 1; }
+[ "$MODE" = hold ] && { exec 3>>"$F" || fail "open"; }
+i=0 f=$F n=0
 while [ ! -e "$STOP" ]; do
-  f=$(target)
+  if [ -z "$F" ]; then parts=("$M"/grow/[0-9]*); f=${parts[RANDOM % ${#parts[@]}]}/data; fi
+  n=$((n+1))
   case $MODE in
   echo)
-    j=$((i+1))
-    if [ "$KEYED" = 1 ]; then
-      if ((j % 13 == 0)); then l="$ID.k$((j % 8))="; else l="$ID.k$((j % 8))=$ID $j $PAD"; fi
-    else l="$ID $j $PAD"; fi
-    echo "$l" >> "$f" || { echo "write of $j to $f failed"; echo "acked $i"; exit 1; } ;;
+    j=$((i+1)); line $j
+    echo "$l" >> "$f" || fail "write of $j to $f" ;;
+  hold)
+    # One descriptor for the whole run, each line in two write(2)s.
+    j=$((i+1)); line $j
+    printf '%s' "${l:0:7}" >&3 && printf '%s\n' "${l:7}" >&3 || fail "write of $j" ;;
   cat)
     j=$((i + RANDOM % 20 + 1))
-    gen $((i+1)) $j | cat >> "$f" || { echo "cat of $((i+1))..$j to $f failed"; echo "acked $i"; exit 1; } ;;
+    gen $((i+1)) $j | cat >> "$f" || fail "cat of $((i+1))..$j to $f" ;;
   dd)
-    j=$((i + RANDOM % 40 + 1))
-    gen $((i+1)) $j | dd of="$f" oflag=append conv=notrunc bs=1000 status=none || { echo "dd of $((i+1))..$j to $f failed"; echo "acked $i"; exit 1; } ;;
+    j=$((i + RANDOM % 40 + 1)) conv=notrunc
+    ((n % 2)) && conv=notrunc,fsync
+    gen $((i+1)) $j | dd of="$f" oflag=append conv=$conv bs=1000 status=none || fail "dd of $((i+1))..$j to $f" ;;
   esac
   i=$j
 done
+[ "$MODE" = hold ] && { exec 3>&- || fail "close"; }
 echo "acked $i"
 `
 
 func (r *stressRig) startWriters() {
 	for _, tp := range []stressTP{{"del", 0}, {"del", 1}, {"cmp", 0}, {"cmp", 1}} {
-		for _, mode := range []string{"echo", "cat", "dd"} {
+		for _, mode := range []string{"echo", "cat", "dd", "hold"} {
 			id := fmt.Sprintf("%s%d", mode[:1], tp.part)
 			r.addWriter(id, mode, tp, r.m.path(tp.topic, strconv.Itoa(int(tp.part)), "data"))
 		}
@@ -572,7 +582,11 @@ func (r *stressRig) client(opts ...kgo.Opt) *kgo.Client {
 }
 
 func (r *stressRig) startKafka() []*kgo.Client {
-	prod := r.client(kgo.ProducerLinger(2 * time.Millisecond))
+	// Batches well under segment.bytes (4096): a batch the broker
+	// stores larger than a segment is refused (RECORD_LIST_TOO_LARGE, as
+	// Kafka), and with compression.type=uncompressed it stores them
+	// decompressed.
+	prod := r.client(kgo.ProducerLinger(2*time.Millisecond), kgo.ProducerBatchMaxBytes(2000))
 	for _, tp := range []stressTP{{"del", 0}, {"del", 1}, {"cmp", 0}, {"cmp", 1}} {
 		r.goLoop(func() { r.produceLoop(prod, tp) })
 	}
@@ -683,6 +697,11 @@ func (r *stressRig) produceLoop(cl *kgo.Client, tp stressTP) {
 		})
 		if seq%50 == 0 {
 			time.Sleep(5 * time.Millisecond)
+		}
+		if seq%3000 == 0 {
+			// Idle past --producer-id-expiration: the daemon drops
+			// this producer's state, and it goes on.
+			r.sleep(2500 * time.Millisecond)
 		}
 	}
 	inflight.Wait()
@@ -867,6 +886,11 @@ func (r *stressRig) startMountReaders() {
 		r.goLoop(func() {
 			for !r.stopping() {
 				tp := r.randTP()
+				if rand.IntN(4) == 0 {
+					if _, errs, code := r.run(60, "grep", "-c", "x", r.partPath(tp, "data")); code > 1 {
+						r.fail("grep data", "%s: exit %d: %s", tp, code, errs)
+					}
+				}
 				out, errs, code := r.run(60, "cat", r.partPath(tp, "data"))
 				if code != 0 {
 					r.fail("cat data", "%s: exit %d: %s", tp, code, errs)
@@ -878,6 +902,49 @@ func (r *stressRig) startMountReaders() {
 			}
 		})
 	}
+	// One open of data read in odd-sized pieces, then read again at
+	// random positions while the writers and cleaners go on: a byte's
+	// position in an open data file never changes.
+	r.goLoop(func() {
+		for !r.stopping() {
+			tp := r.randTP()
+			f, err := os.Open(r.partPath(tp, "data"))
+			if err != nil {
+				r.fail("open data", "%s: %v", tp, err)
+				continue
+			}
+			var text []byte
+			buf := make([]byte, 70000)
+			for {
+				n, err := f.Read(buf[:1+rand.IntN(len(buf))])
+				text = append(text, buf[:n]...)
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					r.fail("read data", "%s at %d: %v", tp, len(text), err)
+					break
+				}
+			}
+			r.checkText(tp, string(text), "read(2)", tp.topic == "del")
+			r.sleep(time.Duration(rand.IntN(500)) * time.Millisecond)
+			for k := 0; k < 20 && len(text) > 0; k++ {
+				off := rand.IntN(len(text))
+				b := buf[:min(1+rand.IntN(8192), len(text)-off)]
+				n, err := f.ReadAt(b, int64(off))
+				if err != nil && err != io.EOF || n != len(b) {
+					r.fail("pread data", "%s at %d: %d of %d bytes: %v", tp, off, n, len(b), err)
+					break
+				}
+				if !bytes.Equal(b, text[off:off+n]) {
+					r.fail("pread data", "%s at %d: %q, first read %q", tp, off, tailOf(string(b), 80), tailOf(string(text[off:off+n]), 80))
+					break
+				}
+			}
+			f.Close()
+			r.count("pread opens", 1)
+		}
+	})
 	// head -n1 offset/N: the record at N (del, grow: dense offsets).
 	r.goLoop(func() {
 		for !r.stopping() {
@@ -1011,13 +1078,18 @@ func (r *stressRig) startAdmin() {
 	// Config through the mount.
 	r.goLoop(func() {
 		for i := 0; !r.stopping(); i++ {
+			pick := func(vs ...string) string { return vs[rand.IntN(len(vs))] }
 			script := fmt.Sprintf(`
-echo retention.ms=%d >> "$M/del/config" &&
-echo segment.bytes=%d >> "$M/del/config" &&
-printf 'min.cleanable.dirty.ratio=%s\ndelete.retention.ms=%d\n' >> "$M/cmp/config" &&
-echo segment.ms=%d >> "$M/cmp/config"`,
-				[]int{1500, 3000, 6000}[i%3], []int{4096, 8192}[i%2], []string{"0.01", "0.2", "0"}[i%3], []int{0, 300, 1000}[i%3],
-				[]int{500, 2000}[i%2])
+echo retention.ms=%s >> "$M/del/config" &&
+printf 'segment.bytes=%s\nindex.interval.bytes=%s\nsegment.index.bytes=%s\n' >> "$M/del/config" &&
+printf 'compression.type=%s\nmessage.timestamp.type=%s\nflush.messages=%s\n' >> "$M/del/config" &&
+printf 'min.cleanable.dirty.ratio=%s\ndelete.retention.ms=%s\n' >> "$M/cmp/config" &&
+printf 'segment.ms=%s\ncleanup.policy=%s\ncompression.type=%s\n' >> "$M/cmp/config"`,
+				pick("1500", "3000", "6000"), pick("4096", "8192"), pick("0", "100", "4096"), pick("64", "4096", "10485760"),
+				pick("producer", "gzip", "lz4", "zstd", "snappy", "uncompressed"), pick("CreateTime", "LogAppendTime"),
+				pick("1", "100", "9223372036854775807"),
+				pick("0.01", "0.2", "0"), pick("0", "300", "1000"),
+				pick("500", "2000"), pick("compact,delete", "compact"), pick("producer", "zstd", "uncompressed"))
 			out, errs, code := r.run(30, "bash", "-c", strings.ReplaceAll(script, "$M", r.m.dir))
 			if code != 0 {
 				r.fail("config write", "exit %d: %s %s", code, out, errs)
@@ -1066,6 +1138,13 @@ echo segment.ms=%d >> "$M/cmp/config"`,
 				continue
 			}
 			p := resp.Topics[0].Partitions[0]
+			if p.ErrorCode == kerr.PolicyViolation.Code && tp.topic == "cmp" {
+				// cleanup.policy=compact (the config loop sets it now
+				// and then): Kafka refuses DeleteRecords there.
+				r.count("DeleteRecords on compact", 1)
+				r.sleep(700 * time.Millisecond)
+				continue
+			}
 			if p.ErrorCode != 0 {
 				r.fail("DeleteRecords", "%s to %d: %v", tp, target, kerr.ErrorForCode(p.ErrorCode))
 				continue
@@ -1078,6 +1157,51 @@ echo segment.ms=%d >> "$M/cmp/config"`,
 			r.mu.Unlock()
 			r.count("delete records", 1)
 			r.sleep(700 * time.Millisecond)
+		}
+	})
+	// The describe paths: ListOffsets by time, DescribeConfigs,
+	// DescribeLogDirs.
+	r.goLoop(func() {
+		for !r.stopping() {
+			tp := r.randTP()
+			r.listOffset(admin, tp, time.Now().Add(-time.Duration(rand.IntN(4000))*time.Millisecond).UnixMilli())
+			dc := kmsg.NewPtrDescribeConfigsRequest()
+			for _, topic := range []string{"del", "cmp", "grow"} {
+				res := kmsg.NewDescribeConfigsRequestResource()
+				res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, topic
+				dc.Resources = append(dc.Resources, res)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			dresp, err := dc.RequestWith(ctx, admin)
+			if err != nil {
+				r.fail("DescribeConfigs", "%v", err)
+			} else {
+				for _, res := range dresp.Resources {
+					if res.ErrorCode != 0 || len(res.Configs) < 10 {
+						r.fail("DescribeConfigs", "%s: %v, %d configs", res.ResourceName, kerr.ErrorForCode(res.ErrorCode), len(res.Configs))
+					}
+				}
+			}
+			lresp, err := kmsg.NewPtrDescribeLogDirsRequest().RequestWith(ctx, admin)
+			cancel()
+			if err != nil {
+				r.fail("DescribeLogDirs", "%v", err)
+			} else {
+				for _, d := range lresp.Dirs {
+					if d.ErrorCode != 0 {
+						r.fail("DescribeLogDirs", "%s: %v", d.Dir, kerr.ErrorForCode(d.ErrorCode))
+					}
+					for _, t := range d.Topics {
+						for _, p := range t.Partitions {
+							if p.Size < 0 {
+								r.fail("DescribeLogDirs", "%s/%d: size %d", t.Topic, p.Partition, p.Size)
+							}
+						}
+					}
+				}
+			}
+			r.count("describes", 1)
+			r.sleep(100 * time.Millisecond)
 		}
 	})
 	// Partitions of grow: mkdir and CreatePartitions race for the next one.
@@ -1439,23 +1563,22 @@ func (r *stressRig) metadataPartitions(topic string) int32 {
 	return int32(len(resp.Topics[0].Partitions))
 }
 
-// checkCommits: the group's commits survive the remount, at or below the
-// end of their partitions.
-func (r *stressRig) checkCommits(final map[stressTP]stressSnap) {
+// commits returns the group's committed offsets of del and cmp, and fails
+// on one beyond the end of its partition.
+func (r *stressRig) commits(final map[stressTP]stressSnap) map[stressTP]int64 {
 	cl := r.client()
 	defer cl.Close()
+	out := map[stressTP]int64{}
 	for _, topic := range []string{"del", "cmp"} {
-		offs := committed(r.t, cl, stressGroup, topic, 2)
-		for p, o := range offs {
-			s := final[stressTP{topic, int32(p)}]
-			if o > s.end {
-				r.t.Errorf("group commit %s/%d at %d, beyond the end %d", topic, p, o, s.end)
+		for p, o := range committed(r.t, cl, stressGroup, topic, 2) {
+			tp := stressTP{topic, int32(p)}
+			if o > final[tp].end {
+				r.t.Errorf("group commit %s at %d, beyond the end %d", tp, o, final[tp].end)
 			}
-			if o < 0 {
-				r.t.Errorf("group commit %s/%d lost: %d", topic, p, o)
-			}
+			out[tp] = o
 		}
 	}
+	return out
 }
 
 // fds lists the daemon's open files.
@@ -1496,7 +1619,8 @@ func stressFDSummary(fds []string) map[string]int {
 
 // goroutines counts the daemon's goroutines, leaving out those that stay
 // by design once started: go-fuse's request readers (bounded by
-// GOMAXPROCS) and the notifier's one per watched partition.
+// GOMAXPROCS) and the notifier's one per watched partition; and those of
+// the --pprof HTTP server, whose connections are ours.
 func (r *stressRig) goroutines() int {
 	n := 0
 	dump := r.goroutineDump()
@@ -1507,7 +1631,8 @@ func (r *stressRig) goroutines() int {
 	for _, g := range strings.Split(dump, "\n\n") {
 		first, _, _ := strings.Cut(g, " @ ")
 		c, err := strconv.Atoi(strings.TrimSpace(first))
-		if err != nil || strings.Contains(g, "fuse.(*Server).loop") || strings.Contains(g, "fs.(*notifier).run") {
+		if err != nil || strings.Contains(g, "fuse.(*Server).loop") || strings.Contains(g, "fs.(*notifier).run") ||
+			strings.Contains(g, "net/http.") {
 			continue
 		}
 		n += c
