@@ -38,15 +38,19 @@ package tests
 //
 // SEGFS_STRESS_DURATION (default 12s) sets how long the load runs;
 // SEGFS_STRESS_RACE=1 runs a daemon built with -race;
-// SEGFS_STRESS_KAFKA and SEGFS_STRESS_PPROF fix the daemon's ports.
+// SEGFS_STRESS_KAFKA and SEGFS_STRESS_PPROF fix the daemon's ports;
+// SEGFS_STRESS_SEGMENT lists the segment.bytes values of del and cmp
+// (default 4096,8192; a few hundred bytes roll at nearly every append).
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -169,6 +173,8 @@ type stressRig struct {
 	growParts atomic.Int32
 
 	admin   *kgo.Client
+	seg     []string // the segment.bytes of del and cmp, one at a time
+	segMin  int
 	writers []*stressWriter
 	procs   []*stressProc
 }
@@ -235,6 +241,15 @@ func TestStressEverything(t *testing.T) {
 		drFloor: map[stressTP]int64{}, failures: map[string]int{}, counts: map[string]int{},
 	}
 	r.stopFile = filepath.Join(r.work, "stop")
+	r.seg = strings.Split(cmp.Or(os.Getenv("SEGFS_STRESS_SEGMENT"), "4096,8192"), ",")
+	r.segMin = math.MaxInt
+	for _, v := range r.seg {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			t.Fatalf("SEGFS_STRESS_SEGMENT: %v", err)
+		}
+		r.segMin = min(r.segMin, n)
+	}
 	r.bin = segfsBin
 	if os.Getenv("SEGFS_STRESS_RACE") == "1" {
 		r.bin = filepath.Join(r.work, "segfs-race")
@@ -259,7 +274,7 @@ func TestStressEverything(t *testing.T) {
 	r.setup()
 	baseFDs := r.fds()
 	baseG := r.goroutines()
-	t.Logf("baseline: %d goroutines, fds %v", baseG, stressFDSummary(baseFDs))
+	t.Logf("baseline: %d goroutine stacks, fds %v", len(baseG), stressFDSummary(baseFDs))
 
 	r.startTails()
 	r.startWriters()
@@ -292,6 +307,7 @@ func TestStressEverything(t *testing.T) {
 	r.quiesce()
 	phase("quiesced")
 	final := r.checkFinal()
+	r.checkViews(final)
 	phase("checked")
 	r.checkLeaks(baseFDs, baseG)
 	phase("leaks checked")
@@ -330,10 +346,11 @@ func (r *stressRig) flags() []string {
 func (r *stressRig) setup() {
 	r.m.ok(`
 set -e
+SEG=` + r.seg[0] + `
 mkdir "$M/del" "$M/cmp" "$M/grow"
 mkdir "$M/del/1" "$M/cmp/1"
-printf '%s\n' segment.bytes=4096 segment.index.bytes=4096 retention.ms=3000 retention.bytes=65536 file.delete.delay.ms=0 segment.ms=1500 > "$M/del/config"
-printf '%s\n' cleanup.policy=compact,delete key.separator== segment.bytes=4096 segment.index.bytes=4096 \
+printf '%s\n' segment.bytes=$SEG segment.index.bytes=4096 retention.ms=3000 retention.bytes=65536 file.delete.delay.ms=0 segment.ms=1500 > "$M/del/config"
+printf '%s\n' cleanup.policy=compact,delete key.separator== segment.bytes=$SEG segment.index.bytes=4096 \
   min.cleanable.dirty.ratio=0.01 min.compaction.lag.ms=0 delete.retention.ms=300 retention.ms=60000 file.delete.delay.ms=0 > "$M/cmp/config"
 printf '%s\n' segment.bytes=8192 segment.index.bytes=4096 > "$M/grow/config"
 `)
@@ -586,7 +603,7 @@ func (r *stressRig) startKafka() []*kgo.Client {
 	// stores larger than a segment is refused (RECORD_LIST_TOO_LARGE, as
 	// Kafka), and with compression.type=uncompressed it stores them
 	// decompressed.
-	prod := r.client(kgo.ProducerLinger(2*time.Millisecond), kgo.ProducerBatchMaxBytes(2000))
+	prod := r.client(kgo.ProducerLinger(2*time.Millisecond), kgo.ProducerBatchMaxBytes(int32(max(512, min(2000, r.segMin*2/3)))))
 	for _, tp := range []stressTP{{"del", 0}, {"del", 1}, {"cmp", 0}, {"cmp", 1}} {
 		r.goLoop(func() { r.produceLoop(prod, tp) })
 	}
@@ -1085,7 +1102,7 @@ printf 'segment.bytes=%s\nindex.interval.bytes=%s\nsegment.index.bytes=%s\n' >> 
 printf 'compression.type=%s\nmessage.timestamp.type=%s\nflush.messages=%s\n' >> "$M/del/config" &&
 printf 'min.cleanable.dirty.ratio=%s\ndelete.retention.ms=%s\n' >> "$M/cmp/config" &&
 printf 'segment.ms=%s\ncleanup.policy=%s\ncompression.type=%s\n' >> "$M/cmp/config"`,
-				pick("1500", "3000", "6000"), pick("4096", "8192"), pick("0", "100", "4096"), pick("64", "4096", "10485760"),
+				pick("1500", "3000", "6000"), pick(r.seg...), pick("0", "100", "4096"), pick("64", "4096", "10485760"),
 				pick("producer", "gzip", "lz4", "zstd", "snappy", "uncompressed"), pick("CreateTime", "LogAppendTime"),
 				pick("1", "100", "9223372036854775807"),
 				pick("0.01", "0.2", "0"), pick("0", "300", "1000"),
@@ -1106,7 +1123,7 @@ printf 'segment.ms=%s\ncleanup.policy=%s\ncompression.type=%s\n' >> "$M/cmp/conf
 				"file.delete.delay.ms": []string{"0", "50"}[i%2],
 			})
 			r.alterConfigs(admin, "cmp", map[string]string{
-				"segment.bytes":         []string{"4096", "8192"}[i%2],
+				"segment.bytes":         r.seg[i%len(r.seg)],
 				"min.compaction.lag.ms": []string{"0", "100"}[i%2],
 			})
 			r.count("alter configs", 1)
@@ -1545,6 +1562,61 @@ func (r *stressRig) checkFinal() map[stressTP]stressSnap {
 	return snaps
 }
 
+// checkViews checks the mount's views of the settled log against it and
+// against Kafka: status against the files, st_size against the bytes
+// read, offset/N against the records fetched, time/T against ListOffsets.
+func (r *stressRig) checkViews(snaps map[stressTP]stressSnap) {
+	t := r.t
+	cl := r.client()
+	defer cl.Close()
+	for tp, s := range snaps {
+		st, ok := r.readStatus(tp)
+		if !ok {
+			continue
+		}
+		logs, _ := filepath.Glob(filepath.Join(r.m.data, fmt.Sprintf("%s-%d", tp.topic, tp.part), "*.log"))
+		var size int64
+		for _, l := range logs {
+			if fi, err := os.Stat(l); err == nil {
+				size += fi.Size()
+			}
+		}
+		if st["segments"] != int64(len(logs)) || st["size.bytes"] != size {
+			t.Errorf("%s status: segments=%d size.bytes=%d; on disk %d .log files of %d bytes", tp, st["segments"], st["size.bytes"], len(logs), size)
+		}
+		if fi, err := os.Stat(r.partPath(tp, "data")); err != nil || fi.Size() != int64(len(s.text)) {
+			t.Errorf("%s: stat data %v %v, a read returns %d bytes", tp, fi.Size(), err, len(s.text))
+		}
+		for k := 0; k < 10; k++ {
+			n := s.start + rand.Int64N(s.end-s.start+1)
+			want := ""
+			for _, rec := range s.recs {
+				if rec.Offset >= n {
+					want = stressRender(tp.topic, rec) + "\n"
+					break
+				}
+			}
+			out, errs, code := r.run(30, "head", "-n1", r.partPath(tp, "offset", strconv.FormatInt(n, 10)))
+			if code != 0 || out != want {
+				t.Errorf("%s: head -n1 offset/%d = %q (exit %d %s), want %q", tp, n, out, code, errs, want)
+				break
+			}
+		}
+		for k := 0; k < 10 && len(s.recs) > 0; k++ {
+			ts := s.recs[rand.IntN(len(s.recs))].Timestamp.UnixMilli() + int64(rand.IntN(2))
+			want := r.listOffset(cl, tp, ts)
+			if want < 0 {
+				want = s.end
+			}
+			out, errs, code := r.run(30, "readlink", r.partPath(tp, "time", strconv.FormatInt(ts, 10)))
+			if code != 0 || strings.TrimSpace(out) != "../offset/"+strconv.FormatInt(want, 10) {
+				t.Errorf("%s: readlink time/%d = %q (exit %d %s), ListOffsets says %d", tp, ts, out, code, errs, want)
+				break
+			}
+		}
+	}
+}
+
 func tailInts(s []int, n int) []int { return s[max(0, len(s)-n):] }
 
 func (r *stressRig) metadataPartitions(topic string) int32 {
@@ -1617,17 +1689,17 @@ func stressFDSummary(fds []string) map[string]int {
 	return sum
 }
 
-// goroutines counts the daemon's goroutines, leaving out those that stay
-// by design once started: go-fuse's request readers (bounded by
-// GOMAXPROCS) and the notifier's one per watched partition; and those of
-// the --pprof HTTP server, whose connections are ours.
-func (r *stressRig) goroutines() int {
-	n := 0
+// goroutines counts the daemon's goroutines by stack (the functions of
+// each frame), leaving out go-fuse's request readers (bounded by
+// GOMAXPROCS), the notifier's one per watched partition, and the --pprof
+// HTTP server's, whose connections are ours.
+func (r *stressRig) goroutines() map[string]int {
 	dump := r.goroutineDump()
 	if !strings.HasPrefix(dump, "goroutine profile: total ") {
 		r.t.Fatalf("goroutine profile: %.300s", dump)
 	}
 	_, dump, _ = strings.Cut(dump, "\n")
+	out := map[string]int{}
 	for _, g := range strings.Split(dump, "\n\n") {
 		first, _, _ := strings.Cut(g, " @ ")
 		c, err := strconv.Atoi(strings.TrimSpace(first))
@@ -1635,9 +1707,30 @@ func (r *stressRig) goroutines() int {
 			strings.Contains(g, "net/http.") {
 			continue
 		}
-		n += c
+		var fns []string
+		for _, l := range strings.Split(g, "\n") {
+			if f := strings.Fields(l); len(f) >= 3 && f[0] == "#" {
+				fn, _, _ := strings.Cut(f[2], "+0x")
+				fns = append(fns, fn)
+			}
+		}
+		out[strings.Join(fns, " < ")] += c
 	}
-	return n
+	return out
+}
+
+// goroutineGrowth lists the stacks with more goroutines now than before,
+// leaving out those with one: background goroutines that start on first
+// use (a writeback kicker, a timer's) are singletons, a leak per
+// connection or per request is not.
+func goroutineGrowth(before, now map[string]int) []string {
+	var grew []string
+	for sig, n := range now {
+		if n > max(before[sig], 1) {
+			grew = append(grew, fmt.Sprintf("%d (before %d): %s", n, before[sig], sig))
+		}
+	}
+	return grew
 }
 
 func (r *stressRig) goroutineDump() string {
@@ -1655,7 +1748,7 @@ func (r *stressRig) goroutineDump() string {
 // checkLeaks: with every client gone, the daemon holds no deleted file, no
 // more sockets than before the load, one .log per segment, and no more
 // goroutines than before the load.
-func (r *stressRig) checkLeaks(baseFDs []string, baseG int) {
+func (r *stressRig) checkLeaks(baseFDs []string, baseG map[string]int) {
 	base := stressFDSummary(baseFDs)
 	var sum map[string]int
 	var fds []string
@@ -1677,11 +1770,10 @@ func (r *stressRig) checkLeaks(baseFDs []string, baseG int) {
 		}
 		r.t.Errorf("fd leak: %v before, %v after (%d .log files on disk): %v", base, sum, segs, bad)
 	}
-	var g int
-	ok = mntWaitFor(20*time.Second, func() bool { g = r.goroutines(); return g <= baseG })
-	r.t.Logf("goroutines: %d before, %d after", baseG, g)
+	var grew []string
+	ok = mntWaitFor(20*time.Second, func() bool { grew = goroutineGrowth(baseG, r.goroutines()); return len(grew) == 0 })
 	if !ok {
-		r.t.Errorf("goroutine leak: %d before the load, %d after:\n%.20000s", baseG, g, r.goroutineDump())
+		r.t.Errorf("goroutine leak: %s\n%.20000s", strings.Join(grew, "\n"), r.goroutineDump())
 	}
 }
 
