@@ -590,3 +590,57 @@ func TestReaderRetryPassIsTheCallers(t *testing.T) {
 		t.Errorf("the reader's second GETATTR of the stale node: %v, want ESTALE", errno)
 	}
 }
+
+// TestReaderRetryPassCoversOpen: the pass of a reader's retried walk
+// covers both requests of the walk, the permission GETATTR and the OPEN,
+// since millisecond retention can move the generation again before
+// either. Spent by the GETATTR, it left the OPEN a second ESTALE, and
+// `grep data` printed "Stale file handle" (TestStressEverything). Once the
+// OPEN spent it, the caller's next open of a stale node answers ESTALE
+// again.
+func TestReaderRetryPassCoversOpen(t *testing.T) {
+	for _, change := range []string{"before the OPEN", "before the GETATTR"} {
+		t.Run(change, func(t *testing.T) {
+			part, old, newGeneration := cachedDataNode(t, "o")
+			newGeneration(":")
+			reader := &fuse.Context{Caller: fuse.Caller{Pid: 1 << 30}}
+			other := &fuse.Context{Caller: fuse.Caller{Pid: 1<<30 + 1}}
+			var ao fuse.AttrOut
+			if errno := old.Getattr(reader, nil, &ao); errno != syscall.ESTALE {
+				t.Fatalf("GETATTR of the stale node: %v, want ESTALE", errno)
+			}
+			// The retry's LOOKUP is handed the current node, which a
+			// cached reader holds a view of.
+			var eo fuse.EntryOut
+			ch, errno := part.Lookup(reader, "data", &eo)
+			if errno != 0 {
+				t.Fatalf("the retry's LOOKUP: %v", errno)
+			}
+			n := ch.Operations().(*textNode)
+			h, _, errno := n.Open(other, syscall.O_RDONLY)
+			if errno != 0 {
+				t.Fatalf("other OPEN: %v", errno)
+			}
+			defer h.(gofs.FileReleaser).Release(other)
+			if change == "before the GETATTR" {
+				newGeneration("=")
+			}
+			if errno := n.Getattr(reader, nil, &ao); errno != 0 {
+				t.Fatalf("the retry's GETATTR: %v", errno)
+			}
+			if change == "before the OPEN" {
+				newGeneration("=")
+			}
+			rh, _, errno := n.Open(reader, syscall.O_RDONLY)
+			if errno != 0 {
+				t.Fatalf("the retry's OPEN, the generation moved %s: %v (a second ESTALE reaches the reader)", change, errno)
+			}
+			rh.(gofs.FileReleaser).Release(reader)
+			// Spent by the OPEN: a later walk of the reader's that
+			// reaches the stale node is answered ESTALE (and retried).
+			if _, _, errno := n.Open(reader, syscall.O_RDONLY); errno != syscall.ESTALE {
+				t.Errorf("the reader's next OPEN of the stale node: %v, want ESTALE", errno)
+			}
+		})
+	}
+}

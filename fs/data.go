@@ -109,7 +109,7 @@ func (n *textNode) answeredStale(ctx context.Context) syscall.Errno {
 		// Callers whose retry needed no GETATTR or OPEN (a stat
 		// answered from the lookup), or that died.
 		n.fs.estale.Range(func(k, v any) bool {
-			if now-v.(int64) >= int64(retryWindow) {
+			if at := v.(int64); now-max(at, -at) >= int64(retryWindow) {
 				n.fs.estale.CompareAndDelete(k, v)
 			}
 			return true
@@ -155,7 +155,7 @@ func (n *textNode) mayWrite(ctx context.Context) {
 		// Callers that never came back (a stat that needed no
 		// GETATTR after its retry, a killed process).
 		n.fs.retries.Range(func(k, v any) bool {
-			if now-v.(int64) >= int64(retryWindow) {
+			if at := v.(int64); now-max(at, -at) >= int64(retryWindow) {
 				n.fs.retries.CompareAndDelete(k, v)
 			}
 			return true
@@ -445,14 +445,26 @@ func (n *textNode) stale() bool {
 // generation cached and opens the current log; so does, once, any node
 // for a caller whose walk just answered ESTALE, as the VFS retries only
 // once (see retryWindow). Handles already open keep their view.
-func (n *textNode) usable(ctx context.Context) bool {
-	// The retry's pass is for the caller's one request that follows,
-	// stale or not: left unspent by a fresh open, it let the node serve a
-	// later open after the next generation change, with its old text
-	// (`tail -n1 data` right after a key.separator change).
+func (n *textNode) usable(ctx context.Context, open bool) bool {
+	// The retry's pass covers the caller's walk to its OPEN: the
+	// permission GETATTR (handle-less, sent before the OPEN) and the
+	// OPEN may each meet a generation newer than the node the retry's
+	// LOOKUP was handed, and the VFS retries only once; spent by the
+	// GETATTR, the pass left the OPEN a second ESTALE under millisecond
+	// retention (TestStressEverything's `grep data`). So a GETATTR of a
+	// node still current leaves it, one that needs it keeps it for the
+	// OPEN only (stored negated), and the OPEN spends it, stale or not:
+	// left unspent by a fresh open, it let the node serve a later open
+	// after the next generation change, with its old text (`tail -n1
+	// data` right after a key.separator change).
+	key := retryKey{n.parent, n.name, callerPid(ctx)}
+	v, ok := n.fs.estale.Load(key)
 	var at int64
-	if v, ok := n.fs.estale.LoadAndDelete(retryKey{n.parent, n.name, callerPid(ctx)}); ok {
+	if ok {
 		at = v.(int64)
+		if open {
+			n.fs.estale.CompareAndDelete(key, v)
+		}
 	}
 	if !n.stale() {
 		return true
@@ -463,7 +475,19 @@ func (n *textNode) usable(ctx context.Context) bool {
 	if !held {
 		return true
 	}
-	return at != 0 && time.Since(time.Unix(0, at)) < retryWindow
+	if at < 0 {
+		if !open {
+			return false // the GETATTR's part of the pass is spent
+		}
+		at = -at
+	}
+	if at == 0 || time.Since(time.Unix(0, at)) >= retryWindow {
+		return false
+	}
+	if !open {
+		n.fs.estale.CompareAndSwap(key, v, -at)
+	}
+	return true
 }
 
 func (n *textNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
@@ -482,7 +506,7 @@ func (n *textNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.Att
 			size = s
 		}
 	default:
-		if !n.usable(ctx) {
+		if !n.usable(ctx, false) {
 			n.mayWrite(ctx)
 			return n.answeredStale(ctx)
 		}
@@ -606,7 +630,7 @@ func (n *textNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uin
 	}
 	acc := flags & syscall.O_ACCMODE
 	if acc == syscall.O_RDONLY && flags&syscall.O_TRUNC == 0 {
-		if !n.usable(ctx) {
+		if !n.usable(ctx, true) {
 			return nil, 0, n.answeredStale(ctx)
 		}
 		v, errno := n.acquire()

@@ -54,8 +54,9 @@
 // check that comes before a writer's OPEN can (see "Caching" for what
 // its retry is handed). The VFS retries ESTALE only once, and millisecond
 // retention can move the generation again between its lookup and its
-// open: the caller's next request to the file is served anyway, by
-// whichever node it reaches (estale, keyed by caller).
+// open: the caller's next GETATTR and OPEN of the file (its retried walk)
+// are served anyway, by whichever node they reach (estale, keyed by
+// caller).
 //
 // A change of key.separator is a new generation too (logstore bumps it):
 // the text of every record changes shape. An open data file keeps the

@@ -50,8 +50,9 @@ type fsys struct {
 	closers closers // handles whose close left an unfinished line
 
 	// estale: callers whose walk to a text file answered ESTALE, by
-	// retryKey, with the time (UnixNano); their next request to it is
-	// the VFS's retry (answeredStale).
+	// retryKey, with the time (UnixNano; negated once a GETATTR used it,
+	// leaving it to the OPEN); their next GETATTR and OPEN of it are the
+	// VFS's retry (answeredStale, usable).
 	estale     sync.Map
 	staleNotes atomic.Uint64 // answeredStale calls, to sweep estale now and then
 
