@@ -106,7 +106,15 @@ func (r *stressRig) fetchAll(cl *kgo.Client, tp stressTP, start, end int64) []*k
 	for len(out) == 0 || out[len(out)-1].Offset < end-1 {
 		fs := c.PollFetches(ctx)
 		if ctx.Err() != nil {
-			r.t.Fatalf("fetching %s [%d, %d): timed out at %d records", tp, start, end, len(out))
+			last := start - 1
+			if len(out) > 0 {
+				last = out[len(out)-1].Offset
+			}
+			// What the mount shows after the last record fetched, and
+			// the segments: a fetch that returns nothing where the log
+			// has records is the server's defect; none is the test's.
+			next := r.m.sh(fmt.Sprintf(`head -c 300 "%s"; echo; cat "%s"; ls -l "%s"`, r.partPath(tp, "offset", strconv.FormatInt(last+1, 10)), r.partPath(tp, "status"), r.partPath(tp, "segments")), 20)
+			r.t.Fatalf("fetching %s [%d, %d): timed out at %d records, the last at offset %d; offset/%d, status and segments:\n%s%s", tp, start, end, len(out), last, last+1, next.out, next.err)
 		}
 		fs.EachError(func(_ string, _ int32, err error) { r.t.Fatalf("fetch %s: %v", tp, err) })
 		out = append(out, fs.Records()...)
