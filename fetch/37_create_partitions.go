@@ -1,13 +1,10 @@
 package fetch
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/segfs/segfs/logstore"
 )
 
 // CreatePartitions (key 37), versions 0-3.
@@ -18,12 +15,14 @@ import (
 // INVALID_PARTITIONS for a count that does not grow, and for an
 // assignment INVALID_REPLICA_ASSIGNMENT unless it has one entry per new
 // partition, each naming node 0 alone. A topic named twice is
-// INVALID_REQUEST. validate_only checks and adds nothing. Partitions are
-// added one at a time, each durable before the next: a failure part way
-// (a full disk) keeps those already made, as the same mkdirs would, and
-// answers the error. Admin changes are serialized (Server.adminMu), so
-// concurrent CreatePartitions answer as if one after the other; a
-// partition a mkdir adds meanwhile counts towards the new count. A
+// INVALID_REQUEST. validate_only checks and adds nothing. The partitions
+// are added all or none (Topic.AddPartitions), as Kafka's controller
+// applies the request as one metadata change: a failure part way (a full
+// disk, no descriptors left) removes those already made and answers the
+// error, which names its cause. Admin changes are serialized
+// (Server.adminMu), so concurrent CreatePartitions answer as if one after
+// the other; a partition a mkdir adds before counts towards the new
+// count (a mkdir during one waits for it). A
 // request adding more than maxRecordsPerOp
 // partitions in all is POLICY_VIOLATION for every topic in it,
 // validate_only too, as Kafka's controller refuses a request that would
@@ -114,23 +113,16 @@ func (s *Server) createPartitions(rt *kmsg.CreatePartitionsRequestTopic, validat
 	if validateOnly {
 		return 0, ""
 	}
-	for {
-		// Counted afresh each time: a `mkdir MOUNT/T/N` may add one too.
-		n := int32(t.PartitionCount())
-		if n >= rt.Count {
-			break
+	// All or nothing (Topic.AddPartitions), as Kafka's controller applies
+	// the request as one metadata change: a failure part way used to
+	// leave the partitions made before it.
+	if err := t.AddPartitions(rt.Count); err != nil {
+		code := errorCode(err)
+		if code == kerr.UnknownServerError.Code || code == kerr.KafkaStorageError.Code {
+			s.log.Error("fetch: adding partitions", "topic", rt.Topic, "count", rt.Count, "err", err)
 		}
-		if _, err := t.AddPartition(n); err != nil {
-			if errors.Is(err, logstore.ErrPartitionExists) {
-				continue
-			}
-			code := errorCode(err)
-			if code == kerr.UnknownServerError.Code || code == kerr.KafkaStorageError.Code {
-				s.log.Error("fetch: adding a partition", "topic", rt.Topic, "partition", n, "err", err)
-			}
-			return code, fmt.Sprintf("adding partition %d of %s: %v", n, rt.Topic, err)
-		}
-		s.log.Info("fetch: partition added", "topic", rt.Topic, "partition", n)
+		return code, err.Error()
 	}
+	s.log.Info("fetch: partitions added", "topic", rt.Topic, "from", have, "count", rt.Count)
 	return 0, ""
 }

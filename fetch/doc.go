@@ -172,10 +172,10 @@
 // manage topics as they would on a single-node Kafka broker (node 0, the
 // controller). They take the mount's paths: a topic is created by
 // Store.CreateTopic as `mkdir MOUNT/T` and auto-creation are, partitions
-// are added by Topic.AddPartition as `mkdir MOUNT/T/N`, and a config
-// value is checked as a line written to `config` is and applied by the
-// same Topic.SetConfig, so what one door changes the other shows at once
-// and it persists alike. validate_only runs the same checks through
+// are added by Topic.AddPartitions (all or none; `mkdir MOUNT/T/N` is
+// Topic.AddPartition, one), and a config value is checked as a line
+// written to `config` is and applied by the same Topic.SetConfig, so what
+// one door changes the other shows at once and it persists alike. validate_only runs the same checks through
 // logstore's dry runs (Store.CheckCreateTopic, Topic.CheckConfigUpdate). A
 // topic's settings are the config file's, described with Kafka's sources
 // (an override is DYNAMIC_TOPIC_CONFIG, else DEFAULT_CONFIG) and Kafka's

@@ -28,6 +28,11 @@ type Topic struct {
 	cfgGen uint64
 	parts  []*Partition
 
+	// growMu serializes the additions of partitions (AddPartition,
+	// AddPartitions), taken before mu: AddPartitions makes its
+	// partitions without mu, which every lookup of a partition takes.
+	growMu sync.Mutex
+
 	born atomic.Int64 // createdTime in Unix nanoseconds, 0 until known
 
 	// cfgChanged is when the config last changed, in Unix nanoseconds
@@ -293,6 +298,8 @@ func (t *Topic) Partition(n int32) (*Partition, error) {
 // AddPartition adds partition n, which must be the next number
 // (ErrInvalidPartition otherwise, ErrPartitionExists if present).
 func (t *Topic) AddPartition(n int32) (*Partition, error) {
+	t.growMu.Lock()
+	defer t.growMu.Unlock()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if n >= 0 && int(n) < len(t.parts) {
@@ -307,6 +314,55 @@ func (t *Topic) AddPartition(n int32) (*Partition, error) {
 	}
 	t.parts = append(t.parts, p)
 	return p, nil
+}
+
+// AddPartitions grows the topic to count partitions as one change, as
+// Kafka's controller applies a CreatePartitions: all the new partitions
+// appear at once, or, if making one fails (a full disk, no descriptors
+// left), none does: those already made are closed and their directories
+// removed before the error returns, so the topic keeps its old count. Made
+// one at a time and published as they came, a failure at partition 95 of
+// 200 left the topic with 95. The partitions are made without mu, so that
+// lookups in the topic's existing partitions (each Produce, Fetch, read in
+// the mount) do not wait for them; an AddPartition meanwhile (`mkdir
+// T/N`) waits. A topic that already has count partitions or more is left
+// as it is. Close waits for an AddPartitions under way, as for a
+// CreateTopic. A crash part-way still leaves the partitions made so far,
+// which the next Open adopts.
+func (t *Topic) AddPartitions(count int32) error {
+	s := t.store
+	t.growMu.Lock()
+	defer t.growMu.Unlock()
+	s.topicsMu.Lock()
+	if s.closed.Load() {
+		s.topicsMu.Unlock()
+		return ErrClosed
+	}
+	s.creations.Add(1)
+	s.topicsMu.Unlock()
+	defer s.creations.Done()
+	from := int32(t.PartitionCount())
+	var made []*Partition
+	for n := from; n < count; n++ {
+		p, err := s.createPartition(t, n)
+		if err != nil {
+			for _, p := range made {
+				p.close()
+				removeNewPartitionDir(p.dir)
+			}
+			if len(made) > 0 {
+				if serr := syncDir(s.dir); serr != nil {
+					s.log.Warn("data directory not synced after removing the partitions of a failed addition", "topic", t.name, "err", serr)
+				}
+			}
+			return fmt.Errorf("adding partition %d of %s: %w (the %d partition(s) added before it were removed: the topic keeps %d)", n, t.name, err, len(made), from)
+		}
+		made = append(made, p)
+	}
+	t.mu.Lock()
+	t.parts = append(t.parts, made...)
+	t.mu.Unlock()
+	return nil
 }
 
 func newTopicID() [16]byte {
