@@ -56,7 +56,12 @@ import (
 // joins it, and a group with members refuses the other protocol
 // (GROUP_ID_NOT_FOUND, Kafka's answer with group.consumer.migration.policy
 // disabled: segfs does not run classic members inside a consumer group).
-// Membership is not persisted; committed offsets are (offsets.go).
+// Membership is not persisted; committed offsets are (offsets.go), and
+// with them, as Kafka keeps its ConsumerGroupMetadata records, whether a
+// group that has offsets is a consumer group and its group and assignment
+// epochs (persistType, written before the heartbeat that changed them is
+// answered): after a restart such a group is a consumer group again,
+// Empty, at those epochs (restoreConsumers).
 
 const (
 	// DefaultConsumerGroupSessionTimeout is Kafka's
@@ -308,7 +313,17 @@ func cgErr(code *kerr.Error, format string, args ...any) cgResult {
 // GroupMetadataManager.consumerGroupHeartbeat and consumerGroupLeave).
 func (gs *groups) consumerHeartbeat(r cgHeartbeat) cgResult {
 	gs.mu.Lock()
-	defer gs.mu.Unlock()
+	res := gs.consumerHeartbeatLocked(r)
+	// A new epoch, or a classic group converted, is written before the
+	// answer, as Kafka writes its records before it answers.
+	op := gs.persistType(r.group)
+	gs.mu.Unlock()
+	gs.waitPersistType(r.group, op)
+	return res
+}
+
+// consumerHeartbeatLocked is consumerHeartbeat with gs.mu held.
+func (gs *groups) consumerHeartbeatLocked(r cgHeartbeat) cgResult {
 	if r.epoch == leaveGroupEpoch || r.epoch == leaveGroupStaticEpoch {
 		return gs.consumerLeave(r)
 	}
@@ -655,6 +670,8 @@ func (gs *groups) armSession(g *cgroup, m *cmember) {
 	}
 	var t *time.Timer
 	t = time.AfterFunc(gs.cgSession, func() {
+		var op *offsetsOp
+		defer func() { gs.waitPersistType(g.name, op) }()
 		gs.mu.Lock()
 		defer gs.mu.Unlock()
 		if gs.s.shuttingDown() || gs.consumers[g.name] != g || g.members[m.id] != m || m.session != t {
@@ -662,6 +679,7 @@ func (gs *groups) armSession(g *cgroup, m *cmember) {
 		}
 		gs.s.log.Info("fetch: consumer group member removed: session timeout", "group", g.name, "member", m.id, "timeout", gs.cgSession)
 		gs.fenceConsumer(g, m)
+		op = gs.persistType(g.name)
 	})
 	m.session = t
 }
@@ -679,6 +697,8 @@ func (gs *groups) armRevocation(g *cgroup, m *cmember) {
 	}
 	var t *time.Timer
 	t = time.AfterFunc(d, func() {
+		var op *offsetsOp
+		defer func() { gs.waitPersistType(g.name, op) }()
 		gs.mu.Lock()
 		defer gs.mu.Unlock()
 		if gs.s.shuttingDown() || gs.consumers[g.name] != g || g.members[m.id] != m || m.revocation != t || m.state != memberUnrevoked || m.epoch != epoch {
@@ -686,6 +706,7 @@ func (gs *groups) armRevocation(g *cgroup, m *cmember) {
 		}
 		gs.s.log.Info("fetch: consumer group member fenced: partitions not revoked within the rebalance timeout", "group", g.name, "member", m.id, "epoch", epoch, "timeout", d)
 		gs.fenceConsumer(g, m)
+		op = gs.persistType(g.name)
 	})
 	m.revocation = t
 }
@@ -814,6 +835,70 @@ func (gs *groups) consumerSubscribed(g *cgroup) map[string]bool {
 		}
 	}
 	return out
+}
+
+// meta is what the offsets file keeps of the group (nil for none: a
+// classic group, or no group).
+func (g *cgroup) meta() *consumerGroupMeta {
+	if g == nil {
+		return nil
+	}
+	return &consumerGroupMeta{Epoch: g.epoch, AssignmentEpoch: g.assignmentEpoch}
+}
+
+// persistType stages the record of group's type and epochs in the offsets
+// file if it changed (gs.mu held): a consumer group's epochs, or none for
+// a classic group. Only a group with committed offsets is recorded
+// (offsetsState). The caller writes it with waitPersistType once it has
+// let go of gs.mu.
+func (gs *groups) persistType(group string) *offsetsOp {
+	if !gs.s.offsets.hasGroupStaged(group) {
+		return nil
+	}
+	want := gs.consumers[group].meta()
+	have, ok := gs.s.offsets.consumerMetaStaged(group)
+	if want == nil && !ok || want != nil && ok && have == *want {
+		return nil
+	}
+	return gs.s.offsets.stage(consumerMetaOp(group, want))
+}
+
+// waitPersistType writes a change persistType staged. A failure is
+// logged, not answered: membership is not otherwise durable, and the next
+// change of the group stages the record again (the failed one is undone
+// in memory).
+func (gs *groups) waitPersistType(group string, op *offsetsOp) {
+	if op == nil {
+		return
+	}
+	if err := gs.s.offsets.wait(op); err != nil {
+		gs.s.log.Warn("fetch: group type not written to the offsets file", "group", group, "err", err)
+	}
+}
+
+// restoreConsumers recreates, empty, the consumer groups the offsets file
+// records, once it is loaded: Kafka keeps a consumer group's type and
+// epochs across a restart, and so ListGroups, ConsumerGroupDescribe and
+// DescribeGroups go on answering for a consumer group (Empty, at its
+// epochs) rather than a classic one. A member joins it at the next group
+// epoch; a classic JoinGroup converts it, as any empty consumer group.
+func (gs *groups) restoreConsumers(metas map[string]consumerGroupMeta) {
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	for name, meta := range metas {
+		if gs.consumers[name] != nil || gs.byName[name] != nil {
+			continue
+		}
+		gs.consumers[name] = &cgroup{
+			name:            name,
+			epoch:           meta.Epoch,
+			assignmentEpoch: meta.AssignmentEpoch,
+			members:         map[string]*cmember{},
+			static:          map[string]string{},
+			target:          map[string]tpSet{},
+			owners:          map[topicPart]string{},
+		}
+	}
 }
 
 // forgetConsumer drops an empty consumer group's state (DeleteGroups, or

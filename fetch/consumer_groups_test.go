@@ -2,6 +2,8 @@ package fetch
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -497,5 +499,51 @@ func TestUniformAssignorSticky(t *testing.T) {
 	}
 	if total != 7 {
 		t.Fatalf("three members: %d partitions assigned", total)
+	}
+}
+
+// TestConsumerGroupTypeFromOffsetsFile: the offsets file records which
+// groups with offsets are KIP-848 consumer groups, and their epochs; a
+// server started on it answers for them as consumer groups, Empty at those
+// epochs. A file written before segfs recorded it (no consumer_groups)
+// loads as before: its groups are classic. A record for a group without
+// offsets is ignored.
+func TestConsumerGroupTypeFromOffsetsFile(t *testing.T) {
+	dir := t.TempDir()
+	const offsets = `"t": {"0": {"offset": 5, "leader_epoch": -1, "metadata": "", "commit_time_ms": 1}}`
+	file := `{"version": 1, "groups": {"old": {` + offsets + `}, "cg": {` + offsets + `}},
+		"consumer_groups": {"cg": {"epoch": 7, "assignment_epoch": 6}, "gone": {"epoch": 3, "assignment_epoch": 3}}}`
+	if err := os.WriteFile(filepath.Join(dir, OffsetsFile), []byte(file), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ts := startServerDir(t, dir, Config{})
+	c := dial(t, ts.addr)
+	lg := kmsg.NewPtrListGroupsRequest()
+	lg.Version = 5
+	var listed []string
+	for _, g := range c.roundTrip(lg).(*kmsg.ListGroupsResponse).Groups {
+		listed = append(listed, g.Group+" "+g.GroupType+" "+g.ProtocolType+" "+g.GroupState)
+	}
+	if want := []string{"cg consumer consumer Empty", "old classic  Empty"}; !slices.Equal(listed, want) {
+		t.Errorf("ListGroups: %q, want %q", listed, want)
+	}
+	cd := kmsg.NewPtrConsumerGroupDescribeRequest()
+	cd.Groups = []string{"cg", "old", "gone"}
+	gs := c.roundTrip(cd).(*kmsg.ConsumerGroupDescribeResponse).Groups
+	if g := gs[0]; g.ErrorCode != 0 || g.State != "Empty" || g.Epoch != 7 || g.AssignmentEpoch != 6 || len(g.Members) != 0 {
+		t.Errorf("ConsumerGroupDescribe cg: error %d, state %q, epoch %d, assignment epoch %d, %d members; want Empty at 7 and 6", g.ErrorCode, g.State, g.Epoch, g.AssignmentEpoch, len(g.Members))
+	}
+	for _, g := range gs[1:] {
+		if g.ErrorCode != kerr.GroupIDNotFound.Code {
+			t.Errorf("ConsumerGroupDescribe %s: error %d, want GROUP_ID_NOT_FOUND", g.Group, g.ErrorCode)
+		}
+	}
+	dg := kmsg.NewPtrDescribeGroupsRequest()
+	dg.Groups = []string{"cg", "old"}
+	for _, g := range c.roundTrip(dg).(*kmsg.DescribeGroupsResponse).Groups {
+		want := map[string]string{"cg": "Empty consumer", "old": "Empty "}[g.Group]
+		if got := g.State + " " + g.ProtocolType; got != want {
+			t.Errorf("DescribeGroups %s: %q, want %q", g.Group, got, want)
+		}
 	}
 }

@@ -222,7 +222,17 @@ func newMemberID(prefix string) string {
 // it.
 func (gs *groups) join(r joinRequest) (joinResult, <-chan joinResult) {
 	gs.mu.Lock()
-	defer gs.mu.Unlock()
+	res, ch := gs.joinLocked(r)
+	// An empty consumer group this join converted is classic from now
+	// on, after a restart too.
+	op := gs.persistType(r.group)
+	gs.mu.Unlock()
+	gs.waitPersistType(r.group, op)
+	return res, ch
+}
+
+// joinLocked is join with gs.mu held.
+func (gs *groups) joinLocked(r joinRequest) (joinResult, <-chan joinResult) {
 	if r.group == "" {
 		return errJoin(kerr.InvalidGroupID.Code, r.memberID), nil
 	}
@@ -1004,7 +1014,10 @@ func (gs *groups) commit(r commitRequest) (int16, *offsetsOp) {
 	if code != 0 || len(r.entries) == 0 {
 		return code, nil
 	}
-	return 0, gs.s.offsets.stage(commitOp(r.group, r.entries))
+	// The group's type goes with its offsets (offsetsState), so that a
+	// restart finds a consumer group still one.
+	return 0, gs.s.offsets.stage(thenOp(onOffsets(commitOp(r.group, r.entries)),
+		consumerMetaOp(r.group, gs.consumers[r.group].meta())))
 }
 
 // validateCommit is commit's check; gs.mu is held.
@@ -1087,7 +1100,7 @@ func (gs *groups) deleteGroup(name string) (int16, *offsetsOp) {
 	if !hasOffsets {
 		return 0, nil
 	}
-	return 0, gs.s.offsets.stage(deleteGroupOp(name))
+	return 0, gs.s.offsets.stage(onOffsets(deleteGroupOp(name)))
 }
 
 // forget drops an Empty group's membership state: it is Dead, and a later
@@ -1146,7 +1159,7 @@ func (gs *groups) deleteOffsets(name string, topics []kmsg.OffsetDeleteRequestTo
 	if len(tps) == 0 {
 		return 0, codes, nil
 	}
-	return 0, codes, gs.s.offsets.stage(deletePartitionsOp(name, tps))
+	return 0, codes, gs.s.offsets.stage(onOffsets(deletePartitionsOp(name, tps)))
 }
 
 // describe is DescribeGroups' view of one group, as Kafka's

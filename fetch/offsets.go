@@ -30,15 +30,94 @@ type committedOffset struct {
 	CommitTimeMs int64  `json:"commit_time_ms"`
 }
 
-// offsetsFileData is the file's JSON document.
+// consumerGroupMeta is what the file keeps of a KIP-848 consumer group
+// (group type "consumer") beside its offsets, as Kafka keeps its
+// ConsumerGroupMetadata and target assignment epoch records in
+// __consumer_offsets: without it, a restart turned an empty consumer group
+// into a classic one (ListGroups type "classic", ConsumerGroupDescribe
+// "not a consumer group") until a member heartbeated again. Members are
+// not kept (segfs does not persist membership): the group comes back
+// Empty, at the epochs it had.
+type consumerGroupMeta struct {
+	Epoch           int32 `json:"epoch"`
+	AssignmentEpoch int32 `json:"assignment_epoch"`
+}
+
+// offsetsFileData is the file's JSON document. ConsumerGroups lists the
+// groups with offsets that are consumer groups; every other group is
+// classic. A file written before segfs kept it has none (an older segfs
+// reading a newer file ignores the field, as encoding/json does, and sees
+// classic groups, as it always did), so the version stays.
 type offsetsFileData struct {
-	Version int                                             `json:"version"`
-	Groups  map[string]map[string]map[int32]committedOffset `json:"groups"`
+	Version        int                                             `json:"version"`
+	Groups         map[string]map[string]map[int32]committedOffset `json:"groups"`
+	ConsumerGroups map[string]consumerGroupMeta                    `json:"consumer_groups,omitempty"`
 }
 
 // offsetsMap is group → topic → partition → offset. A map once published
 // in offsetStore is never modified: changes copy what they touch.
 type offsetsMap = map[string]map[string]map[int32]committedOffset
+
+// offsetsState is what the file holds: the offsets, and the consumer
+// groups among the groups that have some. Like offsetsMap, a published
+// state is never modified.
+type offsetsState struct {
+	groups    offsetsMap
+	consumers map[string]consumerGroupMeta
+}
+
+// onOffsets lifts a change of the offsets to one of the state. A group
+// left without offsets is gone, its type with it: the type is kept only
+// beside offsets (a group that never committed, or whose offsets are all
+// deleted, is not remembered across a restart, as Kafka's cleanup
+// removes an empty group without offsets).
+func onOffsets(f func(offsetsMap) offsetsMap) func(offsetsState) offsetsState {
+	return func(st offsetsState) offsetsState {
+		st.groups = f(st.groups)
+		for name := range st.consumers {
+			if len(st.groups[name]) == 0 {
+				st.consumers = maps.Clone(st.consumers)
+				for name := range st.consumers {
+					if len(st.groups[name]) == 0 {
+						delete(st.consumers, name)
+					}
+				}
+				break
+			}
+		}
+		return st
+	}
+}
+
+// consumerMetaOp is the change that records group's type: a consumer
+// group with meta, or, with nil, a classic one. Only a group with offsets
+// is recorded.
+func consumerMetaOp(group string, meta *consumerGroupMeta) func(offsetsState) offsetsState {
+	return func(st offsetsState) offsetsState {
+		old, had := st.consumers[group]
+		switch {
+		case meta == nil && !had:
+			return st
+		case meta != nil && (len(st.groups[group]) == 0 || had && old == *meta):
+			return st
+		}
+		st.consumers = maps.Clone(st.consumers)
+		if st.consumers == nil {
+			st.consumers = map[string]consumerGroupMeta{}
+		}
+		if meta == nil {
+			delete(st.consumers, group)
+		} else {
+			st.consumers[group] = *meta
+		}
+		return st
+	}
+}
+
+// thenOp is a followed by b, as one change.
+func thenOp(a, b func(offsetsState) offsetsState) func(offsetsState) offsetsState {
+	return func(st offsetsState) offsetsState { return b(a(st)) }
+}
 
 // offsetStore keeps committed offsets in memory and persists every change
 // before acknowledging it: the whole map is written with
@@ -72,23 +151,23 @@ type offsetStore struct {
 	writeMu sync.Mutex // held across a file write; never under mu or groups.mu
 
 	mu      sync.Mutex
-	durable offsetsMap   // what the file holds
-	latest  offsetsMap   // durable with every queued change applied
+	durable offsetsState // what the file holds
+	latest  offsetsState // durable with every queued change applied
 	queue   []*offsetsOp // staged, not yet written, in order
 }
 
 // offsetsOp is one staged change.
 type offsetsOp struct {
-	apply func(offsetsMap) offsetsMap // returns a changed copy
-	done  chan struct{}               // closed once written (or failed)
+	apply func(offsetsState) offsetsState // returns a changed copy
+	done  chan struct{}                   // closed once written (or failed)
 	err   error
 }
 
 func newOffsetStore(dir string) *offsetStore {
 	return &offsetStore{
 		path:    filepath.Join(dir, OffsetsFile),
-		durable: offsetsMap{},
-		latest:  offsetsMap{},
+		durable: offsetsState{groups: offsetsMap{}},
+		latest:  offsetsState{groups: offsetsMap{}},
 	}
 }
 
@@ -111,14 +190,24 @@ func (o *offsetStore) load() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if d.Groups != nil {
-		o.durable, o.latest = d.Groups, d.Groups
+		st := offsetsState{groups: d.Groups}
+		// Only groups with offsets have a type (onOffsets).
+		for name, meta := range d.ConsumerGroups {
+			if len(d.Groups[name]) > 0 {
+				if st.consumers == nil {
+					st.consumers = map[string]consumerGroupMeta{}
+				}
+				st.consumers[name] = meta
+			}
+		}
+		o.durable, o.latest = st, st
 	}
 	return nil
 }
 
 // stage applies a change to latest and queues it for the next write. It
 // does no I/O; the caller then calls wait.
-func (o *offsetStore) stage(apply func(offsetsMap) offsetsMap) *offsetsOp {
+func (o *offsetStore) stage(apply func(offsetsState) offsetsState) *offsetsOp {
 	op := &offsetsOp{apply: apply, done: make(chan struct{})}
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -143,7 +232,7 @@ func (o *offsetStore) wait(op *offsetsOp) error {
 	o.queue = nil
 	o.mu.Unlock()
 
-	b, err := json.MarshalIndent(offsetsFileData{Version: offsetsFileVersion, Groups: snap}, "", " ")
+	b, err := json.MarshalIndent(offsetsFileData{Version: offsetsFileVersion, Groups: snap.groups, ConsumerGroups: snap.consumers}, "", " ")
 	if err == nil {
 		err = logstore.WriteFileAtomic(o.path, b)
 	}
@@ -197,7 +286,7 @@ func (o *offsetStore) commit(group string, entries []commitEntry) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	return o.wait(o.stage(commitOp(group, entries)))
+	return o.wait(o.stage(onOffsets(commitOp(group, entries))))
 }
 
 // commitOp is the change that stores entries for group.
@@ -281,7 +370,7 @@ func deletePartitionsOp(group string, tps []topicPartition) func(offsetsMap) off
 func (o *offsetStore) hasGroup(group string) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return len(o.durable[group]) > 0
+	return len(o.durable.groups[group]) > 0
 }
 
 // hasGroupStaged is hasGroup including changes not yet written: what the
@@ -289,14 +378,14 @@ func (o *offsetStore) hasGroup(group string) bool {
 func (o *offsetStore) hasGroupStaged(group string) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return len(o.latest[group]) > 0
+	return len(o.latest.groups[group]) > 0
 }
 
 // get returns the committed offset of group in topic/partition.
 func (o *offsetStore) get(group, topic string, partition int32) (committedOffset, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	c, ok := o.durable[group][topic][partition]
+	c, ok := o.durable.groups[group][topic][partition]
 	return c, ok
 }
 
@@ -306,7 +395,7 @@ func (o *offsetStore) topics(group string) map[string][]int32 {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	out := map[string][]int32{}
-	for t, parts := range o.durable[group] {
+	for t, parts := range o.durable.groups[group] {
 		out[t] = slices.Sorted(maps.Keys(parts))
 	}
 	return out
@@ -317,10 +406,27 @@ func (o *offsetStore) groupNames() []string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	var out []string
-	for g, topics := range o.durable {
+	for g, topics := range o.durable.groups {
 		if len(topics) > 0 {
 			out = append(out, g)
 		}
 	}
 	return out
+}
+
+// consumerMetaStaged is group's consumer group record including changes
+// not yet written (false: none, a classic group or no offsets).
+func (o *offsetStore) consumerMetaStaged(group string) (consumerGroupMeta, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	m, ok := o.latest.consumers[group]
+	return m, ok
+}
+
+// consumerGroups returns the consumer groups the file records (read once
+// loaded, to restore them).
+func (o *offsetStore) consumerGroups() map[string]consumerGroupMeta {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return maps.Clone(o.durable.consumers)
 }

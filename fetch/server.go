@@ -205,6 +205,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		ln.Close()
 		return err
 	}
+	s.groups.restoreConsumers(s.offsets.consumerGroups())
 
 	var backoff time.Duration
 	for {

@@ -1,0 +1,166 @@
+package tests
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestKafkaNextGenGroupTypeSurvivesRestart: a KIP-848 consumer group whose
+// member committed offsets and left is still a consumer group after the
+// daemon restarts, as in Kafka, which keeps the group's type and epochs
+// in __consumer_offsets: ListGroups type "consumer", ConsumerGroupDescribe
+// the group Empty at the epochs it had, DescribeGroups protocol type
+// "consumer". It used to come back as a classic group with protocol type
+// "", and ConsumerGroupDescribe answered "Group g is not a consumer
+// group." until a member heartbeated again. A member joining afterwards
+// starts the next group epoch; a classic JoinGroup converts the empty
+// group, which then stays classic across a restart.
+func TestKafkaNextGenGroupTypeSurvivesRestart(t *testing.T) {
+	data := t.TempDir() + "/data"
+	flags := []string{"--partitions", "2", "--group-consumer-heartbeat-interval", "200ms", "--group-consumer-session-timeout", "4s"}
+	srv := kafkaServe(t, data, flags...)
+	const topic, group = "events", "kept"
+	prod := kafkaClient(t, srv.addr, kgo.AllowAutoTopicCreation())
+
+	log := newNextGenLog()
+	want := nextGenRound(t, prod, topic, 2, "r1", 3)
+	a := startNextGenMember(t, srv.addr, group, topic, "a", log)
+	log.waitFor(t, "member a", want)
+	nextGenCheckType(t, srv.addr, group)
+	a.close() // commits, then leaves: the group is empty
+	a.check(t)
+	before := nextGenDescribe(t, srv.addr, group)
+	if before.ErrorCode != 0 || before.State != "Empty" || before.Epoch < 2 {
+		t.Fatalf("before the restart: ConsumerGroupDescribe %s: error %d %v, state %q, epoch %d, want an Empty group past epoch 1", group, before.ErrorCode, before.ErrorMessage, before.State, before.Epoch)
+	}
+
+	srv.stop()
+	srv = kafkaServe(t, data, flags...)
+	prod = kafkaClient(t, srv.addr) // the new server listens elsewhere
+	if got := nextGenListed(t, srv.addr, group); got != "consumer consumer Empty" {
+		t.Errorf("after the restart ListGroups shows %s as %q, want type consumer, protocol type consumer, state Empty", group, got)
+	}
+	after := nextGenDescribe(t, srv.addr, group)
+	if after.ErrorCode != 0 || after.State != "Empty" || after.Epoch != before.Epoch || after.AssignmentEpoch != before.AssignmentEpoch || len(after.Members) != 0 {
+		msg := ""
+		if after.ErrorMessage != nil {
+			msg = *after.ErrorMessage
+		}
+		t.Errorf("after the restart ConsumerGroupDescribe %s: error %d %q, state %q, epoch %d, assignment epoch %d, %d members; want Empty at epoch %d, assignment epoch %d, as before it",
+			group, after.ErrorCode, msg, after.State, after.Epoch, after.AssignmentEpoch, len(after.Members), before.Epoch, before.AssignmentEpoch)
+	}
+	if got := nextGenDescribeGroups(t, srv.addr, group); got != "Empty consumer" {
+		t.Errorf("after the restart DescribeGroups %s: %q, want state Empty, protocol type consumer", group, got)
+	}
+	if t.Failed() {
+		return
+	}
+
+	// A member joins at the next group epoch and resumes from the
+	// committed offsets.
+	fresh := newNextGenLog()
+	next := nextGenRound(t, prod, topic, 2, "r2", 2)
+	b := startNextGenMember(t, srv.addr, group, topic, "b", fresh)
+	fresh.waitFor(t, "member b after the restart", next)
+	if d := nextGenDescribe(t, srv.addr, group); d.Epoch <= before.Epoch {
+		t.Errorf("with member b the group is at epoch %d, want past the %d it had", d.Epoch, before.Epoch)
+	}
+	b.close()
+	b.check(t)
+	fresh.check(t, next)
+	if n := len(fresh.seen); n != len(next) {
+		t.Fatalf("after the restart the group read %d records, want only the %d produced since the commits", n, len(next))
+	}
+
+	// A classic member converts the empty consumer group; it stays
+	// classic across a restart.
+	srv.stop()
+	srv = kafkaServe(t, data, flags...)
+	prod = kafkaClient(t, srv.addr) // the new server listens elsewhere
+	classic := kafkaClient(t, srv.addr, kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
+	last := nextGenRound(t, prod, topic, 2, "r3", 1)
+	var got []string
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for len(got) < len(last) && ctx.Err() == nil {
+		fs := classic.PollFetches(ctx)
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+		if err := classic.CommitUncommittedOffsets(ctx); err != nil {
+			t.Fatalf("classic member's commit: %v", err)
+		}
+	}
+	if len(got) != len(last) {
+		t.Fatalf("the classic member read %q, want the %d records of round r3", got, len(last))
+	}
+	if got := nextGenListed(t, srv.addr, group); got != "classic consumer Stable" {
+		t.Errorf("with a classic member ListGroups shows %s as %q, want a classic group", group, got)
+	}
+	classic.Close()
+	srv.stop()
+	srv = kafkaServe(t, data, flags...)
+	prod = kafkaClient(t, srv.addr) // the new server listens elsewhere
+	if got := nextGenListed(t, srv.addr, group); got != "classic  Empty" {
+		t.Errorf("after the classic member and a restart ListGroups shows %s as %q, want type classic, Empty", group, got)
+	}
+	if d := nextGenDescribe(t, srv.addr, group); d.ErrorCode == 0 {
+		t.Errorf("after the classic member and a restart ConsumerGroupDescribe %s answers the group (state %q): it is classic", group, d.State)
+	}
+}
+
+// nextGenDescribe is ConsumerGroupDescribe of one group.
+func nextGenDescribe(t *testing.T, addr, group string) kmsg.ConsumerGroupDescribeResponseGroup {
+	t.Helper()
+	cl := kafkaClient(t, addr)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrConsumerGroupDescribeRequest()
+	req.Groups = []string{group}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil || len(resp.Groups) != 1 {
+		t.Fatalf("ConsumerGroupDescribe %s: %v %+v", group, err, resp)
+	}
+	return resp.Groups[0]
+}
+
+// nextGenListed is ListGroups' "type protocol-type state" of group, "" if
+// it is not listed.
+func nextGenListed(t *testing.T, addr, group string) string {
+	t.Helper()
+	cl := kafkaClient(t, addr)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := kmsg.NewPtrListGroupsRequest().RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(resp.Groups, func(g kmsg.ListGroupsResponseGroup) bool { return g.Group == group })
+	if i < 0 {
+		return ""
+	}
+	g := resp.Groups[i]
+	return g.GroupType + " " + g.ProtocolType + " " + g.GroupState
+}
+
+// nextGenDescribeGroups is DescribeGroups' "state protocol-type" of group.
+func nextGenDescribeGroups(t *testing.T, addr, group string) string {
+	t.Helper()
+	cl := kafkaClient(t, addr)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrDescribeGroupsRequest()
+	req.Groups = []string{group}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil || len(resp.Groups) != 1 {
+		t.Fatalf("DescribeGroups %s: %v %+v", group, err, resp)
+	}
+	return resp.Groups[0].State + " " + resp.Groups[0].ProtocolType
+}
