@@ -16,7 +16,8 @@ import (
 // records, whether the topic exists or not: a Produce to
 // __consumer_offsets or __transaction_state answers INVALID_TOPIC_EXCEPTION
 // (Kafka's ReplicaManager), to franz-go and to kcat, and nothing is
-// appended; Metadata flags them internal. Only Kafka's own admin client id
+// appended; Metadata flags them internal. (They are made here with
+// CreateTopics: auto-creation does not make them.) Only Kafka's own admin client id
 // may write there. Committed offsets, which segfs keeps in a file of its
 // own, still work.
 func TestKafkaProduceInternalTopic(t *testing.T) {
@@ -26,8 +27,25 @@ func TestKafkaProduceInternalTopic(t *testing.T) {
 	defer cancel()
 	cl := kafkaClient(t, srv.addr, kgo.AllowAutoTopicCreation(), kgo.RecordRetries(0))
 
-	// Metadata with auto-creation makes the topics exist, so the refusal
-	// is not UNKNOWN_TOPIC_OR_PARTITION.
+	// The topics must exist, so that the refusal is not
+	// UNKNOWN_TOPIC_OR_PARTITION. Auto-creation does not make Kafka's
+	// internal topics (TestKafkaAutoCreateNotInternal): CreateTopics does.
+	ct := kmsg.NewPtrCreateTopicsRequest()
+	ct.TimeoutMillis = 10000
+	for _, name := range []string{"__consumer_offsets", "__transaction_state"} {
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, 1, 1
+		ct.Topics = append(ct.Topics, rt)
+	}
+	cresp, err := ct.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rt := range cresp.Topics {
+		if rt.ErrorCode != 0 {
+			t.Fatalf("CreateTopics %s: error %d", rt.Topic, rt.ErrorCode)
+		}
+	}
 	md := kmsg.NewPtrMetadataRequest()
 	md.AllowAutoTopicCreation = true
 	for _, name := range []string{"__consumer_offsets", "__transaction_state", "plain"} {
