@@ -643,19 +643,11 @@ func (p *Partition) loadProducers(clean bool) {
 		}
 	}
 	for _, s := range p.acquireSegments(from) {
-		limit := s.size.Load()
-		pos := int64(0)
-		if from > s.base {
-			var found bool
-			var err error
-			if pos, _, found, err = s.findBatch(from, limit); !found || err != nil {
-				s.release()
-				continue
-			}
-		}
 		// A batch holding from is applied whole, as Kafka reads a
 		// segment from the batch that holds its start offset.
-		s.walkHeaders(pos, limit, func(pos int64, h *record.Header) { p.loadBatch(s, pos, h) })
+		if pos, limit, ok := s.walkStart(from); ok {
+			s.walkHeaders(pos, limit, func(pos int64, h *record.Header) { p.loadBatch(s, pos, h) })
+		}
 		s.release()
 	}
 	if from < p.active().base {

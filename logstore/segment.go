@@ -212,6 +212,19 @@ func (s *segment) findBatch(offset, limit int64) (pos int64, h record.Header, fo
 }
 
 // headerChunk is what walkHeaders reads at a time.
+// walkStart returns where a walk of s's batch headers for the offsets
+// from `from` on starts (the batch that holds from, or 0 when s starts at
+// or after it) and the segment's size; ok is false when s holds no batch
+// at or after from, or the search failed.
+func (s *segment) walkStart(from int64) (pos, limit int64, ok bool) {
+	limit = s.size.Load()
+	if from <= s.base {
+		return 0, limit, true
+	}
+	pos, _, found, err := s.findBatch(from, limit)
+	return pos, limit, found && err == nil
+}
+
 const headerChunk = 64 << 10
 
 // walkHeaders calls fn with the position and header of every batch of the

@@ -159,15 +159,10 @@ func (p *Partition) rebuildTxnIndexes(damaged []*segment) {
 			s.release()
 			continue
 		}
-		limit := s.size.Load()
-		pos := int64(0)
-		if from > s.base {
-			var found bool
-			var err error
-			if pos, _, found, err = s.findBatch(from, limit); !found || err != nil {
-				s.release()
-				continue
-			}
+		pos, limit, ok := s.walkStart(from)
+		if !ok {
+			s.release()
+			continue
 		}
 		_, want := rebuilt[s]
 		s.walkHeaders(pos, limit, func(pos int64, h *record.Header) {
