@@ -10,12 +10,12 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // nextGenLog collects what the members of one group consumed.
@@ -376,20 +376,8 @@ func nextGenWaitShared(t *testing.T, addr, group string, log *nextGenLog, member
 // to.
 func nextGenCheckType(t *testing.T, addr, group string) {
 	t.Helper()
-	cl := kafkaClient(t, addr)
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	resp, err := kmsg.NewPtrListGroupsRequest().RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, g := range resp.Groups {
-		out = append(out, g.Group+" "+g.GroupType+" "+g.ProtocolType)
-	}
-	if !slices.Contains(out, group+" consumer consumer") {
-		t.Fatalf("ListGroups: %q, want %s of type consumer", out, group)
+	if got := nextGenListed(t, addr, group); !strings.HasPrefix(got, "consumer consumer ") {
+		t.Fatalf("ListGroups: %s is %q, want type consumer, protocol type consumer", group, got)
 	}
 }
 
