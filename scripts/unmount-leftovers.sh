@@ -6,7 +6,8 @@
 #   bash scripts/unmount-leftovers.sh --all DIR    # every segfs mount
 #
 # A dead mount is one whose daemon is gone (stat fails with "Transport
-# endpoint is not connected"); nothing serves it, so detaching it takes
+# endpoint is not connected", or "Software caused connection abort" for
+# a request caught in flight when it died); nothing serves it, so detaching it takes
 # nothing from anyone. A live mount below a shared directory such as /tmp
 # may belong to another run on the same machine: detaching the mount of a
 # soak running beside CI made that soak's writers fail with ENOENT (the
@@ -30,7 +31,7 @@ awk '$3 == "fuse.segfs" { print $2 }' /proc/self/mounts |
 		if [ "$all" = 0 ]; then
 			# A live daemon answers stat; a hung one is not ours to judge.
 			err=$(timeout 5 stat -- "$m" 2>&1 >/dev/null) && continue
-			case $err in *"not connected"*) ;; *) continue ;; esac
+			case $err in *"not connected"* | *"connection abort"*) ;; *) continue ;; esac
 		fi
 		if umount -l "$m" 2>/dev/null; then
 			echo "unmount-leftovers: detached $m"
