@@ -25,8 +25,10 @@ import (
 //     of the response is always whole even if larger (KIP-74, P16); a later
 //     partition whose first batch does not fit returns nothing this time.
 //   - High watermark = log end offset: a single node has nothing to
-//     replicate. An unknown topic or partition answers -1 for the high
-//     watermark, last stable offset and log start offset, as Kafka does. Last stable offset = HW too (P5), since segfs writes no
+//     replicate. A partition answering an error (unknown topic or
+//     partition, OFFSET_OUT_OF_RANGE, a storage error) answers -1 for the
+//     high watermark, last stable offset and log start offset, as Kafka
+//     does. Last stable offset = HW too (P5), since segfs writes no
 //     transactions, except in a data directory copied from Kafka that holds
 //     a transaction left open (no COMMIT/ABORT marker): the LSO then stays
 //     at its first offset, as Kafka's producer-state rebuild gives, and a
@@ -134,8 +136,18 @@ func (s *Server) readFetch(req *kmsg.FetchRequest) *fetchRead {
 				res, err := p.ReadBelow(rp.FetchOffset, max(limit, 0), upper)
 				switch {
 				case err != nil:
+					// A failed read (OFFSET_OUT_OF_RANGE, a storage
+					// or I/O error) carries no offsets: Kafka's
+					// ReplicaManager builds the LogReadResult of
+					// every read exception with UnknownOffset (-1)
+					// for the high watermark and log start and no
+					// last stable offset (-1 on the wire). Clients
+					// reset with ListOffsets, not from these.
 					sp.ErrorCode = errorCode(err)
+					sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
 					fr.failed = true
+					st.Partitions = append(st.Partitions, sp)
+					continue
 				case res.Bytes == 0 || (res.Bytes > limit && !minOne):
 					res.Release()
 				default:

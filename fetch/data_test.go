@@ -62,17 +62,36 @@ func TestFetchErrors(t *testing.T) {
 	c := dial(t, ts.addr)
 	c.produce(9, "t", 0, produceBatch(t, "a", "b"))
 
-	resp := c.roundTrip(fetchReq(11, "t", 0, 3, 5000, 1, 1<<20, 1<<20)).(*kmsg.FetchResponse)
-	if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.OffsetOutOfRange.Code {
-		t.Errorf("offset past the end: error %d, want 1", code)
-	}
-	resp = c.roundTrip(fetchReq(11, "nope", 0, 0, 5000, 1, 1<<20, 1<<20)).(*kmsg.FetchResponse)
-	if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.UnknownTopicOrPartition.Code {
-		t.Errorf("unknown topic: error %d, want 3", code)
-	}
-	resp = c.roundTrip(fetchReq(11, "t", 7, 0, 5000, 1, 1<<20, 1<<20)).(*kmsg.FetchResponse)
-	if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.UnknownTopicOrPartition.Code {
-		t.Errorf("unknown partition: error %d, want 3", code)
+	// A partition in error carries no offsets: Kafka answers -1 for the
+	// high watermark, last stable offset and log start offset of every
+	// read error (ReplicaManager's LogReadResult of an exception), out
+	// of range as much as unknown.
+	for _, tc := range []struct {
+		what      string
+		topic     string
+		partition int32
+		offset    int64
+		code      int16
+	}{
+		{"offset past the end", "t", 0, 3, kerr.OffsetOutOfRange.Code},
+		{"negative offset", "t", 0, -1, kerr.OffsetOutOfRange.Code},
+		{"unknown topic", "nope", 0, 0, kerr.UnknownTopicOrPartition.Code},
+		{"unknown partition", "t", 7, 0, kerr.UnknownTopicOrPartition.Code},
+	} {
+		for _, v := range []int16{4, 11, 12} {
+			resp := c.roundTrip(fetchReq(v, tc.topic, tc.partition, tc.offset, 5000, 1, 1<<20, 1<<20)).(*kmsg.FetchResponse)
+			p := resp.Topics[0].Partitions[0]
+			if p.ErrorCode != tc.code {
+				t.Errorf("v%d %s: error %v, want %v", v, tc.what, kerr.ErrorForCode(p.ErrorCode), kerr.ErrorForCode(tc.code))
+			}
+			if p.HighWatermark != -1 || p.LastStableOffset != -1 || (v >= 5 && p.LogStartOffset != -1) {
+				t.Errorf("v%d %s: high watermark %d, last stable %d, log start %d; want -1 for each, as Kafka answers",
+					v, tc.what, p.HighWatermark, p.LastStableOffset, p.LogStartOffset)
+			}
+			if len(p.RecordBatches) != 0 {
+				t.Errorf("v%d %s: %d bytes of records, want none", v, tc.what, len(p.RecordBatches))
+			}
+		}
 	}
 	req := fetchReq(11, "t", 0, 0, 0, 0, 1<<20, 1<<20)
 	req.SessionID, req.SessionEpoch = 42, 1
