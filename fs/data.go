@@ -525,18 +525,13 @@ func (n *textNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.Att
 // Setattr accepts times set to now (touch) and, for data, a size equal
 // to the current one (truncate to the same size destroys nothing); any
 // other size, as from `>`, truncate or O_TRUNC, is EPERM, as are mode and
-// owner changes. offset/N, read-only, answers any size with EROFS, as its
-// writable open does. data, append-only like chattr +a, also refuses explicit times
-// (touch -d, touch -r, utime with times) with EPERM, as Linux does for an
-// append-only file: they used to succeed and change nothing, the mtime
-// being the log's own.
+// owner changes and explicit times (setattrCommon: data is append-only
+// like chattr +a, and Linux refuses touch -d on such a file). offset/N,
+// read-only, answers any size with EROFS, as its writable open does.
 func (n *textNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	sizeChange, errno := setattrCommon(in)
 	if errno != 0 {
 		return errno
-	}
-	if n.isData && explicitTimes(in) {
-		return syscall.EPERM
 	}
 	if !n.isData && sizeChange {
 		return syscall.EROFS // offset/N is read-only (readOnlySetattr)
@@ -551,14 +546,6 @@ func (n *textNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetA
 	}
 	n.attr(&out.Attr, size)
 	return 0
-}
-
-// explicitTimes reports whether a SETATTR sets atime or mtime to a given
-// time rather than to now: the kernel marks "now" (utimensat with no times
-// or UTIME_NOW) with FATTR_ATIME_NOW and FATTR_MTIME_NOW.
-func explicitTimes(in *fuse.SetAttrIn) bool {
-	return in.Valid&(fuse.FATTR_ATIME|fuse.FATTR_ATIME_NOW) == fuse.FATTR_ATIME ||
-		in.Valid&(fuse.FATTR_MTIME|fuse.FATTR_MTIME_NOW) == fuse.FATTR_MTIME
 }
 
 // Flush releases the closing process's POSIX locks on the file (locks.go).

@@ -193,19 +193,37 @@ func (f *fsys) stopWrites() {
 	}
 }
 
-// setattrCommon answers the SETATTR parts every node treats alike: times
-// are accepted (and ignored: the log keeps its own), ownership and mode
-// changes are EPERM. It reports whether a size change was asked for.
+// setattrCommon answers the SETATTR parts every node treats alike:
+// ownership and mode changes are EPERM, and so are explicit times (touch
+// -d, touch -r, utime with times), since no entry of the mount can keep
+// them: every mtime is the log's own (the last append, the segment file's,
+// the directory's in the data directory). That is what Linux answers for
+// an append-only (chattr +a) file, which data is, and the rest follow it
+// so that a timestamp change either happens or fails: they used to succeed
+// and change nothing. Times set to now (`touch FILE`, utime with no
+// times) stay accepted and ignored, as Linux accepts them on an
+// append-only file: `touch` is how scripts make sure a file is there.
+// It reports whether a size change was asked for.
 func setattrCommon(in *fuse.SetAttrIn) (sizeChange bool, errno syscall.Errno) {
-	if in.Valid&(fuse.FATTR_MODE|fuse.FATTR_UID|fuse.FATTR_GID) != 0 {
+	if in.Valid&(fuse.FATTR_MODE|fuse.FATTR_UID|fuse.FATTR_GID) != 0 || explicitTimes(in) {
 		return false, syscall.EPERM
 	}
 	return in.Valid&fuse.FATTR_SIZE != 0, 0
 }
 
+// explicitTimes reports whether a SETATTR sets atime or mtime to a given
+// time rather than to now: the kernel marks "now" (utimensat with no times
+// or UTIME_NOW, and truncate(2)'s own mtime update) with FATTR_ATIME_NOW
+// and FATTR_MTIME_NOW.
+func explicitTimes(in *fuse.SetAttrIn) bool {
+	return in.Valid&(fuse.FATTR_ATIME|fuse.FATTR_ATIME_NOW) == fuse.FATTR_ATIME ||
+		in.Valid&(fuse.FATTR_MTIME|fuse.FATTR_MTIME_NOW) == fuse.FATTR_MTIME
+}
+
 // readOnlySetattr answers the SETATTR of a read-only entry (status,
-// segments/NAME, offset/N, time/T): times are accepted and ignored, mode
-// and owner changes are EPERM as everywhere in the mount, and a size, of
+// segments/NAME, offset/N, time/T): times set to now are accepted and
+// ignored, explicit times, mode and owner changes are EPERM as everywhere
+// in the mount (setattrCommon), and a size, of
 // any value, is EROFS, the answer its writable open already gives
 // (readOnlyOpen): truncate(2) by path said EPERM while `truncate -s`,
 // which opens the file for writing first, said EROFS.
@@ -269,8 +287,9 @@ func (noChanges) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) sys
 	return 0
 }
 
-// dirSetattr is Setattr for directories: times only (accepted and
-// ignored); mtime is what the directory's Getattr reports.
+// dirSetattr is Setattr for directories: times set to now only (accepted
+// and ignored, setattrCommon); mtime is what the directory's Getattr
+// reports.
 func dirSetattr(f *fsys, mode uint32, subdirs int, mtime time.Time, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	if size, errno := setattrCommon(in); errno != 0 || size {
 		if size {

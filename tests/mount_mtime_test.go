@@ -138,26 +138,48 @@ func TestMountAtime(t *testing.T) {
 	}
 }
 
-// TestMountDataExplicitTimes: data is append-only like chattr +a, and
-// Linux refuses explicit times on such a file (touch -d, touch -r, utime
-// with times: EPERM) while letting `touch` (now) through. segfs answered
-// success to explicit times and changed nothing, the mtime being the
-// log's own: `touch -d 2020-01-01 data` exited 0 and `stat` still showed
-// today. status and config keep taking and ignoring any times.
-func TestMountDataExplicitTimes(t *testing.T) {
+// TestMountSetattrExplicitTimes: no entry of the mount can keep a time
+// set on it (every mtime is the log's own), so explicit times (touch -d,
+// touch -r, utime with times) fail with EPERM everywhere, as Linux answers
+// for an append-only (chattr +a) file like data, while `touch` (now),
+// `touch -a` and `touch -m` go through. Only data refused them: on status,
+// config, offset/N, time/T, segments/ files and every directory `touch -d
+// 2020-01-01` exited 0 and `stat` still showed the old mtime.
+func TestMountSetattrExplicitTimes(t *testing.T) {
 	m := mntNew(t)
 	m.ok(`mkdir "$M/q" && seq 3 >> "$M/q/0/data"`)
-	d := `"$M/q/0/data"`
-	m.ok(`touch ` + d + ` && touch -a ` + d + ` && touch -m ` + d + ` && python3 -c 'import os, sys; os.utime(sys.argv[1])' ` + d)
-	before := m.ok(`stat -c %Y ` + d)
-	m.fails(`touch -d 2020-01-01 `+d, "Operation not permitted")
-	m.fails(`touch -r /etc/passwd `+d, "Operation not permitted")
-	m.fails(`python3 -c 'import os, sys; os.utime(sys.argv[1], (1, 1))' `+d, "Operation not permitted")
-	if after := m.ok(`stat -c %Y ` + d); after != before {
-		t.Fatalf("mtime %s, then %s", before, after)
+	stamps := func(paths []string) string {
+		t.Helper()
+		return m.ok(`stat -c '%n %.9X %.9Y' ` + strings.Join(paths, " "))
 	}
-	m.ok(`touch -d 2020-01-01 "$M/q/0/status" "$M/q/config"`)
-	if got := m.ok(`cat ` + d); got != "1\n2\n3\n" {
+	var all []string
+	for _, p := range []string{"q/0/data", "q/0/offset/1", "q/0/time/0", "q/0/status", "q/config",
+		"q/0/segments/00000000000000000000.log", "q/0/segments/00000000000000000000.index",
+		"q/0", "q/0/offset", "q/0/time", "q/0/segments", "q", ""} {
+		all = append(all, `"$M/`+p+`"`)
+	}
+	for _, e := range all {
+		m.ok(`touch ` + e + ` && touch -a ` + e + ` && touch -m ` + e + ` && python3 -c 'import os, sys; os.utime(sys.argv[1])' ` + e)
+	}
+	before := stamps(all)
+	for _, e := range all {
+		// touch reports the error of its writable open where there is
+		// one (EROFS for the read-only files) and that of utimensat
+		// otherwise; utime(2) itself answers EPERM everywhere.
+		for _, c := range []string{`touch -d 2020-01-01 `, `touch -m -d 2020-01-01 `, `touch -a -d 2020-01-01 `, `touch -r /etc/passwd `} {
+			r := m.sh(c + e)
+			if r.code == 0 || !strings.Contains(r.err, "Operation not permitted") && !strings.Contains(r.err, "Read-only file system") {
+				t.Errorf("%s%s: exit %d, stderr %q; want it refused", c, e, r.code, r.err)
+			}
+		}
+		m.fails(`touch -h -d 2020-01-01 `+e, "Operation not permitted")
+		m.fails(`python3 -c 'import os, sys; os.utime(sys.argv[1], (1, 1))' `+e, "Operation not permitted")
+		m.fails(`python3 -c 'import os, sys; os.utime(sys.argv[1], ns=(os.stat(sys.argv[1]).st_atime_ns, 1))' `+e, "Operation not permitted")
+	}
+	if after := stamps(all); after != before {
+		t.Fatalf("refused times changed atimes or mtimes:\n%s\nthen\n%s", before, after)
+	}
+	if got := m.ok(`cat "$M/q/0/data"`); got != "1\n2\n3\n" {
 		t.Fatalf("data reads %q", got)
 	}
 }
@@ -204,8 +226,8 @@ func TestMountDataMtimeIsLastAppend(t *testing.T) {
 
 // TestMountTimeLinkSetattr: a time/T symlink answers SETATTR as the other
 // read-only entries do (offset/N, status, config, segments/*, the
-// directories): `touch -h`, now or with a date, is accepted and changes
-// nothing, and `chown -h` is EPERM. It answered ENOTSUP: `touch -h time/T`
+// directories): `touch -h` (now) is accepted and changes nothing, `touch
+// -h -d` and `chown -h` are EPERM. It answered ENOTSUP: `touch -h time/T`
 // failed with "Operation not supported", and `chown -h`, which ignores
 // ENOTSUP on a symlink, reported success.
 func TestMountTimeLinkSetattr(t *testing.T) {
@@ -216,8 +238,9 @@ func TestMountTimeLinkSetattr(t *testing.T) {
 	for _, p := range []string{"q/0/time/0", "q/0/offset/0", "q/0/status", "q/config",
 		"q/0/segments/00000000000000000000.log", "q/0", "q/0/time"} {
 		e := `"$M/` + p + `"`
-		m.ok(`touch -h ` + e + ` && touch -h -d 2020-01-01 ` + e +
-			` && python3 -c 'import os, sys; os.utime(sys.argv[1], (1, 1), follow_symlinks=False)' ` + e)
+		m.ok(`touch -h ` + e + ` && python3 -c 'import os, sys; os.utime(sys.argv[1], follow_symlinks=False)' ` + e)
+		m.fails(`touch -h -d 2020-01-01 `+e, "Operation not permitted")
+		m.fails(`python3 -c 'import os, sys; os.utime(sys.argv[1], (1, 1), follow_symlinks=False)' `+e, "Operation not permitted")
 		m.fails(`chown -h 1:1 `+e, "Operation not permitted")
 	}
 	if after := m.ok(`readlink ` + link + `; stat -c %.9Y ` + link); after != before {
