@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -47,6 +49,18 @@ type mappedFile struct {
 	// is recorded here for SanityCheck until Reset rebuilds the index.
 	trailing int64
 	openLen  int64
+
+	// openMtime is the file's mtime when a writable open found it, and
+	// changed whether an entry was written or dropped since (guarded by
+	// wmu). A writable open preallocates the file to maxBytes and the
+	// seal or close trims it back: two size changes, each of which sets
+	// the mtime, so an index opened and closed without a change (the
+	// active segment's over an idle mount and unmount) looked modified to
+	// rsync, backups and find -newer. Trimmed back to its length at open
+	// with nothing changed, the file holds exactly the bytes it had, and
+	// the trim puts that mtime back (restoreMtimeLocked).
+	openMtime time.Time
+	changed   bool
 
 	// reserved is how many bytes from the start of the file are known to
 	// have disk blocks (fallocate'd), so that storing an entry through the
@@ -104,6 +118,12 @@ func openMapped(m *mappedFile, path string, entrySize, maxBytes int, writable bo
 	m.f = f
 	m.openLen = size
 	m.trailing = size % int64(entrySize)
+	if writable {
+		m.openMtime = fi.ModTime()
+		// A partial entry at the end is cleared below and trimmed away:
+		// the file will not be what it was.
+		m.changed = m.trailing != 0
+	}
 
 	length := size
 	if writable {
@@ -198,6 +218,7 @@ func (m *mappedFile) remapLocked(newLen int64) error {
 	errMap := m.mapLocked(roundDown(fi.Size(), m.entrySize))
 	if n := int64(m.maxEntries); m.entries.Load() > n {
 		m.entries.Store(n)
+		m.changed = true
 	}
 	return errors.Join(errUnmap, errTrunc, errMap)
 }
@@ -253,6 +274,7 @@ func (m *mappedFile) truncateCountLocked(n int) {
 	}
 	n = max(n, 0)
 	m.entries.Store(int64(n))
+	m.changed = true
 	if !m.writable || m.data == nil {
 		return
 	}
@@ -339,9 +361,11 @@ func (m *mappedFile) seal() error {
 	if !m.writable {
 		return nil
 	}
-	if err := m.remapLocked(int64(m.countLocked()) * int64(m.entrySize)); err != nil {
+	length := int64(m.countLocked()) * int64(m.entrySize)
+	if err := m.remapLocked(length); err != nil {
 		return err
 	}
+	m.restoreMtimeLocked(length)
 	if err := m.syncLocked(); err != nil {
 		return err
 	}
@@ -369,6 +393,8 @@ func (m *mappedFile) close() error {
 	if m.writable {
 		if err := m.f.Truncate(int64(n) * int64(m.entrySize)); err != nil {
 			errs = append(errs, fmt.Errorf("index: trim %s: %w", m.path, err))
+		} else {
+			m.restoreMtimeLocked(int64(n) * int64(m.entrySize))
 		}
 	}
 	if m.f != nil {
@@ -380,6 +406,19 @@ func (m *mappedFile) close() error {
 	m.closed = true
 	m.entries.Store(0)
 	return errors.Join(errs...)
+}
+
+// restoreMtimeLocked puts back the mtime a writable open found, on a file
+// just trimmed to length, when that is its length at open and no entry
+// changed since (see openMtime). The caller holds wmu and the file is
+// open. It goes through the descriptor (/proc/self/fd), not the path,
+// which retention or compaction may have renamed meanwhile. Best effort:
+// failing leaves the trim's mtime, as before.
+func (m *mappedFile) restoreMtimeLocked(length int64) {
+	if m.changed || length != m.openLen || m.openMtime.IsZero() || m.f == nil {
+		return
+	}
+	os.Chtimes("/proc/self/fd/"+strconv.Itoa(int(m.f.Fd())), time.Time{}, m.openMtime)
 }
 
 // checkTrailingLocked reports a file whose length at open was not a

@@ -118,6 +118,7 @@ func (x *OffsetIndex) Append(offset int64, position int32) (err error) {
 			return fmt.Errorf("%w: position %d < last position %d in %s", ErrOrder, position, last.Position, m.path)
 		}
 	}
+	m.changed = true
 	if err := m.reserveLocked(n); err != nil {
 		return err
 	}

@@ -116,6 +116,7 @@ func (x *TimeIndex) MaybeAppend(ts, offset int64, skipFullCheck bool) (err error
 	if rel < 0 || rel > math.MaxInt32 {
 		return fmt.Errorf("%w: offset %d, base offset %d in %s", ErrOffsetOverflow, offset, x.baseOffset, m.path)
 	}
+	m.changed = true
 	if err := m.reserveLocked(n); err != nil {
 		return err
 	}

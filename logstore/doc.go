@@ -30,7 +30,12 @@
 // Kafka, a snapshot is written at every roll (the new base offset), at
 // close (the log end) and after a load that scanned below the active
 // segment, with or without producers, so a crash costs a scan of the
-// active segment only; one with no producers skips the fsyncs.
+// active segment only; one with no producers skips the fsyncs. A
+// snapshot, like every file segfs rewrites whole (checkpoints, the topics
+// file, text maps), is not rewritten when the file already holds the same
+// bytes, and an index reopened for appends and closed unchanged gets its
+// mtime back after the trim: a mount and clean unmount of an idle data
+// directory moves no partition directory's or file's mtime.
 // A NNN.txnindex copied from Kafka (aborted transactions) is read when the
 // partition loads and served to read_committed fetches (txnindex.go); one
 // that fails Kafka's check is rebuilt from the log's ABORT markers, as

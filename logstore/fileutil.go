@@ -55,8 +55,16 @@ func WriteFileAtomic(path string, data []byte) error {
 // writeFileUnsynced replaces path with data through a temp file and a
 // rename, without fsyncs: readers see the old or the new content, but a
 // power cut may leave either, or an empty or partial new file. Only for
-// files whose loss costs time, not data, and that carry a checksum.
+// files whose loss costs time, not data, and that carry a checksum. A
+// file that already holds data is left alone: the rename would only move
+// its directory's mtime (every clean close rewrote the producer snapshot
+// of every idle partition, so `find -newer` listed them all after a
+// remount), and this write promises no more durability than the file
+// already has.
 func writeFileUnsynced(path string, data []byte) error {
+	if unchanged(path, data) {
+		return nil
+	}
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, data, 0o644); err != nil {
 		os.Remove(tmp)
