@@ -136,6 +136,14 @@ func openMapped(m *mappedFile, path string, entrySize, maxBytes int, writable bo
 				f.Close()
 				return fmt.Errorf("index: preallocate %s: %w", path, err)
 			}
+			// The preallocation adds only zeros past the entries that
+			// segments/ and readers see, so it keeps the mtime too: the
+			// active segment's indexes showed the mount's time in
+			// segments/ until the first entry, and rsync recopied them
+			// after every remount.
+			if !m.changed {
+				m.setMtimeLocked(m.openMtime)
+			}
 		}
 	}
 	if err := m.mapLocked(length); err != nil {
@@ -415,10 +423,19 @@ func (m *mappedFile) close() error {
 // which retention or compaction may have renamed meanwhile. Best effort:
 // failing leaves the trim's mtime, as before.
 func (m *mappedFile) restoreMtimeLocked(length int64) {
-	if m.changed || length != m.openLen || m.openMtime.IsZero() || m.f == nil {
+	if m.changed || length != m.openLen {
 		return
 	}
-	os.Chtimes("/proc/self/fd/"+strconv.Itoa(int(m.f.Fd())), time.Time{}, m.openMtime)
+	m.setMtimeLocked(m.openMtime)
+}
+
+// setMtimeLocked sets the open file's mtime, leaving its atime, through
+// the descriptor. Best effort, as restoreMtimeLocked.
+func (m *mappedFile) setMtimeLocked(mtime time.Time) {
+	if mtime.IsZero() || m.f == nil {
+		return
+	}
+	os.Chtimes("/proc/self/fd/"+strconv.Itoa(int(m.f.Fd())), time.Time{}, mtime)
 }
 
 // checkTrailingLocked reports a file whose length at open was not a

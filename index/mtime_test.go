@@ -60,6 +60,13 @@ func TestUnchangedIndexKeepsMtime(t *testing.T) {
 			if fileSize(t, op) != 4096 {
 				t.Fatalf("writable open left %d bytes, want preallocated 4096", fileSize(t, op))
 			}
+			// While open, the preallocated file still shows the mtime
+			// of its entries (segments/ shows it during a mount).
+			for _, p := range []string{op, tp} {
+				if got := mtime(p); !got.Equal(old) {
+					t.Errorf("%s: mtime %v after a writable open, want %v", p, got, old)
+				}
+			}
 			if tc.change != nil {
 				if err := tc.change(o, x); err != nil {
 					t.Fatal(err)
