@@ -19,7 +19,9 @@ import (
 // are added all or none (Topic.AddPartitions), as Kafka's controller
 // applies the request as one metadata change: a failure part way (a full
 // disk, no descriptors left) removes those already made and answers the
-// error, which names its cause. Admin changes are serialized
+// error, which names its cause; a crash part way (kill -9 before the
+// answer) is rolled back when the data directory is next opened, so the
+// client's retry finds the topic as it was. Admin changes are serialized
 // (Server.adminMu), so concurrent CreatePartitions answer as if one after
 // the other; a partition a mkdir adds before counts towards the new
 // count (a mkdir during one waits for it). A

@@ -10,7 +10,9 @@
 // recovery-point-offset-checkpoint and log-start-offset-checkpoint, the
 // clean-shutdown marker .kafka_cleanshutdown, a .lock file, and files of
 // segfs's own: segfs-topics.json (topic ids and config overrides, which
-// Kafka keeps in its controller, and when each topic's config last changed) and segfs-producer-id. Anything else is
+// Kafka keeps in its controller, when each topic's config last changed, and
+// the topic creations and partition additions under way, which Open rolls
+// back if a crash interrupted them) and segfs-producer-id. Anything else is
 // left alone, __cluster_metadata-0 too: KRaft's metadata log, in a data
 // directory copied from a Kafka broker, is no topic (a warning says it is
 // skipped), and no topic may take that name (CheckNewTopicName). Each partition

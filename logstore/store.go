@@ -114,6 +114,12 @@ type topicDoc struct {
 	// Creating marks a topic whose partitions were still being made
 	// when the file was written (Store.creating).
 	Creating bool `json:"creating,omitempty"`
+	// AddingFrom, if set, is the topic's partition count before an
+	// addition of partitions that was under way when the file was
+	// written (Topic.adding): the partition directories from that
+	// number on are removed at load. Files written before segfs kept
+	// it lack it, as do topics with no addition under way.
+	AddingFrom int32 `json:"adding_from,omitempty"`
 	// ConfigChangedNs is when the topic's config last changed (its
 	// creation, or a change of its overrides), in Unix nanoseconds: the
 	// mtime of its config file (Topic.ConfigModTime). Files written
@@ -350,14 +356,31 @@ func scanDir(dir string) (*dirScan, error) {
 	for _, name := range sc.names {
 		nums := sc.parts[name]
 		sort.Slice(nums, func(i, j int) bool { return nums[i] < nums[j] })
-		if sc.doc.Topics[name].Creating {
+		td := sc.doc.Topics[name]
+		if td.Creating {
 			continue // removed by load, whatever it holds
 		}
-		for i, n := range nums {
+		// The partitions of an interrupted addition (AddingFrom) are
+		// removed by load, whatever they hold; those before it must all
+		// be there.
+		keep := nums
+		if td.AddingFrom > 0 {
+			keep = nums[:0:0]
+			for _, n := range nums {
+				if n < td.AddingFrom {
+					keep = append(keep, n)
+				}
+			}
+		}
+		for i, n := range keep {
 			if int32(i) != n {
 				return nil, fmt.Errorf("%s: topic %s: partition directory %s-%d is missing (found %s); a topic's partitions must be numbered from 0 without gaps",
 					dir, name, name, i, partitionDirList(name, nums))
 			}
+		}
+		if td.AddingFrom > 0 && int32(len(keep)) != td.AddingFrom {
+			return nil, fmt.Errorf("%s: topic %s: partition directory %s-%d is missing (found %s); %s had %d partitions before an addition a crash interrupted",
+				dir, name, name, len(keep), partitionDirList(name, nums), topicsFile, td.AddingFrom)
 		}
 	}
 	return sc, nil
@@ -427,6 +450,25 @@ func (s *Store) load(scan *dirScan) error {
 			s.log.Warn("removed a topic whose creation was interrupted", "topic", name, "partitions_made", len(nums))
 			continue
 		}
+		if from := td.AddingFrom; from > 0 {
+			// An addition of partitions a crash interrupted (see
+			// Topic.AddPartitions): the client that asked got no
+			// answer, and retries. Remove what it made, as Kafka
+			// never shows part of a CreatePartitions. scanDir checked
+			// that 0..from-1 are all there.
+			removed := 0
+			for _, n := range nums[from:] {
+				if err := os.RemoveAll(filepath.Join(s.dir, fmt.Sprintf("%s-%d", name, n))); err != nil {
+					return err
+				}
+				removed++
+			}
+			if err := syncDir(s.dir); err != nil {
+				return err
+			}
+			nums = nums[:from]
+			s.log.Warn("removed the partitions of an addition that was interrupted", "topic", name, "partitions", from, "partitions_removed", removed)
+		}
 		t := &Topic{store: s, name: name, overrides: td.Overrides}
 		if t.overrides == nil {
 			t.overrides = map[string]string{}
@@ -488,7 +530,7 @@ func (s *Store) load(scan *dirScan) error {
 func (s *Store) saveTopicsLocked() error {
 	doc := topicsDoc{Topics: map[string]topicDoc{}}
 	for name, t := range s.topics {
-		doc.Topics[name] = topicDoc{ID: topicIDString(t.id), Overrides: t.Overrides(), ConfigChangedNs: t.cfgChanged.Load()}
+		doc.Topics[name] = topicDoc{ID: topicIDString(t.id), Overrides: t.Overrides(), AddingFrom: t.adding, ConfigChangedNs: t.cfgChanged.Load()}
 	}
 	for name, t := range s.creating {
 		doc.Topics[name] = topicDoc{ID: topicIDString(t.id), Overrides: t.Overrides(), Creating: true, ConfigChangedNs: t.cfgChanged.Load()}

@@ -32,6 +32,11 @@ type Topic struct {
 	// AddPartitions), taken before mu: AddPartitions makes its
 	// partitions without mu, which every lookup of a partition takes.
 	growMu sync.Mutex
+	// adding is the partition count before an addition under way
+	// (growLocked), 0 if none: the topics file records it as
+	// adding_from, so that a crash part way is rolled back at the next
+	// Open. Guarded by store.topicsMu.
+	adding int32
 
 	born atomic.Int64 // createdTime in Unix nanoseconds, 0 until known
 
@@ -296,24 +301,23 @@ func (t *Topic) Partition(n int32) (*Partition, error) {
 }
 
 // AddPartition adds partition n, which must be the next number
-// (ErrInvalidPartition otherwise, ErrPartitionExists if present).
+// (ErrInvalidPartition otherwise, ErrPartitionExists if present): `mkdir
+// MOUNT/T/N`. It is AddPartitions to n+1, so that a crash while the
+// partition is made leaves no half-made partition behind either.
 func (t *Topic) AddPartition(n int32) (*Partition, error) {
 	t.growMu.Lock()
 	defer t.growMu.Unlock()
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if n >= 0 && int(n) < len(t.parts) {
+	have := int32(t.PartitionCount())
+	if n >= 0 && n < have {
 		return nil, fmt.Errorf("%w: %s-%d", ErrPartitionExists, t.name, n)
 	}
-	if int(n) != len(t.parts) {
-		return nil, fmt.Errorf("%w: %s has %d partitions, the next is %d, not %d", ErrInvalidPartition, t.name, len(t.parts), len(t.parts), n)
+	if n != have {
+		return nil, fmt.Errorf("%w: %s has %d partitions, the next is %d, not %d", ErrInvalidPartition, t.name, have, have, n)
 	}
-	p, err := t.store.createPartition(t, n)
-	if err != nil {
+	if err := t.growLocked(n + 1); err != nil {
 		return nil, err
 	}
-	t.parts = append(t.parts, p)
-	return p, nil
+	return t.Partition(n)
 }
 
 // AddPartitions grows the topic to count partitions as one change, as
@@ -327,37 +331,93 @@ func (t *Topic) AddPartition(n int32) (*Partition, error) {
 // the mount) do not wait for them; an AddPartition meanwhile (`mkdir
 // T/N`) waits. A topic that already has count partitions or more is left
 // as it is. Close waits for an AddPartitions under way, as for a
-// CreateTopic. A crash part-way still leaves the partitions made so far,
-// which the next Open adopts.
+// CreateTopic.
+//
+// A crash part way is rolled back too, at the next Open: before the first
+// new directory is made, the topics file records the old count as the
+// topic's adding_from (Topic.adding), and only once every new partition
+// is made (and the data directory synced) is it rewritten without it and
+// the partitions published. An Open that finds the mark removes the
+// partition directories from that number on, whatever they hold: the
+// client that asked got no answer and retries, as with a topic whose
+// creation a crash interrupted (Store.creating). A kill -9 during a
+// 200-partition CreatePartitions used to leave the topic with the
+// partitions made so far, a count nobody asked for (and a retry of the
+// request answered INVALID_PARTITIONS if the kill came after the last
+// one). The cost is two rewrites of the topics file (each with its
+// fsyncs) per addition, `mkdir T/N` included.
 func (t *Topic) AddPartitions(count int32) error {
-	s := t.store
 	t.growMu.Lock()
 	defer t.growMu.Unlock()
+	return t.growLocked(count)
+}
+
+// growLocked is AddPartitions with growMu held.
+func (t *Topic) growLocked(count int32) error {
+	s := t.store
+	from := int32(t.PartitionCount())
+	if count <= from {
+		return nil
+	}
 	s.topicsMu.Lock()
 	if s.closed.Load() {
 		s.topicsMu.Unlock()
 		return ErrClosed
 	}
+	t.adding = from
+	if err := s.saveTopicsLocked(); err != nil {
+		// Nothing is made yet; if the file was replaced after all,
+		// its mark only makes the next open look for directories
+		// that are not there.
+		t.adding = 0
+		s.topicsMu.Unlock()
+		return fmt.Errorf("adding partitions to %s: %w (none was added: the topic keeps %d)", t.name, err, from)
+	}
 	s.creations.Add(1)
 	s.topicsMu.Unlock()
 	defer s.creations.Done()
-	from := int32(t.PartitionCount())
 	var made []*Partition
+	undo := func(err error) error {
+		for _, p := range made {
+			p.close()
+			removeNewPartitionDir(p.dir)
+		}
+		if len(made) > 0 {
+			if serr := syncDir(s.dir); serr != nil {
+				s.log.Warn("data directory not synced after removing the partitions of a failed addition", "topic", t.name, "err", serr)
+			}
+		}
+		s.topicsMu.Lock()
+		t.adding = 0
+		if serr := s.saveTopicsLocked(); serr != nil {
+			// The mark stays: the next open removes whatever is left
+			// from partition `from` on, and any later addition or
+			// config change rewrites the file without it.
+			s.log.Warn("topics file not rewritten after a failed partition addition", "topic", t.name, "err", serr)
+		}
+		s.topicsMu.Unlock()
+		return err
+	}
 	for n := from; n < count; n++ {
 		p, err := s.createPartition(t, n)
 		if err != nil {
-			for _, p := range made {
-				p.close()
-				removeNewPartitionDir(p.dir)
-			}
-			if len(made) > 0 {
-				if serr := syncDir(s.dir); serr != nil {
-					s.log.Warn("data directory not synced after removing the partitions of a failed addition", "topic", t.name, "err", serr)
-				}
-			}
-			return fmt.Errorf("adding partition %d of %s: %w (the %d partition(s) added before it were removed: the topic keeps %d)", n, t.name, err, len(made), from)
+			return undo(fmt.Errorf("adding partition %d of %s: %w (the %d partition(s) added before it were removed: the topic keeps %d)", n, t.name, err, len(made), from))
 		}
 		made = append(made, p)
+	}
+	// createPartition synced the data directory after each partition,
+	// so the new directories are durable before the mark goes; the
+	// partitions are published only once it is gone, so that nothing is
+	// ever written to a partition the next open would remove.
+	s.topicsMu.Lock()
+	t.adding = 0
+	err := s.saveTopicsLocked()
+	if err != nil {
+		t.adding = from
+	}
+	s.topicsMu.Unlock()
+	if err != nil {
+		return undo(fmt.Errorf("adding partitions %d to %d of %s: %w (the %d partition(s) made were removed: the topic keeps %d)", from, count-1, t.name, err, len(made), from))
 	}
 	t.mu.Lock()
 	t.parts = append(t.parts, made...)

@@ -2,14 +2,18 @@ package tests
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -122,5 +126,155 @@ func TestCreatePartitionsAllOrNothing(t *testing.T) {
 	}
 	if after := dataDirs(); len(after) != 4 {
 		t.Fatalf("data directory after CreatePartitions ev to 4: %v", after)
+	}
+}
+
+// TestCreatePartitionsKilledRolledBack: a daemon killed (SIGKILL) in the
+// middle of a CreatePartitions, after some of the new partition
+// directories exist but not all, comes back with the topic at the count
+// it had before the request, which was never answered: `ls T/`, Metadata
+// and the partitions' status files show one partition, the directories
+// the request made are gone, and the client's retry of the same request
+// succeeds. The partitions made before the kill used to be adopted at the
+// restart: the topic had 3 of the 5 partitions asked for, a count nobody
+// asked for, and the retry of "5" still had to add 2 more while the
+// client's first answer was an error.
+//
+// The kill lands at a known point: partition 3's directory is made
+// beforehand with a full FIFO where its metadata's temp file goes, so the
+// daemon's write there blocks after partitions 1 and 2 are made.
+func TestCreatePartitionsKilledRolledBack(t *testing.T) {
+	mntRequireFuse(t)
+	base := t.TempDir()
+	m := &mnt{t: t, data: filepath.Join(base, "data"), dir: filepath.Join(base, "mnt")}
+	if err := os.Mkdir(m.dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	addr := kafkaFreeAddr(t)
+	m.mount("--kafka-listen", addr)
+	kafkaWaitListening(t, addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl := kafkaClient(t, addr)
+	ct := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "ev", 1, 1
+	ct.Topics = append(ct.Topics, rt)
+	ct.TimeoutMillis = 20000
+	if cresp, err := ct.RequestWith(ctx, cl); err != nil || cresp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("CreateTopics ev: %v %+v", err, cresp)
+	}
+	kafkaProduce(t, cl, "ev", 0, "kept")
+
+	trap := filepath.Join(m.data, "ev-3")
+	if err := os.Mkdir(trap, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(trap, "partition.metadata.tmp")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Held open (and so the daemon's open of it does not wait for a
+	// reader) and full, so that the daemon's write blocks.
+	pipe, err := syscall.Open(fifo, syscall.O_RDWR|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if pipe >= 0 {
+			syscall.Close(pipe)
+		}
+	}()
+	for chunk := make([]byte, 4096); ; {
+		if _, err := syscall.Write(pipe, chunk); err != nil {
+			if !errors.Is(err, syscall.EAGAIN) {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+
+	grow := func(cl *kgo.Client, count int32) (int16, error) {
+		cp := kmsg.NewPtrCreatePartitionsRequest()
+		cpt := kmsg.NewCreatePartitionsRequestTopic()
+		cpt.Topic, cpt.Count = "ev", count
+		cp.Topics = append(cp.Topics, cpt)
+		cp.TimeoutMillis = 20000
+		resp, err := cp.RequestWith(ctx, cl)
+		if err != nil {
+			return 0, err
+		}
+		if len(resp.Topics) != 1 {
+			return 0, fmt.Errorf("CreatePartitions answered %d topics", len(resp.Topics))
+		}
+		return resp.Topics[0].ErrorCode, nil
+	}
+	inFlight := kafkaClient(t, addr, kgo.RequestRetries(0))
+	answered := make(chan error, 1)
+	go func() {
+		code, err := grow(inFlight, 5)
+		if err == nil {
+			err = fmt.Errorf("answered with error code %d before the kill", code)
+		}
+		answered <- err
+	}()
+	made := filepath.Join(m.data, "ev-2", "00000000000000000000.log")
+	if !mntWaitFor(30*time.Second, func() bool { _, err := os.Stat(made); return err == nil }) {
+		t.Fatalf("partition ev-2 was never made\n%s", m.daemonLog())
+	}
+	m.kill9()
+	select {
+	case err := <-answered:
+		t.Logf("the CreatePartitions in flight at the kill: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the CreatePartitions in flight got no answer nor error 30s after the kill")
+	}
+	syscall.Close(pipe)
+	pipe = -1
+
+	m.mount("--kafka-listen", addr)
+	kafkaWaitListening(t, addr)
+	cl = kafkaClient(t, addr)
+	partitions := func() int {
+		t.Helper()
+		mreq := kmsg.NewPtrMetadataRequest()
+		mt := kmsg.NewMetadataRequestTopic()
+		mt.Topic = kmsg.StringPtr("ev")
+		mreq.Topics = append(mreq.Topics, mt)
+		mresp, err := mreq.RequestWith(ctx, cl)
+		if err != nil || len(mresp.Topics) != 1 || mresp.Topics[0].ErrorCode != 0 {
+			t.Fatalf("Metadata ev: %v %+v", err, mresp)
+		}
+		return len(mresp.Topics[0].Partitions)
+	}
+	if n := partitions(); n != 1 {
+		t.Errorf("after the restart Metadata shows ev with %d partitions, want the 1 it had before the unanswered CreatePartitions", n)
+	}
+	if got := m.ok(`ls "$M/ev" | grep -c '^[0-9]'; ls "$M"/ev/*/status | wc -l; grep '^log.end.offset=' "$M/ev/0/status"; cat "$M/ev/0/data"`); got != "1\n1\nlog.end.offset=1\nkept\n" {
+		t.Errorf("after the restart the mount shows %q, want 1 partition (ls, status files), ev/0 ending at offset 1 with its record", got)
+	}
+	if r := m.sh(`cat "$M/ev/1/status"`); r.code == 0 || !strings.Contains(r.err, "No such file") {
+		t.Errorf("after the restart cat ev/1/status: exit %d %q, want No such file or directory", r.code, r.err)
+	}
+	for _, d := range []string{"ev-1", "ev-2", "ev-3"} {
+		if _, err := os.Stat(filepath.Join(m.data, d)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("after the restart the data directory has %s (%v): the partitions of the interrupted request must be removed", d, err)
+		}
+	}
+	if t.Failed() {
+		t.Logf("daemon log:\n%s", m.daemonLog())
+		return
+	}
+
+	// The client's retry of the same request does what it asked.
+	if code, err := grow(cl, 5); err != nil || code != 0 {
+		t.Fatalf("retrying CreatePartitions ev to 5 after the restart: %v, error code %d", err, code)
+	}
+	if n := partitions(); n != 5 {
+		t.Fatalf("after the retried CreatePartitions Metadata shows %d partitions, want 5", n)
+	}
+	kafkaProduce(t, kafkaClient(t, addr), "ev", 4, "new")
+	if got := m.ok(`ls "$M/ev" | grep -c '^[0-9]'; cat "$M/ev/0/data" "$M/ev/4/data"; grep '^log.end.offset=' "$M/ev/4/status"`); got != "5\nkept\nnew\nlog.end.offset=1\n" {
+		t.Fatalf("mount after the retried CreatePartitions: %q", got)
 	}
 }
