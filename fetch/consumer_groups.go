@@ -56,12 +56,13 @@ import (
 // joins it, and a group with members refuses the other protocol
 // (GROUP_ID_NOT_FOUND, Kafka's answer with group.consumer.migration.policy
 // disabled: segfs does not run classic members inside a consumer group).
-// Membership is not persisted; committed offsets are (offsets.go), and
-// with them, as Kafka keeps its ConsumerGroupMetadata records, whether a
-// group that has offsets is a consumer group and its group and assignment
-// epochs (persistType, written before the heartbeat that changed them is
-// answered): after a restart such a group is a consumer group again,
-// Empty, at those epochs (restoreConsumers).
+// Membership is not persisted; committed offsets are (offsets.go), and,
+// as Kafka keeps its ConsumerGroupMetadata records, every consumer group
+// with its group and assignment epochs, committed offsets or not
+// (persistType, written when the group is created and whenever an epoch
+// changes, before the heartbeat that changed it is answered): after a
+// restart the group is a consumer group again, Empty, at those epochs
+// (restoreConsumers), until DeleteGroups removes it.
 
 const (
 	// DefaultConsumerGroupSessionTimeout is Kafka's
@@ -152,7 +153,6 @@ type cgroup struct {
 	name            string
 	epoch           int32 // group epoch
 	assignmentEpoch int32 // epoch of target
-	assignor        string
 	members         map[string]*cmember
 	static          map[string]string // instance id → member id
 	// target is each member's target assignment as of assignmentEpoch.
@@ -539,7 +539,15 @@ func ownsAny(owned []kmsg.ConsumerGroupHeartbeatRequestTopic, given bool, set tp
 }
 
 // preferredAssignor is Kafka's: the server assignor most members ask for
-// (ties to the first of serverAssignors), else the default.
+// (ties to the first of serverAssignors), else the default. It is also the
+// assignor ConsumerGroupDescribe and DescribeGroups name, as Kafka's
+// ConsumerGroup.asDescribedGroup does: that of the current members, so
+// the default for an Empty group. Kafka keeps no assignor of its own for
+// a group (its ConsumerGroupMetadata record has the epoch alone; each
+// member's record has the assignor it asks for), and named the default
+// for an Empty group before a restart and after it alike. segfs named
+// the one its last target assignment used, which an Empty group kept
+// until a restart turned it into the default.
 func (g *cgroup) preferredAssignor() string {
 	counts := map[string]int{}
 	for _, m := range g.members {
@@ -569,9 +577,9 @@ func (gs *groups) computeTarget(g *cgroup, all map[string]topicMeta) {
 	for _, name := range sortedKeys(subscribed) {
 		topics = append(topics, all[name])
 	}
-	g.assignor = g.preferredAssignor()
+	assignor := g.preferredAssignor()
 	var out map[string]tpSet
-	switch g.assignor {
+	switch assignor {
 	case "range":
 		out = assignRange(in, topics)
 	default:
@@ -579,7 +587,7 @@ func (gs *groups) computeTarget(g *cgroup, all map[string]topicMeta) {
 	}
 	g.target = out
 	g.assignmentEpoch = g.epoch
-	gs.s.log.Info("fetch: consumer group target assignment", "group", g.name, "epoch", g.epoch, "assignor", g.assignor, "members", len(g.members), "topics", len(topics))
+	gs.s.log.Info("fetch: consumer group target assignment", "group", g.name, "epoch", g.epoch, "assignor", assignor, "members", len(g.members), "topics", len(topics))
 }
 
 // reconcile moves a member towards its target assignment (Kafka's
@@ -848,13 +856,15 @@ func (g *cgroup) meta() *consumerGroupMeta {
 
 // persistType stages the record of group's type and epochs in the offsets
 // file if it changed (gs.mu held): a consumer group's epochs, or none for
-// a classic group. Only a group with committed offsets is recorded
-// (offsetsState). The caller writes it with waitPersistType once it has
-// let go of gs.mu.
+// a classic group or a group that is gone. The caller writes it with
+// waitPersistType once it has let go of gs.mu. The record changes when the
+// group is created and at each new group or assignment epoch (a member
+// joins, leaves or is fenced, a subscription or a subscribed topic
+// changes), as Kafka writes its ConsumerGroupMetadata record, not at
+// every heartbeat: each change costs one rewrite of the offsets file (a
+// temp file, two fsyncs and a rename), which the heartbeat that made it
+// waits for, as it did before for a group with committed offsets.
 func (gs *groups) persistType(group string) *offsetsOp {
-	if !gs.s.offsets.hasGroupStaged(group) {
-		return nil
-	}
 	want := gs.consumers[group].meta()
 	have, ok := gs.s.offsets.consumerMetaStaged(group)
 	if want == nil && !ok || want != nil && ok && have == *want {
@@ -880,8 +890,9 @@ func (gs *groups) waitPersistType(group string, op *offsetsOp) {
 // records, once it is loaded: Kafka keeps a consumer group's type and
 // epochs across a restart, and so ListGroups, ConsumerGroupDescribe and
 // DescribeGroups go on answering for a consumer group (Empty, at its
-// epochs) rather than a classic one. A member joins it at the next group
-// epoch; a classic JoinGroup converts it, as any empty consumer group.
+// epochs) rather than a classic one, or none for a group that never
+// committed. A member joins it at the next group epoch; a classic
+// JoinGroup converts it, as any empty consumer group.
 func (gs *groups) restoreConsumers(metas map[string]consumerGroupMeta) {
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
@@ -950,10 +961,7 @@ func (gs *groups) consumerDescribe(name string) kmsg.ConsumerGroupDescribeRespon
 	}
 	names := gs.topicNames()
 	d.State, d.Epoch, d.AssignmentEpoch = g.state(), g.epoch, g.assignmentEpoch
-	d.AssignorName = g.assignor
-	if d.AssignorName == "" {
-		d.AssignorName = g.preferredAssignor()
-	}
+	d.AssignorName = g.preferredAssignor()
 	for _, m := range g.ordered() {
 		dm := kmsg.NewConsumerGroupDescribeResponseGroupMember()
 		dm.MemberID, dm.InstanceID, dm.RackID = m.id, m.instanceID, m.rackID
@@ -981,10 +989,7 @@ func (gs *groups) consumerDescribe(name string) kmsg.ConsumerGroupDescribeRespon
 func (gs *groups) describeConsumer(g *cgroup) kmsg.DescribeGroupsResponseGroup {
 	d := kmsg.NewDescribeGroupsResponseGroup()
 	d.Group, d.State, d.ProtocolType = g.name, g.state(), "consumer"
-	d.Protocol = g.assignor
-	if d.Protocol == "" {
-		d.Protocol = g.preferredAssignor()
-	}
+	d.Protocol = g.preferredAssignor()
 	names := gs.topicNames()
 	for _, m := range g.ordered() {
 		dm := kmsg.NewDescribeGroupsResponseGroupMember()

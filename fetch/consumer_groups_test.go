@@ -1,10 +1,12 @@
 package fetch
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -502,17 +504,17 @@ func TestUniformAssignorSticky(t *testing.T) {
 	}
 }
 
-// TestConsumerGroupTypeFromOffsetsFile: the offsets file records which
-// groups with offsets are KIP-848 consumer groups, and their epochs; a
-// server started on it answers for them as consumer groups, Empty at those
-// epochs. A file written before segfs recorded it (no consumer_groups)
-// loads as before: its groups are classic. A record for a group without
-// offsets is ignored.
+// TestConsumerGroupTypeFromOffsetsFile: the offsets file records the
+// KIP-848 consumer groups, with offsets or without (a group that never
+// committed), and their epochs; a server started on it answers for them
+// as consumer groups, Empty at those epochs. A file written before segfs
+// recorded them (no consumer_groups) loads as before: its groups are
+// classic.
 func TestConsumerGroupTypeFromOffsetsFile(t *testing.T) {
 	dir := t.TempDir()
 	const offsets = `"t": {"0": {"offset": 5, "leader_epoch": -1, "metadata": "", "commit_time_ms": 1}}`
 	file := `{"version": 1, "groups": {"old": {` + offsets + `}, "cg": {` + offsets + `}},
-		"consumer_groups": {"cg": {"epoch": 7, "assignment_epoch": 6}, "gone": {"epoch": 3, "assignment_epoch": 3}}}`
+		"consumer_groups": {"cg": {"epoch": 7, "assignment_epoch": 6}, "idle": {"epoch": 3, "assignment_epoch": 2}}}`
 	if err := os.WriteFile(filepath.Join(dir, OffsetsFile), []byte(file), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -524,26 +526,103 @@ func TestConsumerGroupTypeFromOffsetsFile(t *testing.T) {
 	for _, g := range c.roundTrip(lg).(*kmsg.ListGroupsResponse).Groups {
 		listed = append(listed, g.Group+" "+g.GroupType+" "+g.ProtocolType+" "+g.GroupState)
 	}
-	if want := []string{"cg consumer consumer Empty", "old classic  Empty"}; !slices.Equal(listed, want) {
+	if want := []string{"cg consumer consumer Empty", "idle consumer consumer Empty", "old classic  Empty"}; !slices.Equal(listed, want) {
 		t.Errorf("ListGroups: %q, want %q", listed, want)
 	}
 	cd := kmsg.NewPtrConsumerGroupDescribeRequest()
-	cd.Groups = []string{"cg", "old", "gone"}
+	cd.Groups = []string{"cg", "idle", "old", "nope"}
 	gs := c.roundTrip(cd).(*kmsg.ConsumerGroupDescribeResponse).Groups
-	if g := gs[0]; g.ErrorCode != 0 || g.State != "Empty" || g.Epoch != 7 || g.AssignmentEpoch != 6 || len(g.Members) != 0 {
-		t.Errorf("ConsumerGroupDescribe cg: error %d, state %q, epoch %d, assignment epoch %d, %d members; want Empty at 7 and 6", g.ErrorCode, g.State, g.Epoch, g.AssignmentEpoch, len(g.Members))
+	for i, want := range [][2]int32{{7, 6}, {3, 2}} {
+		if g := gs[i]; g.ErrorCode != 0 || g.State != "Empty" || g.Epoch != want[0] || g.AssignmentEpoch != want[1] || len(g.Members) != 0 || g.AssignorName != "uniform" {
+			t.Errorf("ConsumerGroupDescribe %s: error %d, state %q, epoch %d, assignment epoch %d, %d members, assignor %q; want Empty at %d and %d, assignor uniform",
+				g.Group, g.ErrorCode, g.State, g.Epoch, g.AssignmentEpoch, len(g.Members), g.AssignorName, want[0], want[1])
+		}
 	}
-	for _, g := range gs[1:] {
+	for _, g := range gs[2:] {
 		if g.ErrorCode != kerr.GroupIDNotFound.Code {
 			t.Errorf("ConsumerGroupDescribe %s: error %d, want GROUP_ID_NOT_FOUND", g.Group, g.ErrorCode)
 		}
 	}
 	dg := kmsg.NewPtrDescribeGroupsRequest()
-	dg.Groups = []string{"cg", "old"}
+	dg.Groups = []string{"cg", "idle", "old"}
 	for _, g := range c.roundTrip(dg).(*kmsg.DescribeGroupsResponse).Groups {
-		want := map[string]string{"cg": "Empty consumer", "old": "Empty "}[g.Group]
+		want := map[string]string{"cg": "Empty consumer", "idle": "Empty consumer", "old": "Empty "}[g.Group]
 		if got := g.State + " " + g.ProtocolType; got != want {
 			t.Errorf("DescribeGroups %s: %q, want %q", g.Group, got, want)
 		}
+	}
+}
+
+// TestConsumerGroupRecordWrittenOnEpochChange: a consumer group's record
+// in the offsets file (its group and assignment epochs) is written when
+// the group is created and when an epoch changes, committed offsets or
+// not, before the heartbeat that changed it is answered, and not at a
+// heartbeat that changes nothing; DeleteGroups removes it. A group that
+// never committed used to have none, so a restart forgot it.
+func TestConsumerGroupRecordWrittenOnEpochChange(t *testing.T) {
+	ts, c, _, _ := newCGServer(t, Config{}, map[string]int{"t": 2})
+	path := filepath.Join(ts.dir, OffsetsFile)
+	record := func() (consumerGroupMeta, bool, uint64) {
+		t.Helper()
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d offsetsFileData
+		if err := json.Unmarshal(b, &d); err != nil {
+			t.Fatal(err)
+		}
+		if len(d.Groups) != 0 {
+			t.Fatalf("the offsets file has offsets: %s", b)
+		}
+		var st syscall.Stat_t
+		if err := syscall.Stat(path, &st); err != nil {
+			t.Fatal(err)
+		}
+		m, ok := d.ConsumerGroups["g"]
+		return m, ok, st.Ino // a rewrite renames a new file into place
+	}
+
+	a := c.cgh(cgh{group: "g", member: "A", topics: []string{"t"}, owned: map[[16]byte][]int32{}})
+	if a.ErrorCode != 0 {
+		t.Fatalf("join: %v", kerr.ErrorForCode(a.ErrorCode))
+	}
+	m, ok, ino := record()
+	if !ok || m.Epoch != 1 || m.AssignmentEpoch != 1 {
+		t.Fatalf("after the join the file records g as %+v (%v), want epochs 1 and 1", m, ok)
+	}
+	// Heartbeats that change nothing write nothing.
+	for range 3 {
+		if r := c.cgh(cgh{group: "g", member: "A", epoch: a.MemberEpoch, owned: ownedOf(a)}); r.ErrorCode != 0 {
+			t.Fatalf("heartbeat: %v", kerr.ErrorForCode(r.ErrorCode))
+		}
+	}
+	if _, _, again := record(); again != ino {
+		t.Errorf("heartbeats that changed no epoch rewrote the offsets file")
+	}
+	// A subscription change is a new epoch: written before the answer.
+	b := c.cgh(cgh{group: "g", member: "B", topics: []string{"t"}, owned: map[[16]byte][]int32{}})
+	if b.ErrorCode != 0 {
+		t.Fatalf("second join: %v", kerr.ErrorForCode(b.ErrorCode))
+	}
+	if m, ok, _ := record(); !ok || m.Epoch != 2 || m.AssignmentEpoch != 2 {
+		t.Fatalf("after the second join the file records g as %+v (%v), want epochs 2 and 2", m, ok)
+	}
+	for _, id := range []string{"A", "B"} {
+		if r := c.cgh(cgh{group: "g", member: id, epoch: leaveGroupEpoch}); r.ErrorCode != 0 {
+			t.Fatalf("leave %s: %v", id, kerr.ErrorForCode(r.ErrorCode))
+		}
+	}
+	if m, ok, _ := record(); !ok || m.Epoch != 4 {
+		t.Fatalf("after both left the file records g as %+v (%v), want epoch 4", m, ok)
+	}
+
+	dg := kmsg.NewPtrDeleteGroupsRequest()
+	dg.Groups = []string{"g"}
+	if r := c.roundTrip(dg).(*kmsg.DeleteGroupsResponse); r.Groups[0].ErrorCode != 0 {
+		t.Fatalf("DeleteGroups: %v", kerr.ErrorForCode(r.Groups[0].ErrorCode))
+	}
+	if m, ok, _ := record(); ok {
+		t.Fatalf("after DeleteGroups the file still records g: %+v", m)
 	}
 }

@@ -154,7 +154,15 @@
 // restart a member's heartbeat gets UNKNOWN_MEMBER_ID (where Kafka, which
 // persists it, never forgets a group: its answer for an unknown group is
 // GROUP_ID_NOT_FOUND), and clients rejoin with a new member id and resume
-// from the committed offsets. A group name is a classic or a consumer
+// from the committed offsets. The group itself is kept, as Kafka keeps
+// its group metadata records: the offsets file records every consumer
+// group and its group and assignment epochs when the group is created and
+// when an epoch changes (not at every heartbeat), so after a restart
+// ListGroups, DescribeGroups and ConsumerGroupDescribe show it, Empty, at
+// its epochs, whether it committed offsets or not, until DeleteGroups
+// removes it. The assignor they name is that of the current members,
+// the default ("uniform") for an Empty group, as in Kafka, which keeps
+// no group-level assignor. A group name is a classic or a consumer
 // group: an empty group converts when a member of the other protocol
 // joins (Kafka's offline migration), one with members refuses the other
 // protocol with GROUP_ID_NOT_FOUND (INCONSISTENT_GROUP_PROTOCOL for a

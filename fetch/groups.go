@@ -1014,8 +1014,9 @@ func (gs *groups) commit(r commitRequest) (int16, *offsetsOp) {
 	if code != 0 || len(r.entries) == 0 {
 		return code, nil
 	}
-	// The group's type goes with its offsets (offsetsState), so that a
-	// restart finds a consumer group still one.
+	// The group's type goes with its offsets too (persistType records
+	// it when it changes; this catches a record whose write failed), so
+	// that a restart finds a consumer group still one.
 	return 0, gs.s.offsets.stage(thenOp(onOffsets(commitOp(r.group, r.entries)),
 		consumerMetaOp(r.group, gs.consumers[r.group].meta())))
 }
@@ -1069,7 +1070,8 @@ func (gs *groups) validateCommit(r commitRequest) int16 {
 
 // deleteGroup is DeleteGroups for one group (Kafka's
 // validateDeleteGroup): only a group without members goes, with its
-// membership state and its committed offsets. The offsets' removal is
+// membership state, its committed offsets and, for a consumer group, its
+// record in the offsets file. The offsets' removal is
 // staged under the lock, so no commit or join can slip between the check
 // and the deletion; the caller waits for it outside the lock.
 func (gs *groups) deleteGroup(name string) (int16, *offsetsOp) {
@@ -1097,10 +1099,13 @@ func (gs *groups) deleteGroup(name string) (int16, *offsetsOp) {
 		gs.forget(g)
 	}
 	gs.s.log.Info("fetch: group deleted", "group", name)
-	if !hasOffsets {
+	// A consumer group's record goes with it, offsets or not, so that
+	// a restart does not bring it back.
+	_, recorded := gs.s.offsets.consumerMetaStaged(name)
+	if !hasOffsets && !recorded {
 		return 0, nil
 	}
-	return 0, gs.s.offsets.stage(onOffsets(deleteGroupOp(name)))
+	return 0, gs.s.offsets.stage(thenOp(onOffsets(deleteGroupOp(name)), consumerMetaOp(name, nil)))
 }
 
 // forget drops an Empty group's membership state: it is Dead, and a later

@@ -31,23 +31,27 @@ type committedOffset struct {
 }
 
 // consumerGroupMeta is what the file keeps of a KIP-848 consumer group
-// (group type "consumer") beside its offsets, as Kafka keeps its
-// ConsumerGroupMetadata and target assignment epoch records in
-// __consumer_offsets: without it, a restart turned an empty consumer group
-// into a classic one (ListGroups type "classic", ConsumerGroupDescribe
-// "not a consumer group") until a member heartbeated again. Members are
-// not kept (segfs does not persist membership): the group comes back
-// Empty, at the epochs it had.
+// (group type "consumer"), as Kafka keeps its ConsumerGroupMetadata (the
+// group epoch) and target assignment metadata (the assignment epoch)
+// records in __consumer_offsets, written when the group is created and
+// whenever either epoch changes: without it, a restart turned an empty
+// consumer group into a classic one (ListGroups type "classic",
+// ConsumerGroupDescribe "not a consumer group") until a member
+// heartbeated again, and forgot a group that never committed an offset.
+// Members are not kept (segfs does not persist membership): the group
+// comes back Empty, at the epochs it had.
 type consumerGroupMeta struct {
 	Epoch           int32 `json:"epoch"`
 	AssignmentEpoch int32 `json:"assignment_epoch"`
 }
 
 // offsetsFileData is the file's JSON document. ConsumerGroups lists the
-// groups with offsets that are consumer groups; every other group is
-// classic. A file written before segfs kept it has none (an older segfs
-// reading a newer file ignores the field, as encoding/json does, and sees
-// classic groups, as it always did), so the version stays.
+// consumer groups, with offsets or not; every other group is classic. A
+// file written before segfs kept it has none, and one written before
+// segfs kept consumer groups without offsets lists only those with some:
+// both load as they did. An older segfs reading a newer file ignores the
+// field, or the groups without offsets in it, and sees what it always
+// did, so the version stays.
 type offsetsFileData struct {
 	Version        int                                             `json:"version"`
 	Groups         map[string]map[string]map[int32]committedOffset `json:"groups"`
@@ -59,46 +63,32 @@ type offsetsFileData struct {
 type offsetsMap = map[string]map[string]map[int32]committedOffset
 
 // offsetsState is what the file holds: the offsets, and the consumer
-// groups among the groups that have some. Like offsetsMap, a published
-// state is never modified.
+// groups. Like offsetsMap, a published state is never modified.
 type offsetsState struct {
 	groups    offsetsMap
 	consumers map[string]consumerGroupMeta
 }
 
-// onOffsets lifts a change of the offsets to one of the state. A group
-// left without offsets is gone, its type with it: the type is kept only
-// beside offsets (a group that never committed, or whose offsets are all
-// deleted, is not remembered across a restart, as Kafka's cleanup
-// removes an empty group without offsets).
+// onOffsets lifts a change of the offsets to one of the state. A
+// consumer group's record does not go with its offsets: the group exists
+// until DeleteGroups (or a classic member's join) removes it, offsets or
+// not, as it does in memory.
 func onOffsets(f func(offsetsMap) offsetsMap) func(offsetsState) offsetsState {
 	return func(st offsetsState) offsetsState {
 		st.groups = f(st.groups)
-		for name := range st.consumers {
-			if len(st.groups[name]) == 0 {
-				st.consumers = maps.Clone(st.consumers)
-				for name := range st.consumers {
-					if len(st.groups[name]) == 0 {
-						delete(st.consumers, name)
-					}
-				}
-				break
-			}
-		}
 		return st
 	}
 }
 
 // consumerMetaOp is the change that records group's type: a consumer
-// group with meta, or, with nil, a classic one. Only a group with offsets
-// is recorded.
+// group with meta, or, with nil, none (a classic group, or no group).
 func consumerMetaOp(group string, meta *consumerGroupMeta) func(offsetsState) offsetsState {
 	return func(st offsetsState) offsetsState {
 		old, had := st.consumers[group]
 		switch {
 		case meta == nil && !had:
 			return st
-		case meta != nil && (len(st.groups[group]) == 0 || had && old == *meta):
+		case meta != nil && had && old == *meta:
 			return st
 		}
 		st.consumers = maps.Clone(st.consumers)
@@ -189,19 +179,11 @@ func (o *offsetStore) load() error {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if d.Groups != nil {
-		st := offsetsState{groups: d.Groups}
-		// Only groups with offsets have a type (onOffsets).
-		for name, meta := range d.ConsumerGroups {
-			if len(d.Groups[name]) > 0 {
-				if st.consumers == nil {
-					st.consumers = map[string]consumerGroupMeta{}
-				}
-				st.consumers[name] = meta
-			}
-		}
-		o.durable, o.latest = st, st
+	st := offsetsState{groups: d.Groups, consumers: d.ConsumerGroups}
+	if st.groups == nil {
+		st.groups = offsetsMap{}
 	}
+	o.durable, o.latest = st, st
 	return nil
 }
 
@@ -415,7 +397,7 @@ func (o *offsetStore) groupNames() []string {
 }
 
 // consumerMetaStaged is group's consumer group record including changes
-// not yet written (false: none, a classic group or no offsets).
+// not yet written (false: none, a classic group or no group).
 func (o *offsetStore) consumerMetaStaged(group string) (consumerGroupMeta, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()

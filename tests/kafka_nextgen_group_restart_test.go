@@ -2,10 +2,14 @@ package tests
 
 import (
 	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -163,4 +167,110 @@ func nextGenDescribeGroups(t *testing.T, addr, group string) string {
 		t.Fatalf("DescribeGroups %s: %v %+v", group, err, resp)
 	}
 	return resp.Groups[0].State + " " + resp.Groups[0].ProtocolType
+}
+
+// TestKafkaNextGenGroupNeverCommittedSurvivesRestart: a KIP-848 consumer
+// group whose member joined and left without committing an offset is
+// still there after the daemon restarts, as in Kafka, which writes a
+// group's metadata record (its epoch) when the group is created and at
+// each new epoch: ListGroups and DescribeGroups show it, Empty, and
+// ConsumerGroupDescribe at the epochs and with the assignor it had
+// before the restart (the default, "uniform", for an Empty group, as in
+// Kafka: the "range" its member asked for goes with the member). It used
+// to be forgotten at the restart, as only a group with committed offsets
+// was recorded: ListGroups no longer listed it and ConsumerGroupDescribe
+// answered GROUP_ID_NOT_FOUND. DeleteGroups deletes it for good: it is
+// gone after the next restart too.
+func TestKafkaNextGenGroupNeverCommittedSurvivesRestart(t *testing.T) {
+	data := t.TempDir() + "/data"
+	flags := []string{"--partitions", "2", "--group-consumer-heartbeat-interval", "200ms", "--group-consumer-session-timeout", "4s"}
+	srv := kafkaServe(t, data, flags...)
+	const topic, group = "quiet", "idle"
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl := kafkaClient(t, srv.addr)
+	ct := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, 2, 1
+	ct.Topics = append(ct.Topics, rt)
+	if resp, err := ct.RequestWith(ctx, cl); err != nil || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("CreateTopics %s: %v %+v", topic, err, resp)
+	}
+
+	// The topic stays empty: the member consumes nothing and so commits
+	// nothing.
+	a := startNextGenMember(t, srv.addr, group, topic, "a", newNextGenLog(), kgo.Balancers(kgo.RangeBalancer()))
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		d := nextGenDescribe(t, srv.addr, group)
+		if d.ErrorCode == 0 && d.State == "Stable" && len(d.Members) == 1 && len(d.Members[0].Assignment.TopicPartitions) == 1 {
+			if d.AssignorName != "range" {
+				t.Errorf("with its member, whose client asks for range, ConsumerGroupDescribe %s names assignor %q", group, d.AssignorName)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("member a never held the partitions of %s: %+v", topic, d)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	nextGenCheckType(t, srv.addr, group)
+	a.close()
+	a.check(t)
+	before := nextGenDescribe(t, srv.addr, group)
+	if before.ErrorCode != 0 || before.State != "Empty" || before.Epoch < 2 {
+		t.Fatalf("before the restart: ConsumerGroupDescribe %s: error %d %v, state %q, epoch %d, want an Empty group past epoch 1", group, before.ErrorCode, before.ErrorMessage, before.State, before.Epoch)
+	}
+	if before.AssignorName != "uniform" {
+		t.Errorf("before the restart the Empty group names assignor %q, want Kafka's default, uniform", before.AssignorName)
+	}
+	if b, err := os.ReadFile(filepath.Join(data, "segfs-consumer-offsets.json")); err == nil {
+		var doc struct {
+			Groups map[string]json.RawMessage `json:"groups"`
+		}
+		if err := json.Unmarshal(b, &doc); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := doc.Groups[group]; ok {
+			t.Fatalf("the offsets file has offsets of %s: the test needs a group that never committed\n%s", group, b)
+		}
+	}
+
+	srv.stop()
+	srv = kafkaServe(t, data, flags...)
+	if got := nextGenListed(t, srv.addr, group); got != "consumer consumer Empty" {
+		t.Errorf("after the restart ListGroups shows %s as %q, want type consumer, protocol type consumer, state Empty", group, got)
+	}
+	after := nextGenDescribe(t, srv.addr, group)
+	if after.ErrorCode != 0 || after.State != "Empty" || after.Epoch != before.Epoch || after.AssignmentEpoch != before.AssignmentEpoch ||
+		after.AssignorName != before.AssignorName || len(after.Members) != 0 {
+		msg := ""
+		if after.ErrorMessage != nil {
+			msg = *after.ErrorMessage
+		}
+		t.Errorf("after the restart ConsumerGroupDescribe %s: error %d %q, state %q, epoch %d, assignment epoch %d, assignor %q, %d members; want Empty at epoch %d, assignment epoch %d, assignor %q, as before it",
+			group, after.ErrorCode, msg, after.State, after.Epoch, after.AssignmentEpoch, after.AssignorName, len(after.Members), before.Epoch, before.AssignmentEpoch, before.AssignorName)
+	}
+	if got := nextGenDescribeGroups(t, srv.addr, group); got != "Empty consumer" {
+		t.Errorf("after the restart DescribeGroups %s: %q, want state Empty, protocol type consumer", group, got)
+	}
+
+	// DeleteGroups deletes it, across a restart too.
+	cl = kafkaClient(t, srv.addr)
+	dg := kmsg.NewPtrDeleteGroupsRequest()
+	dg.Groups = []string{group}
+	if resp, err := dg.RequestWith(ctx, cl); err != nil || len(resp.Groups) != 1 || resp.Groups[0].ErrorCode != 0 {
+		t.Fatalf("DeleteGroups %s: %v %+v", group, err, resp)
+	}
+	if got := nextGenListed(t, srv.addr, group); got != "" {
+		t.Errorf("after DeleteGroups ListGroups shows %s as %q", group, got)
+	}
+	srv.stop()
+	srv = kafkaServe(t, data, flags...)
+	if got := nextGenListed(t, srv.addr, group); got != "" {
+		t.Errorf("after DeleteGroups and a restart ListGroups shows %s as %q, want it gone", group, got)
+	}
+	if d := nextGenDescribe(t, srv.addr, group); d.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Errorf("after DeleteGroups and a restart ConsumerGroupDescribe %s: error %d, state %q, want GROUP_ID_NOT_FOUND", group, d.ErrorCode, d.State)
+	}
 }
