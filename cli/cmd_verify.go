@@ -41,7 +41,9 @@ Errors make the exit status 1. Warnings are what recovery repairs on the next
 mount without losing acknowledged data (a partial batch at the end of the
 active segment, an untrimmed or missing index). verify only reads: it takes
 no lock and can run beside a mount, whose active segments may change while
-they are read.
+they are read. The directories of a topic creation or partition addition
+that a stop interrupted (marked in segfs-topics.json) are not checked, only
+named: the next start removes them.
 
 Example:
 
@@ -88,6 +90,27 @@ func runVerify(c *ucli.Context) error {
 	if held, who := lockHolder(dataDir); held {
 		fmt.Fprintf(c.App.ErrWriter, "note: %s is in use by %s; its active segments may change while verify reads them\n", dataDir, who)
 	}
+	// A topic whose creation, or partition addition, a stop interrupted
+	// has directories the next start removes (the client got no answer
+	// and retries): they are neither checked nor counted as gaps.
+	interrupted, err := logstore.InterruptedPartitions(dataDir)
+	if err != nil {
+		v.errorf(filepath.Join(dataDir, "segfs-topics.json"), "%v", err)
+	}
+	kept := parts[:0:0]
+	for _, p := range parts {
+		from, ok := interrupted[p.Topic]
+		if !ok || p.Partition < from {
+			kept = append(kept, p)
+			continue
+		}
+		what := fmt.Sprintf("an addition of partitions from %d on", from)
+		if from == 0 {
+			what = "the topic's creation"
+		}
+		v.warnf(p.Path, "not checked: a stop interrupted %s, and the next start removes this directory", what)
+	}
+	parts = kept
 	recovery := v.checkpoint(filepath.Join(dataDir, "recovery-point-offset-checkpoint"))
 	logStart := v.checkpoint(filepath.Join(dataDir, "log-start-offset-checkpoint"))
 	// Kafka's other offset checkpoints share the format; each offset in

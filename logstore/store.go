@@ -295,6 +295,36 @@ func (s *Store) TopicsModTime() time.Time {
 	return newest
 }
 
+// InterruptedPartitions reads dir's topics file and returns, for each topic
+// whose creation (Creating) or partition addition (AddingFrom) a stop
+// interrupted, the first partition number the next Open removes: 0 for a
+// topic being created. The offline tools (verify) must not judge, or count
+// as gaps, directories that load discards. No file is no interruption.
+func InterruptedPartitions(dir string) (map[string]int32, error) {
+	path := filepath.Join(dir, topicsFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var doc topicsDoc
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	from := map[string]int32{}
+	for name, td := range doc.Topics {
+		switch {
+		case td.Creating:
+			from[name] = 0
+		case td.AddingFrom > 0:
+			from[name] = td.AddingFrom
+		}
+	}
+	return from, nil
+}
+
 // dirScan is what Open reads of a data directory before it changes
 // anything: the topics file and the partition directories, by topic, each
 // numbered 0..N-1.
