@@ -27,9 +27,9 @@ import (
 //
 // Each partition's record set goes to logstore's AppendBatch, which
 // validates it like Kafka's leader (one batch, magic 2, base offset 0,
-// CRC-32C, sizes, counts, keys on compacted topics, idempotent
-// sequence/epoch with duplicate detection), stamps offsets and appends it
-// as it came. What the protocol decides stays here:
+// CRC-32C, sizes, counts, keys on compacted topics, record timestamps,
+// idempotent sequence/epoch with duplicate detection), stamps offsets and
+// appends it as it came. What the protocol decides stays here:
 //
 //   - acks must be 0, 1 or -1 (else INVALID_REQUIRED_ACKS). On one node -1
 //     means the same as 1: appended, and flushed if the topic's flush
@@ -72,6 +72,17 @@ import (
 //     MESSAGE_TOO_LARGE, a batch-level INVALID_RECORD,
 //     INVALID_TOPIC_EXCEPTION, UNKNOWN_TOPIC_OR_PARTITION: null), and
 //     neither does segfs.
+//   - On a CreateTime topic, records whose timestamp (other than -1) lies
+//     more than message.timestamp.before.max.ms before the broker's clock
+//     or more than message.timestamp.after.max.ms after it (1 h by
+//     default, as in Kafka 4.0) fail the batch with INVALID_TIMESTAMP, as
+//     does a batch with the LogAppendTime attribute on a LogAppendTime
+//     topic or without timestamps (logstore's timestampRule). As for
+//     keyless records, v8+ lists each refused record in RecordErrors with
+//     Kafka's message ("Timestamp T of message with offset N is out of
+//     range. The timestamp should be within [A, B]"), and the
+//     ErrorMessage is Kafka's summary, "One or more records have been
+//     rejected due to invalid timestamp".
 func init() {
 	register(0, 3, 12, handleProduce)
 	apis[0].adMin = 0

@@ -57,15 +57,18 @@ var topicConfigMetas = map[string]topicConfigMeta{
 	"key.separator":             {kmsg.ConfigTypeString, "", ""},
 	"min.insync.replicas":       {kmsg.ConfigTypeInt, "min.insync.replicas", ""},
 
+	"message.timestamp.before.max.ms": {kmsg.ConfigTypeLong, "log.message.timestamp.before.max.ms", ""},
+	"message.timestamp.after.max.ms":  {kmsg.ConfigTypeLong, "log.message.timestamp.after.max.ms", ""},
+	// Kafka 3.x's; 4.0 removed it, and its broker setting with it
+	// (brokerConfigEntries lists none).
+	"message.timestamp.difference.max.ms": {kmsg.ConfigTypeLong, "log.message.timestamp.difference.max.ms", ""},
+
 	// Accepted and shown, not applied (logstore/config_inert.go).
 	"unclean.leader.election.enable":          {kmsg.ConfigTypeBoolean, "unclean.leader.election.enable", ""},
 	"preallocate":                             {kmsg.ConfigTypeBoolean, "log.preallocate", ""},
 	"compression.gzip.level":                  {kmsg.ConfigTypeInt, "compression.gzip.level", ""},
 	"compression.lz4.level":                   {kmsg.ConfigTypeInt, "compression.lz4.level", ""},
 	"compression.zstd.level":                  {kmsg.ConfigTypeInt, "compression.zstd.level", ""},
-	"message.timestamp.before.max.ms":         {kmsg.ConfigTypeLong, "log.message.timestamp.before.max.ms", ""},
-	"message.timestamp.after.max.ms":          {kmsg.ConfigTypeLong, "log.message.timestamp.after.max.ms", ""},
-	"message.timestamp.difference.max.ms":     {kmsg.ConfigTypeLong, "log.message.timestamp.difference.max.ms", ""},
 	"message.downconversion.enable":           {kmsg.ConfigTypeBoolean, "log.message.downconversion.enable", ""},
 	"message.format.version":                  {kmsg.ConfigTypeString, "log.message.format.version", ""},
 	"leader.replication.throttled.replicas":   {kmsg.ConfigTypeList, "", ""},
@@ -154,8 +157,10 @@ func (s *Server) brokerConfigEntries() []configEntry {
 	for _, key := range logstore.ConfigKeys() {
 		meta := topicConfigMetas[key]
 		// The broker defaults of settings segfs takes but does not apply
-		// would claim a behaviour it lacks: a topic shows them, not the broker.
-		if meta.synonym == "" || slices.Contains(inert, key) {
+		// would claim a behaviour it lacks: a topic shows them, not the
+		// broker. A Kafka 4.0 broker has no
+		// log.message.timestamp.difference.max.ms.
+		if meta.synonym == "" || slices.Contains(inert, key) || key == "message.timestamp.difference.max.ms" {
 			continue
 		}
 		value, _ := def.Get(key)

@@ -194,7 +194,12 @@
 // throttle settings, ...: logstore/config_inert.go) are stored and shown
 // as overrides and do nothing. min.insync.replicas above 1 makes acks=all
 // produces NOT_ENOUGH_REPLICAS, as on a Kafka cluster with fewer in-sync
-// replicas (00_produce.go). Broker 0 describes only the settings segfs applies
+// replicas (00_produce.go); on a CreateTime topic a record stamped further
+// from the broker's clock than message.timestamp.before.max.ms (unbounded
+// by default) or message.timestamp.after.max.ms (1 h, Kafka 4.0's
+// default) fails its batch with INVALID_TIMESTAMP, with the deprecated
+// message.timestamp.difference.max.ms as their fallback, as in Kafka 3.x
+// (logstore.Config.TimestampBounds). Broker 0 describes only the settings segfs applies
 // (configs.go), read-only, as segfs has no dynamic broker configs: altering
 // one is INVALID_REQUEST, as Kafka answers for a static one. segfs does
 // not delete topics: DeleteTopics answers as a broker with

@@ -24,6 +24,7 @@ var errorCodes = []struct {
 	{logstore.ErrMessageTooLarge, kerr.MessageTooLarge},
 	// Kafka's RecordBatchTooLargeException (batch over segment.bytes).
 	{logstore.ErrBatchTooLarge, kerr.RecordListTooLarge},
+	{logstore.ErrInvalidTimestamp, kerr.InvalidTimestamp},
 	{logstore.ErrInvalidRecord, kerr.InvalidRecord},
 	{logstore.ErrCorrupt, kerr.CorruptMessage},
 	{record.ErrCorrupt, kerr.CorruptMessage},

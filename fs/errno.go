@@ -26,6 +26,9 @@ var errnoTable = []struct {
 	{logstore.ErrInvalidPartition, syscall.EINVAL},
 	{logstore.ErrInvalidConfig, syscall.EINVAL},
 	{logstore.ErrInvalidRecord, syscall.EINVAL},
+	// No mount path takes a caller's timestamp (lines get the store's
+	// clock), so none meets this; mapped as the bad input it is.
+	{logstore.ErrInvalidTimestamp, syscall.EINVAL},
 	{logstore.ErrMessageTooLarge, syscall.EMSGSIZE},
 	{logstore.ErrBatchTooLarge, syscall.EMSGSIZE},
 	{logstore.ErrCorrupt, syscall.EIO},

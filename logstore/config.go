@@ -38,9 +38,24 @@ type Config struct {
 	MinInsyncReplicas      int64  // applied by the Kafka server's Produce, acks=all
 	KeySeparator           string // segfs: "" = no keys
 
+	// How far a produced record's CreateTime may lie before and after the
+	// broker's clock (TimestampBounds applies them, with
+	// message.timestamp.difference.max.ms, Kafka 3.x's setting for both,
+	// as their fallback).
+	MessageTimestampBeforeMaxMs     int64
+	MessageTimestampAfterMaxMs      int64
+	MessageTimestampDifferenceMaxMs int64
+
 	// inert holds Kafka's topic settings that segfs takes and shows but
 	// does not apply (config_inert.go), "" for the default.
 	inert [len(inertKeys)]string
+	// afterSet and differenceSet record an override of
+	// message.timestamp.after.max.ms and of
+	// message.timestamp.difference.max.ms, which TimestampBounds needs:
+	// an after.max.ms left at Kafka 4.0's default gives way to a
+	// difference.max.ms that is set, as it did in 3.x, whose default was
+	// unbounded.
+	afterSet, differenceSet bool
 }
 
 // DefaultConfig returns Kafka's defaults (KAFKA-FORMAT.md §12).
@@ -66,6 +81,12 @@ func DefaultConfig() Config {
 		CompressionType:        "producer",
 		MinInsyncReplicas:      1,
 		KeySeparator:           "",
+
+		// Kafka 4.0's defaults (KIP-1030 bounded after.max.ms to 1 h);
+		// difference.max.ms, which 4.0 removed, defaulted to unbounded.
+		MessageTimestampBeforeMaxMs:     math.MaxInt64,
+		MessageTimestampAfterMaxMs:      3600000,
+		MessageTimestampDifferenceMaxMs: math.MaxInt64,
 	}
 }
 
@@ -114,6 +135,20 @@ func intKey(field func(c *Config) *int64, min, max int64) configKey {
 	}
 }
 
+// markSet is k, which also calls mark once a value is set: for the keys
+// whose being overridden, not only their value, matters.
+func markSet(k configKey, mark func(c *Config)) configKey {
+	set := k.set
+	k.set = func(c *Config, v string) error {
+		if err := set(c, v); err != nil {
+			return err
+		}
+		mark(c)
+		return nil
+	}
+	return k
+}
+
 func enumKey(field func(c *Config) *string, allowed ...string) configKey {
 	return configKey{
 		get: func(c *Config) string { return *field(c) },
@@ -151,6 +186,12 @@ var configKeys = map[string]configKey{
 	"min.insync.replicas":   intKey(func(c *Config) *int64 { return &c.MinInsyncReplicas }, 1, math.MaxInt32),
 	"message.timestamp.type": enumKey(func(c *Config) *string { return &c.MessageTimestampType },
 		"CreateTime", "LogAppendTime"),
+
+	"message.timestamp.before.max.ms": intKey(func(c *Config) *int64 { return &c.MessageTimestampBeforeMaxMs }, 0, math.MaxInt64),
+	"message.timestamp.after.max.ms": markSet(intKey(func(c *Config) *int64 { return &c.MessageTimestampAfterMaxMs }, 0, math.MaxInt64),
+		func(c *Config) { c.afterSet = true }),
+	"message.timestamp.difference.max.ms": markSet(intKey(func(c *Config) *int64 { return &c.MessageTimestampDifferenceMaxMs }, 0, math.MaxInt64),
+		func(c *Config) { c.differenceSet = true }),
 	"compression.type": enumKey(func(c *Config) *string { return &c.CompressionType },
 		"producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
 	"cleanup.policy": {
@@ -235,15 +276,44 @@ func (c Config) Get(key string) (string, bool) {
 // shows what governs the topic and what was asked of it, not twenty
 // settings that change nothing at their defaults. DescribeConfigs lists
 // those too, with their defaults, as Kafka's does.
+// message.timestamp.difference.max.ms is applied but shows only once set
+// too: Kafka 4.0 has no such setting, and unset it changes nothing
+// (TimestampBounds).
 func (c Config) Text() []byte {
 	var b bytes.Buffer
 	for _, k := range ConfigKeys() {
 		if i, ok := inertIndex[k]; ok && c.inert[i] == "" {
 			continue
 		}
+		if k == "message.timestamp.difference.max.ms" && !c.differenceSet {
+			continue
+		}
 		fmt.Fprintf(&b, "%s=%s\n", k, configKeys[k].get(&c))
 	}
 	return b.Bytes()
+}
+
+// TimestampBounds is how far before and after the broker's clock a
+// produced record's CreateTime may lie (AppendBatch refuses the batch
+// otherwise, as Kafka's LogValidator does): Kafka 3.6-3.9's rule
+// (LogConfig.getMessageTimestampBeforeMaxMs and ...AfterMaxMs) with Kafka
+// 4.0's defaults. Each of before.max.ms and after.max.ms applies unless it
+// is unbounded (Long.MAX, 3.x's default for both), when the deprecated
+// difference.max.ms (unbounded by default) takes its place. after.max.ms
+// not set at all counts as unbounded too when difference.max.ms is set,
+// since that was its 3.x default: a topic a 3.x tool made with only
+// difference.max.ms=D is bounded by D both ways, as on the broker it was
+// made for, and one with none of the three is bounded by 4.0's defaults
+// (before unbounded, after 1 h).
+func (c *Config) TimestampBounds() (before, after int64) {
+	before, after = c.MessageTimestampBeforeMaxMs, c.MessageTimestampAfterMaxMs
+	if before == math.MaxInt64 {
+		before = c.MessageTimestampDifferenceMaxMs
+	}
+	if after == math.MaxInt64 || (!c.afterSet && c.differenceSet) {
+		after = c.MessageTimestampDifferenceMaxMs
+	}
+	return before, after
 }
 
 // Compact reports whether cleanup.policy includes compact.

@@ -24,9 +24,6 @@ import (
 //   - preallocate: segfs never preallocates segment files.
 //   - compression.gzip.level, compression.lz4.level, compression.zstd.level:
 //     segfs compresses (compression.type) at its codecs' default levels.
-//   - message.timestamp.before.max.ms, message.timestamp.after.max.ms,
-//     message.timestamp.difference.max.ms: segfs does not refuse records
-//     for their timestamps.
 //   - message.format.version, message.downconversion.enable: segfs writes
 //     and serves record batches v2 only (Kafka 4.0 removed both).
 //   - remote.storage.enable and the local.retention.*, remote.log.*,
@@ -38,7 +35,10 @@ import (
 // single Kafka broker applies it (a Produce with acks=all to a topic
 // whose min.insync.replicas exceeds its one in-sync replica fails with
 // NOT_ENOUGH_REPLICAS; the mount's own appends are not Kafka produces and
-// are not refused).
+// are not refused). Nor are message.timestamp.before.max.ms,
+// message.timestamp.after.max.ms and message.timestamp.difference.max.ms:
+// a Produce whose records' CreateTime lies outside them is refused
+// (Config.TimestampBounds, AppendBatch).
 type inertKey struct {
 	name string
 	// def is Kafka's default, as DescribeConfigs shows it.
@@ -57,9 +57,6 @@ var inertKeys = [...]inertKey{
 	intInert("compression.gzip.level", -1, 1, 9, -1),
 	intInert("compression.lz4.level", 9, 1, 17, 1),
 	intInert("compression.zstd.level", 3, -131072, 22, -131072),
-	intInert("message.timestamp.before.max.ms", math.MaxInt64, 0, math.MaxInt64, 0),
-	intInert("message.timestamp.after.max.ms", 3600000, 0, math.MaxInt64, 0),
-	intInert("message.timestamp.difference.max.ms", math.MaxInt64, 0, math.MaxInt64, 0),
 	boolInert("message.downconversion.enable", true),
 	{
 		name: "message.format.version", def: "3.0-IV1",

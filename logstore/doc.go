@@ -104,12 +104,17 @@
 // validators. Some are taken, stored and persisted as overrides but not
 // applied (the config file shows them only once set), as they have no meaning here (config_inert.go):
 // unclean.leader.election.enable, preallocate, the compression.*.level
-// settings, message.timestamp.{before,after,difference}.max.ms,
-// message.format.version, message.downconversion.enable, the replication
-// throttles, and the tiered-storage settings (remote.storage.enable=true is
-// refused: there is no tiered storage). min.insync.replicas is applied by
-// the Kafka server's Produce (acks=all above 1 replica fails), not by the
-// mount.
+// settings, message.format.version, message.downconversion.enable, the
+// replication throttles, and the tiered-storage settings
+// (remote.storage.enable=true is refused: there is no tiered storage).
+// min.insync.replicas is applied by the Kafka server's Produce (acks=all
+// above 1 replica fails), not by the mount. So are
+// message.timestamp.{before,after}.max.ms, with Kafka 3.x's
+// message.timestamp.difference.max.ms as their fallback
+// (Config.TimestampBounds): AppendBatch refuses a batch with a CreateTime
+// outside them with ErrInvalidTimestamp, listing each record
+// (RecordErrors). The mount's lines are stamped with the store's clock, so
+// they always pass; no mount path takes a timestamp from its caller.
 //
 // # Descriptors
 //

@@ -20,6 +20,7 @@ var (
 	ErrMessageTooLarge   = errors.New("message too large")      // record/batch over max.message.bytes
 	ErrBatchTooLarge     = errors.New("record batch too large") // batch over segment.bytes
 	ErrInvalidRecord     = errors.New("invalid record")         // e.g. no key on a compacted topic, bad counts
+	ErrInvalidTimestamp  = errors.New("invalid timestamp")      // a produced CreateTime outside message.timestamp.{before,after}.max.ms
 	ErrCorrupt           = errors.New("corrupt data")           // CRC/length/magic failure while reading; wraps record.ErrCorrupt
 	ErrFenced            = errors.New("partition fenced")       // a previous write or fsync failed; appends refused
 	ErrClosed            = errors.New("store closed")
@@ -104,15 +105,23 @@ type RecordError struct {
 
 // RecordErrors is AppendBatch's error for a batch whose records fail the
 // checks Kafka's LogValidator makes record by record (a record without a
-// key on a compacted topic), listing every such record, as Kafka's
-// RecordValidationException does. It matches ErrInvalidRecord. Error() is
-// Kafka's message for it (LogValidator.processRecordErrors), which
-// Produce v8+ sends as the partition's error message beside the records.
+// key on a compacted topic, a timestamp out of bounds), listing every such
+// record, as Kafka's RecordValidationException does. It matches
+// ErrInvalidTimestamp if any record's timestamp is refused (Kafka then
+// throws InvalidTimestampException for the whole batch, whatever else is
+// listed), else ErrInvalidRecord. Error() is Kafka's message for it
+// (LogValidator.processRecordErrors), which Produce v8+ sends as the
+// partition's error message beside the records.
 type RecordErrors struct {
 	Records []RecordError
+	// Timestamp: at least one of Records is a refused timestamp.
+	Timestamp bool
 }
 
 func (e *RecordErrors) Error() string {
+	if e.Timestamp {
+		return "One or more records have been rejected due to invalid timestamp"
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "One or more records have been rejected due to %d record errors in total, and only showing the first three errors at most: [", len(e.Records))
 	for i, r := range e.Records[:min(len(e.Records), 3)] {
@@ -126,5 +135,11 @@ func (e *RecordErrors) Error() string {
 	return b.String()
 }
 
-// Is makes errors.Is(err, ErrInvalidRecord) true.
-func (e *RecordErrors) Is(target error) bool { return target == ErrInvalidRecord }
+// Is makes errors.Is(err, ErrInvalidTimestamp) or errors.Is(err,
+// ErrInvalidRecord) true, as Timestamp says.
+func (e *RecordErrors) Is(target error) bool {
+	if e.Timestamp {
+		return target == ErrInvalidTimestamp
+	}
+	return target == ErrInvalidRecord
+}

@@ -432,9 +432,10 @@ type AppendResult struct {
 
 // AppendBatch validates a produced batch like Kafka's leader (magic 2, base
 // offset 0, CRC, sizes, count vs last offset delta, keys on compacted
-// topics, idempotent sequence/epoch), assigns offsets by rewriting the base
-// offset (and the leader epoch), and appends it as it came (compressed
-// batches stay compressed). The slice is modified in place.
+// topics, record timestamps (timestampRule), idempotent sequence/epoch),
+// assigns offsets by rewriting the base offset (and the leader epoch), and
+// appends it as it came (compressed batches stay compressed). The slice is
+// modified in place.
 func (p *Partition) AppendBatch(batch []byte) (AppendResult, error) {
 	res := AppendResult{LogAppendTime: -1}
 	cfg := p.config()
@@ -470,26 +471,40 @@ func (p *Partition) AppendBatch(batch []byte) (AppendResult, error) {
 		return res, fmt.Errorf("%w: batch of %d bytes exceeds segment.bytes=%d", ErrBatchTooLarge, size, cfg.SegmentBytes)
 	}
 	// Walk every record: the layout must be valid (so the text view can
-	// always render it) and compacted topics need keys.
-	// Like Kafka's LogValidator, every keyless record is listed, not only
-	// the first: Produce v8+ answers each with its index.
+	// always render it), compacted topics need keys, and timestamps must
+	// pass Kafka's check (timestampRule). Like Kafka's LogValidator,
+	// every refused record is listed, not only the first: Produce v8+
+	// answers each with its index. A record without a key on a compacted
+	// topic is listed for that only, as Kafka checks the key first.
+	//
+	// The timestamps are compared record by record, in the walk that
+	// decodes them anyway (and that decompresses a compressed batch, once),
+	// not bounded by the header's BaseTimestamp and MaxTimestamp: those
+	// are the producer's claims, which Kafka does not trust (it recomputes
+	// MaxTimestamp), and a record's timestamp delta is signed, so a record
+	// may lie outside both. Two comparisons a record cost nothing beside
+	// its varints, and allocate nothing unless the record is refused.
 	var dec record.Decoder
 	var n int32
-	var keyless []RecordError
+	var refused []RecordError
+	var badTimestamp bool
+	compact := cfg.Compact()
+	tr := newTimestampRule(cfg, &h, p.store.now().UnixMilli())
 	err = dec.Records(batch, func(r *record.Record) error {
 		if r.OffsetDelta != n {
 			return fmt.Errorf("%w: record %d has offset delta %d", ErrInvalidRecord, n, r.OffsetDelta)
 		}
-		if cfg.Compact() && r.Key == nil {
-			keyless = append(keyless, RecordError{Index: n,
+		switch {
+		case compact && r.Key == nil:
+			refused = append(refused, RecordError{Index: n,
 				Message: "Compacted topic cannot accept message without key in topic partition " + p.name() + "."})
+		case tr.refuses(r.Timestamp):
+			refused = append(refused, RecordError{Index: n, Message: tr.message(r)})
+			badTimestamp = true
 		}
 		n++
 		return nil
 	})
-	if err == nil && keyless != nil {
-		err = &RecordErrors{Records: keyless}
-	}
 	if err != nil {
 		if errors.Is(err, ErrInvalidRecord) {
 			return res, err
@@ -500,6 +515,9 @@ func (p *Partition) AppendBatch(batch []byte) (AppendResult, error) {
 			return res, fmt.Errorf("%w: %v", ErrMessageTooLarge, err)
 		}
 		return res, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	if refused != nil {
+		return res, &RecordErrors{Records: refused, Timestamp: badTimestamp}
 	}
 	st, err := dec.Stats(batch, 0)
 	if err != nil {
@@ -556,6 +574,55 @@ func (p *Partition) AppendBatch(batch []byte) (AppendResult, error) {
 	res.LastOffset = base + int64(h.LastOffsetDelta)
 	res.LogStartOffset = p.logStart.Load()
 	return res, nil
+}
+
+// timestampRule is the check Kafka's LogValidator.validateTimestamp makes
+// of each record of a produced batch (KAFKA-FORMAT.md §2.9). On a
+// CreateTime topic a record's timestamp, unless -1 (none), must lie within
+// [now - before, now + after] (Config.TimestampBounds). A batch with the
+// LogAppendTime attribute is refused on a LogAppendTime topic, and on a
+// CreateTime topic if its records have no timestamp: such a batch's
+// records all have its MaxTimestamp as their timestamp (the decoder's
+// Record.Timestamp, as Kafka's record.timestamp()), which is checked like
+// any other on a CreateTime topic. Records appended through the mount
+// never meet it: the store stamps them with its own clock.
+type timestampRule struct {
+	createTime    bool // the topic's message.timestamp.type
+	logAppendTime bool // the batch's attribute bit 3
+	now           int64
+	before, after int64
+}
+
+func newTimestampRule(cfg *Config, h *record.Header, now int64) timestampRule {
+	tr := timestampRule{createTime: cfg.MessageTimestampType != "LogAppendTime", logAppendTime: h.LogAppendTime(), now: now}
+	tr.before, tr.after = cfg.TimestampBounds()
+	return tr
+}
+
+// refuses reports whether a record with timestamp ts fails the rule. The
+// arithmetic wraps as Java's long does, so the extremes (a bound of
+// Long.MAX, a timestamp near Long.MIN) decide as in Kafka: a bound of
+// Long.MAX takes everything on its side.
+func (tr *timestampRule) refuses(ts int64) bool {
+	if tr.createTime && ts != -1 {
+		diff := tr.now - ts
+		return diff > tr.before || -diff > tr.after
+	}
+	return tr.logAppendTime
+}
+
+// message is Kafka's RecordError message for a record that refuses
+// refused. The bounds are printed as Kafka prints them: now + Long.MAX
+// wraps to a negative number there too. Kafka names the record by its toString, which for a record of
+// a compressed batch kept as it is reads PartialDefaultRecord; segfs says
+// DefaultRecord always.
+func (tr *timestampRule) message(r *record.Record) string {
+	if tr.createTime && r.Timestamp != -1 {
+		return fmt.Sprintf("Timestamp %d of message with offset %d is out of range. The timestamp should be within [%d, %d]",
+			r.Timestamp, r.Offset, tr.now-tr.before, tr.now+tr.after)
+	}
+	return fmt.Sprintf("Invalid timestamp type in message DefaultRecord(offset=%d, timestamp=%d, key=%d bytes, value=%d bytes). Producer should not set timestamp type to LogAppendTime.",
+		r.Offset, r.Timestamp, len(r.Key), len(r.Value))
 }
 
 // loadBatch applies the batch at pos of s, read back at load, to the
