@@ -434,8 +434,11 @@ type AppendResult struct {
 // offset 0, CRC, sizes, count vs last offset delta, keys on compacted
 // topics, record timestamps (timestampRule), idempotent sequence/epoch),
 // assigns offsets by rewriting the base offset (and the leader epoch), and
-// appends it as it came (compressed batches stay compressed). The slice is
-// modified in place.
+// appends it as it came (compressed batches stay compressed), but for the
+// timestamp fields Kafka sets too: on a CreateTime topic MaxTimestamp is
+// its records' largest timestamp and the type CreateTime, on a
+// LogAppendTime topic both are the store's clock. The slice is modified
+// in place.
 func (p *Partition) AppendBatch(batch []byte) (AppendResult, error) {
 	res := AppendResult{LogAppendTime: -1}
 	cfg := p.config()
@@ -488,6 +491,7 @@ func (p *Partition) AppendBatch(batch []byte) (AppendResult, error) {
 	var n int32
 	var refused []RecordError
 	var badTimestamp bool
+	maxTs := int64(-1) // the largest record timestamp; -1 (none) if all are below
 	compact := cfg.Compact()
 	tr := newTimestampRule(cfg, &h, p.store.now().UnixMilli())
 	err = dec.Records(batch, func(r *record.Record) error {
@@ -502,6 +506,7 @@ func (p *Partition) AppendBatch(batch []byte) (AppendResult, error) {
 			refused = append(refused, RecordError{Index: n, Message: tr.message(r)})
 			badTimestamp = true
 		}
+		maxTs = max(maxTs, r.Timestamp)
 		n++
 		return nil
 	})
@@ -518,6 +523,21 @@ func (p *Partition) AppendBatch(batch []byte) (AppendResult, error) {
 	}
 	if refused != nil {
 		return res, &RecordErrors{Records: refused, Timestamp: badTimestamp}
+	}
+	// On a CreateTime topic Kafka's LogValidator sets the batch's
+	// MaxTimestamp to the largest record timestamp it has just checked,
+	// and its timestamp type to CreateTime (setMaxTimestamp). The time
+	// index, time/T, ListOffsets and retention go by MaxTimestamp: they
+	// must see a timestamp the check saw, not the producer's header, which
+	// nothing else checks. The CRC is redone only if a byte changes, which
+	// for the clients that fill the header right (franz-go, librdkafka,
+	// Kafka's own) is never. A LogAppendTime topic's batches get the
+	// store's clock below instead.
+	if tr.createTime && (h.LogAppendTime() || h.MaxTimestamp != maxTs) {
+		record.SetCreateTime(batch, maxTs)
+		if h, err = record.ParseHeader(batch); err != nil {
+			return res, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
 	}
 	st, err := dec.Stats(batch, 0)
 	if err != nil {

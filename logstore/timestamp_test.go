@@ -235,3 +235,86 @@ func TestTimestampBounds(t *testing.T) {
 		}
 	}
 }
+
+// storedHeaders reads back the headers of p's batches from offset 0.
+func storedHeaders(t *testing.T, p *Partition) []record.Header {
+	t.Helper()
+	r, err := p.Read(0, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Release()
+	var out []record.Header
+	for _, sl := range r.Slices {
+		b := make([]byte, sl.Len)
+		if _, err := sl.File.ReadAt(b, sl.Pos); err != nil {
+			t.Fatal(err)
+		}
+		for len(b) > 0 {
+			h, err := record.ParseHeader(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := record.Validate(b[:h.Size()]); err != nil {
+				t.Fatalf("stored batch at %d: %v", h.BaseOffset, err)
+			}
+			out = append(out, h)
+			b = b[h.Size():]
+		}
+	}
+	return out
+}
+
+// TestProduceMaxTimestampRecomputed: on a CreateTime topic a produced
+// batch's MaxTimestamp becomes the largest of its records' timestamps and
+// its timestamp type CreateTime, as Kafka's LogValidator sets them, with
+// the CRC redone. segfs kept the producer's header, which nothing checks:
+// a batch of records stamped now whose header claimed 10 h ahead passed
+// the timestamp check and then put 10 h ahead in the time index,
+// ListOffsets' max timestamp and the partition status; a batch with the
+// LogAppendTime attribute kept it on a CreateTime topic.
+func TestProduceMaxTimestampRecomputed(t *testing.T) {
+	clock := newClock()
+	s := openStore(t, t.TempDir(), clock)
+	defer s.Close()
+	tp, _ := s.CreateTopic("ct", 1, nil)
+	p, _ := tp.Partition(0)
+	const hour = int64(3600000)
+	now := clock.ms.Load()
+	for _, c := range []record.Codec{record.CodecNone, record.CodecSnappy} {
+		if _, err := p.AppendBatch(tsBatch(t, c, false, false, now+10*hour, now-5, now)); err != nil {
+			t.Fatalf("%v: records stamped now, header 10 h ahead: %v", c, err)
+		}
+	}
+	// No timestamps at all: MaxTimestamp -1.
+	if _, err := p.AppendBatch(tsBatch(t, record.CodecNone, false, false, 0, -1)); err != nil {
+		t.Fatal(err)
+	}
+	hs := storedHeaders(t, p)
+	if len(hs) != 3 {
+		t.Fatalf("%d batches stored", len(hs))
+	}
+	for i, want := range []int64{now, now, -1} {
+		if hs[i].MaxTimestamp != want || hs[i].LogAppendTime() {
+			t.Errorf("batch %d: MaxTimestamp %d, LogAppendTime %v; want %d, false", i, hs[i].MaxTimestamp, hs[i].LogAppendTime(), want)
+		}
+	}
+	if ts, off, ok, err := p.MaxTimestamp(); err != nil || !ok || ts != now || off != 1 {
+		t.Errorf("max timestamp %d at %d (%v %v), want %d at 1", ts, off, ok, err, now)
+	}
+	if got, ok, err := p.OffsetForTime(now + 1); err != nil || ok {
+		t.Errorf("first offset stamped after every record: %d (%v %v), want none", got, ok, err)
+	}
+
+	// The LogAppendTime attribute with a MaxTimestamp in bounds: stored as
+	// CreateTime (Kafka overwrites the type), MaxTimestamp as it came,
+	// since it is every record's timestamp in the batch as it came.
+	lt, _ := s.CreateTopic("lat-attr", 1, nil)
+	lp, _ := lt.Partition(0)
+	if _, err := lp.AppendBatch(tsBatch(t, record.CodecNone, false, true, now+1, now-7, now-6)); err != nil {
+		t.Fatal(err)
+	}
+	if hs := storedHeaders(t, lp); len(hs) != 1 || hs[0].MaxTimestamp != now+1 || hs[0].LogAppendTime() {
+		t.Errorf("LogAppendTime attribute on a CreateTime topic, stored: %+v", hs)
+	}
+}

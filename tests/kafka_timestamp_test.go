@@ -294,3 +294,52 @@ func TestKafkaProduceTimestampPython(t *testing.T) {
 		t.Fatalf("py data: %q, want only the record stamped now", got)
 	}
 }
+
+// A batch whose records are stamped now but whose header claims a
+// MaxTimestamp 10 h ahead passes the timestamp check, which reads each
+// record; segfs then kept the producer's header, so `status` showed
+// last.timestamp 10 h ahead, ListOffsets' max timestamp (-3) answered it
+// too, and time-based retention would have kept the segment 10 h too long.
+// Kafka's LogValidator sets MaxTimestamp to the largest record timestamp
+// it checked, and so does segfs now.
+func TestKafkaProduceMaxTimestampHeader(t *testing.T) {
+	addr := kafkaFreeAddr(t)
+	m := mntNew(t, "--kafka-listen", addr)
+	kafkaWaitListening(t, addr)
+	m.ok(`mkdir "$M/claims"`)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl := kafkaClient(t, addr)
+
+	now := time.Now().UnixMilli()
+	spec := record.DefaultSpec()
+	spec.MaxTimestamp = now + 10*3600000
+	var bl record.Builder
+	bl.Reset(spec)
+	bl.Add(now-5, nil, []byte("a"), nil)
+	bl.Add(now, nil, []byte("b"), nil)
+	batch, err := bl.Build(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sp := rawProduce(t, ctx, cl, "claims", batch); sp.ErrorCode != 0 {
+		t.Fatalf("records stamped now under a header 10 h ahead: %v", kerr.ErrorForCode(sp.ErrorCode))
+	}
+	if got := m.ok(`grep last.timestamp "$M/claims/0/status"`); got != "last.timestamp="+strconv.FormatInt(now, 10)+"\n" {
+		t.Fatalf("status: %q, want last.timestamp=%d, the newest record's", got, now)
+	}
+	req := kmsg.NewPtrListOffsetsRequest()
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = "claims"
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Timestamp = -3 // the record with the largest timestamp
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lp := resp.Topics[0].Partitions[0]; lp.ErrorCode != 0 || lp.Timestamp != now || lp.Offset != 1 {
+		t.Fatalf("ListOffsets max timestamp: %v, timestamp %d at %d; want %d at 1", kerr.ErrorForCode(lp.ErrorCode), lp.Timestamp, lp.Offset, now)
+	}
+}

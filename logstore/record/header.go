@@ -171,6 +171,19 @@ func SetLogAppendTime(b []byte, ts int64) {
 	be.PutUint32(b[offCRC:], CRC(b))
 }
 
+// SetCreateTime sets MaxTimestamp = ts and clears attribute bit 3 (the
+// timestamp type becomes CreateTime), and recomputes the CRC, as a broker
+// does to a produced batch on a CreateTime topic (Kafka's
+// setMaxTimestamp(CREATE_TIME, ts)). b must be a whole batch; a b shorter
+// than the header panics.
+func SetCreateTime(b []byte, ts int64) {
+	be := binary.BigEndian
+	_ = b[HeaderSize-1]
+	be.PutUint16(b[offAttributes:], be.Uint16(b[offAttributes:])&^attrLogAppendTime)
+	be.PutUint64(b[offMaxTimestamp:], uint64(ts))
+	be.PutUint32(b[offCRC:], CRC(b))
+}
+
 // putHeader writes the header fields of a batch whose records already fill
 // b[HeaderSize:], then its CRC. b is exactly the batch.
 func putHeader(b []byte, spec *BatchSpec, attrs int16, lastOffsetDelta int32, baseTS, maxTS int64, count int32) {
