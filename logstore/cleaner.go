@@ -10,23 +10,31 @@ import (
 	"slices"
 	"time"
 
+	"github.com/segfs/segfs/index"
 	"github.com/segfs/segfs/logstore/record"
 )
 
 // Compaction (cleanup.policy=compact, KAFKA-FORMAT.md §9) keeps the latest
 // record of every key in the closed segments. Each cleaned segment keeps its
 // base offset and every retained record its offset (gaps appear); batches
-// whose records all survive are copied byte for byte. A rewrite goes
-// NNN.log.cleaned → NNN.log.swap → NNN.log, the old files being renamed
-// .deleted in between, so that a crash at any step is finished or rolled
-// back by the loader (completeSwaps).
+// whose records all survive are copied byte for byte. A rewrite writes the
+// new segment whole (.log, .index, .timeindex, .textindex) under .cleaned
+// names, renames them .swap (the .log last, which commits the swap),
+// renames the old files .deleted, then the .swap files to their final
+// names (the .log last again), so that a crash at any step is finished or
+// rolled back by the loader (completeSwaps).
 
 var errMapFull = errors.New("offset map full")
 
-// cleanerCrash is set only by tests: it is called at the steps of a swap
-// (after each segment of a group is renamed .deleted, and when the group
-// is swapped in), and an error from it stops the cleaner there, as a crash
-// would.
+// cleanerCrash is set only by tests: it is called at the steps of a swap,
+// and an error from it stops the cleaner there, as a crash would. The
+// steps, in order: "cleaned" (the new segment written and synced under
+// .cleaned names), "deleting" (after each segment of the group that kept
+// nothing at its end is renamed .deleted), "swapping" (after each of the
+// new files is renamed .cleaned → .swap, the .log last), "deleting" (after
+// each other segment of the group is renamed .deleted), "placing" (after
+// each index is renamed .swap → its final name), "renamed" (after the .log
+// is), "swapped" (the new segment serves the group's offsets).
 var cleanerCrash func(step string) error
 
 // Compact runs one cleaning pass if the partition is eligible (the store
@@ -244,14 +252,75 @@ func groupSegments(segs []*segment, cfg *Config) [][]*segment {
 // what the offset map says is latest, and swaps it in at the first one's
 // base. It returns the number of records removed and of bytes freed, and
 // raises *horizon to the delete horizon of any tombstone it keeps.
+//
+// The new segment is built as the append path builds one: each batch it
+// writes goes through segment.addBatch, which adds the sparse .index and
+// .timeindex entries and the text map, and it is sealed (final time-index
+// entry, indexes trimmed, everything fsynced) under .cleaned names. Its
+// files then move together through .swap to their final names, complete,
+// as Kafka's cleaner moves a cleaned LogSegment (KAFKA-FORMAT.md §9.6), and
+// it is served as written: nothing reads it again, and no index is ever
+// built in place under a name a reader (segfs verify beside the mount, a
+// Kafka broker after a crash) could open half-built.
 func (p *Partition) cleanSegments(group []*segment, m *offsetMap, dec *record.Decoder, cfg *Config, now int64, horizon *int64) (removed, freed int64, err error) {
 	old, last := group[0], group[len(group)-1]
-	cleanedPath := old.path(logSuffix) + cleanedSuffix
-	f, err := os.OpenFile(cleanedPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	cleaned := func(suf string) string { return old.path(suf) + cleanedSuffix }
+	swapped := func(suf string) string { return old.path(suf) + swapSuffix }
+	crash := func(step string) error {
+		if cleanerCrash != nil {
+			return cleanerCrash(step)
+		}
+		return nil
+	}
+	// The new segment's files, in the order they are swapped in: the
+	// indexes first, the .log last (see the swap below).
+	files := []string{indexSuffix, timeIndexSuffix, textIndexSuffix, logSuffix}
+	// A failed pass removes its files, a crash leaves them to the loader:
+	// none can be here, but an index opened over one would keep its
+	// entries.
+	for _, suf := range files {
+		os.Remove(cleaned(suf))
+	}
+	ns := newSegmentStruct(p.dir, old.base)
+	installed := false
+	defer func() {
+		if !installed {
+			ns.closeFiles() // a crash in a test, or a failure: the files are the loader's or dropped
+		}
+	}()
+	// drop abandons the new segment, before its .log's swap exists.
+	drop := func() {
+		ns.closeFiles()
+		for _, suf := range files {
+			os.Remove(cleaned(suf))
+		}
+		for _, suf := range files[:len(files)-1] {
+			os.Remove(swapped(suf))
+		}
+	}
+	f, err := os.OpenFile(cleaned(logSuffix), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return 0, 0, err
 	}
+	ns.log = f
+	if ns.oidx, err = index.OpenOffsetIndex(cleaned(indexSuffix), ns.base, int(cfg.SegmentIndexBytes), true); err != nil {
+		drop()
+		return 0, 0, err
+	}
+	if ns.tidx, err = index.OpenTimeIndex(cleaned(timeIndexSuffix), ns.base, int(cfg.SegmentIndexBytes), true); err != nil {
+		drop()
+		return 0, 0, err
+	}
 	w := bufio.NewWriterSize(f, 1<<20)
+	// put writes a batch at the end of the new segment and takes it in.
+	put := func(b []byte, h *record.Header, st record.TextStats) error {
+		pos := ns.size.Load()
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+		ns.addBatch(pos, int64(len(b)), h, st, cfg)
+		return nil
+	}
 	var bl record.Builder
 	var out []byte
 	type kept struct {
@@ -262,18 +331,17 @@ func (p *Partition) cleanSegments(group []*segment, m *offsetMap, dec *record.De
 		hdrs  []record.RecordHeader
 	}
 	var keep []kept
-	outNext := old.base // the next offset after the last batch written
 	clean := func(pos int64, b []byte, h *record.Header) error {
 		if h.Control() {
-			outNext = h.NextOffset()
-			_, err := w.Write(b)
-			return err
+			return put(b, h, record.TextStats{}) // markers render no text
 		}
 		keep = keep[:0]
 		total := 0
 		tombstones := false
+		var all record.TextStats // what the batch renders, kept whole
 		err := dec.Records(b, func(r *record.Record) error {
 			total++
+			all.AddRecord(r)
 			if r.Key == nil {
 				return nil
 			}
@@ -307,14 +375,11 @@ func (p *Partition) cleanSegments(group []*segment, m *offsetMap, dec *record.De
 			}
 		}
 		if len(keep) == total && !needHorizon {
-			outNext = h.NextOffset()
-			_, err := w.Write(b) // unchanged: byte for byte, CRC and all
-			return err
+			return put(b, h, all) // unchanged: byte for byte, CRC and all
 		}
 		if len(keep) == 0 {
 			return nil
 		}
-		outNext = h.NextOffset()
 		spec := record.BatchSpec{
 			BaseOffset: h.BaseOffset, LeaderEpoch: h.PartitionLeaderEpoch,
 			ProducerID: h.ProducerID, ProducerEpoch: h.ProducerEpoch, BaseSequence: h.BaseSequence,
@@ -327,15 +392,20 @@ func (p *Partition) cleanSegments(group []*segment, m *offsetMap, dec *record.De
 			spec.DeleteHorizon = now + cfg.DeleteRetentionMs
 		}
 		bl.Reset(spec)
+		var st record.TextStats
 		for _, k := range keep {
 			bl.AddAt(k.delta, k.ts, k.key, k.value, k.hdrs)
+			st.AddRecord(&record.Record{Key: k.key, Value: k.value})
 		}
 		out, err = bl.Build(out[:0])
 		if err != nil {
 			return err
 		}
-		_, err = w.Write(out)
-		return err
+		oh, err := record.ParseHeader(out)
+		if err != nil {
+			return err
+		}
+		return put(out, &oh, st)
 	}
 	for _, s := range group {
 		if err = scanSegment(s, dec, clean); err != nil {
@@ -346,15 +416,27 @@ func (p *Partition) cleanSegments(group []*segment, m *offsetMap, dec *record.De
 		err = w.Flush()
 	}
 	if err == nil {
-		err = f.Sync()
+		// The final time-index entry, then the log, the indexes (trimmed,
+		// read-only from here on) and the text map, all fsynced.
+		err = ns.sealText(cleaned(textIndexSuffix))
 	}
-	f.Close()
 	if err != nil {
-		os.Remove(cleanedPath)
+		drop()
 		return 0, 0, err
 	}
+	if _, err := os.Stat(cleaned(textIndexSuffix)); err != nil {
+		// Not saved (a full disk): the loader rebuilds it after a restart.
+		files = slices.DeleteFunc(files, func(suf string) bool { return suf == textIndexSuffix })
+	}
 	if fi, err := last.log.Stat(); err == nil {
-		os.Chtimes(cleanedPath, fi.ModTime(), fi.ModTime())
+		// Retention falls back to the .log's mtime; Kafka sets its
+		// indexes' too (KAFKA-FORMAT.md §9.6).
+		for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+			os.Chtimes(cleaned(suf), fi.ModTime(), fi.ModTime())
+		}
+	}
+	if err := crash("cleaned"); err != nil {
+		return 0, 0, err
 	}
 	// Segments at the end of the group that kept nothing go before the
 	// swap exists: the loader replaces only the segments inside the
@@ -365,16 +447,14 @@ func (p *Partition) cleanSegments(group []*segment, m *offsetMap, dec *record.De
 	retire := func(segs []*segment) error {
 		for _, s := range segs {
 			s.markDeleted()
-			if cleanerCrash != nil {
-				if err := cleanerCrash("deleting"); err != nil {
-					return err
-				}
+			if err := crash("deleting"); err != nil {
+				return err
 			}
 		}
 		return nil
 	}
 	tail := len(group)
-	for tail > 1 && group[tail-1].base >= outNext {
+	for tail > 1 && group[tail-1].base >= ns.next.Load() {
 		tail--
 	}
 	if err := retire(group[tail:]); err != nil {
@@ -394,16 +474,23 @@ func (p *Partition) cleanSegments(group []*segment, m *offsetMap, dec *record.De
 	txnSwap := old.path(txnIndexSuffix) + swapSuffix
 	if len(txns) > 0 {
 		if err := WriteFileAtomic(txnSwap, encodeTxnIndex(txns)); err != nil {
-			os.Remove(cleanedPath)
+			drop()
 			return 0, 0, err
 		}
 	}
-	// The swap: from here on a crash is completed by the loader.
-	swapPath := old.path(logSuffix) + swapSuffix
-	if err := os.Rename(cleanedPath, swapPath); err != nil {
-		os.Remove(cleanedPath)
-		os.Remove(txnSwap)
-		return 0, 0, err
+	// The swap. Every file goes .cleaned → .swap, the .log last: its
+	// rename commits the swap. Before it, the loader drops every .swap at
+	// or above a .cleaned file's base; from it on, the loader completes
+	// the swap (completeSwaps).
+	for _, suf := range files {
+		if err := os.Rename(cleaned(suf), swapped(suf)); err != nil {
+			drop()
+			os.Remove(txnSwap)
+			return 0, 0, err
+		}
+		if err := crash("swapping"); err != nil {
+			return 0, 0, err
+		}
 	}
 	if err := syncDir(p.dir); err != nil {
 		return 0, 0, err
@@ -413,11 +500,20 @@ func (p *Partition) cleanSegments(group []*segment, m *offsetMap, dec *record.De
 	if err := retire(group[:tail]); err != nil {
 		return 0, 0, err
 	}
-	if err := os.Rename(swapPath, old.path(logSuffix)); err != nil {
-		return 0, 0, err
-	}
-	if cleanerCrash != nil {
-		if err := cleanerCrash("renamed"); err != nil {
+	// .swap → final names, the .log last again: whenever the new .log is
+	// at its name, its indexes are at theirs, complete. A crash before the
+	// .log's rename leaves its swap, and the loader deletes the indexes
+	// already renamed with the rest of the swap's offsets, renames the
+	// rest and rebuilds what is missing.
+	for _, suf := range files {
+		if err := os.Rename(swapped(suf), old.path(suf)); err != nil {
+			return 0, 0, err
+		}
+		step := "placing"
+		if suf == logSuffix {
+			step = "renamed"
+		}
+		if err := crash(step); err != nil {
 			return 0, 0, err
 		}
 	}
@@ -430,18 +526,12 @@ func (p *Partition) cleanSegments(group []*segment, m *offsetMap, dec *record.De
 	if err := syncDir(p.dir); err != nil {
 		return 0, 0, err
 	}
-	ns := newSegmentStruct(p.dir, old.base)
+	// The new segment is served as written: the sealed indexes stay
+	// mapped (a rename does not change the file under a mapping or a
+	// descriptor).
 	ns.txns = txns
-	lf, err := os.OpenFile(ns.path(logSuffix), os.O_RDWR, 0)
-	if err != nil {
-		return 0, 0, err
-	}
-	ns.log = lf
-	if _, err := ns.recover(cfg, false, dec); err != nil {
-		ns.closeFiles()
-		return 0, 0, err
-	}
 	ns.next.Store(max(ns.next.Load(), last.next.Load()))
+	installed = true
 	for _, s := range group {
 		freed += s.size.Load()
 	}
@@ -460,10 +550,8 @@ func (p *Partition) cleanSegments(group []*segment, m *offsetMap, dec *record.De
 	for _, s := range group {
 		p.store.scheduleRelease(s, time.Duration(cfg.FileDeleteDelayMs)*time.Millisecond)
 	}
-	if cleanerCrash != nil {
-		if err := cleanerCrash("swapped"); err != nil {
-			return removed, freed, err
-		}
+	if err := crash("swapped"); err != nil {
+		return removed, freed, err
 	}
 	return removed, freed, nil
 }

@@ -92,9 +92,21 @@
 // (cleaner.go) rewrites closed segments keeping the latest record of each
 // key, and cleans groups of consecutive segments into one, as Kafka's
 // cleaner does: a group's logs and indexes fit one segment's limits, so the
-// small segments a pass leaves behind merge on the next. A swap goes
-// .cleaned → .swap → .log, and the loader finishes it by deleting every
-// segment inside the swap's offsets.
+// small segments a pass leaves behind merge on the next. The cleaner
+// writes the new segment whole as the append path would, its .index,
+// .timeindex and text map taking each batch as it is written, and seals
+// it under .cleaned names (NNN.log.cleaned, NNN.index.cleaned, ...). A
+// swap then renames these .swap, the .log last: its rename commits the
+// swap. The old segments are renamed .deleted, and the .swap files take
+// their final names, the .log last again, so that a reader of the
+// directory (segfs verify beside a mount, Kafka after a crash) never finds
+// the new .log beside a missing or half-built index; the new segment is
+// served as written, without reading it again. The loader drops every
+// .cleaned file and every .swap at or above a .cleaned file's base (the
+// swap was not committed), and finishes a committed one by deleting every
+// segment inside the .log.swap's offsets and renaming each .swap into
+// place; an index already renamed before the crash goes with the old
+// files and is rebuilt from the log.
 //
 // # Settings
 //

@@ -265,8 +265,14 @@ func parseSegmentBase(name, suffix string) (int64, bool) {
 
 // completeSwaps finishes or rolls back an interrupted compaction swap
 // (KAFKA-FORMAT.md §7.5 steps 1–2): .cleaned files are incomplete and
-// dropped; a .swap was complete, so the segments it replaces are deleted
-// and it takes their place.
+// dropped (loadPartition removes them), and so is every .swap at or above
+// the lowest base of a .cleaned file: the cleaner renames a new segment's
+// files .cleaned → .swap with its .log last (cleanSegments), so until the
+// .log's rename the swap is not committed. A .log.swap was complete, with
+// every .swap beside it: the segments inside its offsets are deleted, its
+// own files too (among them any index the cleaner had already renamed
+// from .swap into place, rebuilt at load if its .swap is gone), and every
+// .swap takes its final name.
 func completeSwaps(dir string, log interface{ Info(string, ...any) }) error {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -281,8 +287,9 @@ func completeSwaps(dir string, log interface{ Info(string, ...any) }) error {
 	for _, e := range ents {
 		name := e.Name()
 		if strings.HasSuffix(name, cleanedSuffix) {
-			if base, ok := parseSegmentBase(strings.TrimSuffix(name, cleanedSuffix), logSuffix); ok {
-				if minCleaned < 0 || base < minCleaned {
+			inner := strings.TrimSuffix(name, cleanedSuffix)
+			for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, textIndexSuffix, txnIndexSuffix} {
+				if base, ok := parseSegmentBase(inner, suf); ok && (minCleaned < 0 || base < minCleaned) {
 					minCleaned = base
 				}
 			}

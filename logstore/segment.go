@@ -365,6 +365,17 @@ func (s *segment) appendBatch(b []byte, h *record.Header, st record.TextStats, c
 		}
 		return &writeFailure{err: err}
 	}
+	s.addBatch(pos, int64(len(b)), h, st, cfg)
+	return nil
+}
+
+// addBatch takes in a batch of size bytes just written at pos, the end of
+// the segment: the sparse index entries (KAFKA-FORMAT.md §3.3, §4.2), the
+// max timestamp, the text map, then the new end, published last. The
+// append path calls it for every batch it writes, and so does the cleaner
+// for every batch of the segment it writes (cleanSegments), whose indexes
+// thus follow the same rules, and match what recovery would rebuild.
+func (s *segment) addBatch(pos, size int64, h *record.Header, st record.TextStats, cfg *Config) {
 	last := h.LastOffset()
 	ts := h.MaxTimestamp
 	if s.bytesSinceIndex > cfg.IndexIntervalBytes {
@@ -375,7 +386,7 @@ func (s *segment) appendBatch(b []byte, h *record.Header, st record.TextStats, c
 		}
 		s.bytesSinceIndex = 0
 	}
-	s.bytesSinceIndex += int64(len(b))
+	s.bytesSinceIndex += size
 	if ts > s.maxTs.Load() {
 		s.maxTs.Store(ts)
 		s.maxTsOffset.Store(last)
@@ -383,11 +394,10 @@ func (s *segment) appendBatch(b []byte, h *record.Header, st record.TextStats, c
 	if s.firstBatchTs < 0 && pos == 0 {
 		s.firstBatchTs = ts
 	}
-	s.text.add(pos, int64(len(b)), h.BaseOffset, st)
+	s.text.add(pos, size, h.BaseOffset, st)
 	s.lastBatchPos.Store(pos)
 	s.next.Store(last + 1)
-	s.size.Store(pos + int64(len(b)))
-	return nil
+	s.size.Store(pos + size)
 }
 
 // Block reservation for bulk appends. Appending to the end of a file makes
@@ -504,7 +514,11 @@ func (s *segment) flush() error {
 // roll whose next segment cannot be created leaves the sealed segment
 // active; the roll is retried by the next append and sealing again is
 // harmless.
-func (s *segment) seal() error {
+func (s *segment) seal() error { return s.sealText(s.path(textIndexSuffix)) }
+
+// sealText is seal saving the text map at textPath: the cleaner seals the
+// segment it writes under .cleaned names (cleanSegments).
+func (s *segment) sealText(textPath string) error {
 	s.releaseReserve()
 	if ts := s.maxTs.Load(); ts >= 0 {
 		s.tidx.MaybeAppend(ts, s.maxTsOffset.Load(), true)
@@ -523,8 +537,8 @@ func (s *segment) seal() error {
 	}
 	// The text map is derived data, rebuilt at the next load when its file
 	// is missing: failing to save it (a full disk) must not fail the roll.
-	if err := s.text.save(s.path(textIndexSuffix), s.size.Load()); err != nil {
-		os.Remove(s.path(textIndexSuffix))
+	if err := s.text.save(textPath, s.size.Load()); err != nil {
+		os.Remove(textPath)
 	}
 	return nil
 }

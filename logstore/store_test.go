@@ -378,7 +378,7 @@ func buildState(t *testing.T, dir string, batches int) (texts []string, position
 	return texts, positions
 }
 
-func copyDir(t *testing.T, src, dst string) {
+func copyDir(t testing.TB, src, dst string) {
 	t.Helper()
 	filepath.Walk(src, func(path string, info os.FileInfo, err error) error {
 		if err != nil {

@@ -230,7 +230,11 @@ func TestTxnIndexSurvivesCompaction(t *testing.T) {
 				t.Fatalf("leftover %v", m)
 			}
 		}
-		return mustPartition(t, s, "c").AbortedTxns(bases[0], leo), want, steps
+		p = mustPartition(t, s, "c")
+		for _, prob := range indexProblems(t, p.config(), p.dir, p.active().base) {
+			t.Errorf("after the reload: %s", prob)
+		}
+		return p.AbortedTxns(bases[0], leo), want, steps
 	}
 	got, want, steps := run(func(string) error { return nil })
 	if !reflect.DeepEqual(got, want) {

@@ -450,8 +450,10 @@ func (r *stressRig) startMountReaders() {
 	// An error a second run right after no longer reports for that file
 	// was the log changing under verify (a race of the offline tool, which
 	// takes no lock), logged rather than failed: the compaction swap and
-	// roll races it had are fixed (cli/cmd_verify_test.go), one is not
-	// (an index read while recovery rebuilds it after a swap).
+	// roll races it had are fixed (cli/cmd_verify_test.go), and so is the
+	// index it could read while the cleaner built it in place after a
+	// swap (the cleaner now moves complete indexes with the log:
+	// logstore's TestCompactionSwapNeverExposesPartialIndex).
 	r.goLoop(func() {
 		for !r.stopping() {
 			out, errs, code := r.run(120, r.bin, "verify", r.m.data)

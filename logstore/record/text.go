@@ -246,11 +246,18 @@ func (d *Decoder) Stats(b []byte, from int64) (TextStats, error) {
 		if r.Offset < from {
 			continue
 		}
-		s.Lines++
-		s.ValueBytes += int64(len(r.Value))
-		if r.Key != nil {
-			s.Keyed++
-			s.KeyBytes += int64(len(r.Key))
-		}
+		s.AddRecord(&r)
+	}
+}
+
+// AddRecord adds one rendered record to s: what Stats counts for each
+// record, for a caller that decodes the records anyway (the log cleaner
+// building the text map of the segment it writes).
+func (s *TextStats) AddRecord(r *Record) {
+	s.Lines++
+	s.ValueBytes += int64(len(r.Value))
+	if r.Key != nil {
+		s.Keyed++
+		s.KeyBytes += int64(len(r.Key))
 	}
 }
