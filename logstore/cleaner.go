@@ -354,8 +354,10 @@ func (p *Partition) cleanSegments(group []*segment, m *offsetMap, dec *record.De
 				}
 				tombstones = true
 			}
+			// The key is never null here, but may be empty, which a copy
+			// onto nil would make null (and the next pass drop).
 			k := kept{delta: r.OffsetDelta, ts: r.Timestamp,
-				key: append([]byte(nil), r.Key...), hdrs: append([]record.RecordHeader(nil), r.Headers...)}
+				key: append([]byte{}, r.Key...), hdrs: append([]record.RecordHeader(nil), r.Headers...)}
 			if r.Value != nil {
 				k.value = append([]byte{}, r.Value...)
 			}
