@@ -257,3 +257,118 @@ func kafkaWaitListening(t testing.TB, addr string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// kcatProduceQueued runs `kcat -b addr -P args...` with the one-line
+// message value on stdin, like kcatRun, but makes sure librdkafka has
+// queued the message before it hears from the broker, and returns kcat's
+// stderr and exit code.
+//
+// It exists for producing to a topic the broker refuses (an invalid name:
+// INVALID_TOPIC_EXCEPTION in Metadata), where librdkafka's message depends
+// on timing, against Kafka as against segfs: a message already waiting when
+// the Metadata answer arrives fails with the broker's error ("Broker:
+// Invalid topic"), but once the answer has marked the topic non-existent,
+// which librdkafka does at once for INVALID_TOPIC_EXCEPTION (no
+// topic.metadata.propagation.max.ms grace), rd_kafka_producev refuses the
+// next message locally with "Local: Unknown topic" and the broker's code is
+// lost. kcat creates the topic handle, and so asks for its metadata, before
+// it reads stdin, so on a loaded machine the answer sometimes came first.
+//
+// So kcat connects through a gate that holds the connection (nothing
+// reaches segfs, nothing comes back) until kcat has produced: -T makes it
+// copy each message to stdout right after rd_kafka_producev accepted it,
+// and -u unbuffers that. If kcat exits first (it refused the message), the
+// gate opens anyway and the caller sees kcat's error.
+func kcatProduceQueued(t testing.TB, addr, value string, args ...string) (stderr string, code int) {
+	t.Helper()
+	bin := kafkaNeedKcat(t)
+	if value == "" || strings.Contains(value, "\n") {
+		t.Fatalf("kcatProduceQueued: value %q must be one non-empty line", value)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := make(chan struct{})
+	openGate := sync.OnceFunc(func() { close(open) })
+	var (
+		mu    sync.Mutex
+		conns []net.Conn
+		wg    sync.WaitGroup
+	)
+	track := func(c net.Conn) {
+		mu.Lock()
+		conns = append(conns, c)
+		mu.Unlock()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			track(c)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-open
+				s, err := net.Dial("tcp", addr)
+				if err != nil {
+					c.Close()
+					return
+				}
+				track(s)
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					io.Copy(s, c)
+				}()
+				io.Copy(c, s)
+			}()
+		}
+	}()
+	// On return kcat has exited: closing every connection the gate
+	// accepted or dialled ends its goroutines, which are then waited for.
+	defer func() {
+		openGate()
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	}()
+
+	cmd := exec.Command("timeout", append([]string{"-k", "5", "60", bin, "-b", ln.Addr().String(), "-P", "-T", "-u"}, args...)...)
+	cmd.Stdin = strings.NewReader(value + "\n")
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// kcat's copy of the message, or EOF if it refused the message and
+	// exited: either way the broker may answer now.
+	tee, _ := io.ReadAll(io.LimitReader(stdout, int64(len(value))))
+	openGate()
+	io.Copy(io.Discard, stdout)
+	err = cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("kcat %s: %v", strings.Join(args, " "), err)
+	}
+	if code == 124 || code == 137 {
+		t.Fatalf("kcat %s timed out\nstderr: %s", strings.Join(args, " "), errb.String())
+	}
+	if string(tee) != value {
+		t.Logf("kcat %s refused the message before hearing from the broker", strings.Join(args, " "))
+	}
+	return errb.String(), code
+}
