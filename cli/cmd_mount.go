@@ -728,6 +728,8 @@ func startFetch(c *ucli.Context, ln net.Listener, store *logstore.Store, logger 
 		Logger:                         logger,
 		ConsumerGroupSessionTimeout:    c.Duration("group-consumer-session-timeout"),
 		ConsumerGroupHeartbeatInterval: c.Duration("group-consumer-heartbeat-interval"),
+		OffsetsRetention:               c.Duration("offsets-retention"),
+		OffsetsRetentionCheckInterval:  c.Duration("offsets-retention-check-interval"),
 	})
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -744,13 +746,18 @@ func startFetch(c *ucli.Context, ln net.Listener, store *logstore.Store, logger 
 
 // groupFlags are the fetch server's consumer group settings, shared by
 // mount and serve: Kafka's group.consumer.session.timeout.ms and
-// group.consumer.heartbeat.interval.ms (KIP-848 consumer groups).
+// group.consumer.heartbeat.interval.ms (KIP-848 consumer groups),
+// offsets.retention.minutes and offsets.retention.check.interval.ms.
 func groupFlags() []ucli.Flag {
 	return []ucli.Flag{
 		&ucli.DurationFlag{Name: "group-consumer-session-timeout", Value: fetch.DefaultConsumerGroupSessionTimeout,
 			Usage: "`DURATION` after which a member of a consumer group (KIP-848 protocol) that stopped heartbeating is removed and its partitions reassigned (Kafka's group.consumer.session.timeout.ms)"},
 		&ucli.DurationFlag{Name: "group-consumer-heartbeat-interval", Value: fetch.DefaultConsumerGroupHeartbeatInterval,
 			Usage: "`DURATION` between the heartbeats of consumer group members (KIP-848 protocol); shorter than the session timeout (Kafka's group.consumer.heartbeat.interval.ms)"},
+		&ucli.DurationFlag{Name: "offsets-retention", Value: fetch.DefaultOffsetsRetention,
+			Usage: "`DURATION` a committed offset is kept after its commit, or after its group became empty, unless a member of the group subscribes to its topic; a group left empty without offsets is then deleted (Kafka's offsets.retention.minutes)"},
+		&ucli.DurationFlag{Name: "offsets-retention-check-interval", Value: fetch.DefaultOffsetsRetentionCheckInterval,
+			Usage: "`DURATION` between the checks for expired offsets and groups (Kafka's offsets.retention.check.interval.ms)"},
 	}
 }
 
@@ -758,6 +765,10 @@ func groupFlags() []ucli.Flag {
 func checkGroupFlags(c *ucli.Context) error {
 	session, interval := c.Duration("group-consumer-session-timeout"), c.Duration("group-consumer-heartbeat-interval")
 	switch {
+	case c.Duration("offsets-retention") <= 0:
+		return errors.New("--offsets-retention must be positive")
+	case c.Duration("offsets-retention-check-interval") <= 0:
+		return errors.New("--offsets-retention-check-interval must be positive")
 	case session <= 0:
 		return errors.New("--group-consumer-session-timeout must be positive")
 	case interval <= 0:
@@ -811,5 +822,7 @@ func cleanupArgs(c *ucli.Context) []string {
 		"--producer-id-expiration", c.Duration("producer-id-expiration").String(),
 		"--group-consumer-session-timeout", c.Duration("group-consumer-session-timeout").String(),
 		"--group-consumer-heartbeat-interval", c.Duration("group-consumer-heartbeat-interval").String(),
+		"--offsets-retention", c.Duration("offsets-retention").String(),
+		"--offsets-retention-check-interval", c.Duration("offsets-retention-check-interval").String(),
 	}
 }

@@ -118,6 +118,8 @@ func runServe(c *ucli.Context) error {
 		Logger:                         logger,
 		ConsumerGroupSessionTimeout:    c.Duration("group-consumer-session-timeout"),
 		ConsumerGroupHeartbeatInterval: c.Duration("group-consumer-heartbeat-interval"),
+		OffsetsRetention:               c.Duration("offsets-retention"),
+		OffsetsRetentionCheckInterval:  c.Duration("offsets-retention-check-interval"),
 	})
 
 	served := make(chan error, 1)

@@ -1,7 +1,7 @@
 package fetch
 
 import (
-	"time"
+	"math"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -27,8 +27,11 @@ import (
 // UNKNOWN_MEMBER_ID when the group has committed offsets (it exists, with
 // no members), else GROUP_ID_NOT_FOUND (v9+) or ILLEGAL_GENERATION (before
 // v9), Kafka's OffsetMetadataManager answers. v0's
-// ZooKeeper storage and v2-v4's retention time are treated like the rest:
-// offsets are kept until overwritten. Partitions must exist
+// ZooKeeper storage is treated like the rest. Offsets expire as in Kafka
+// (expiry.go): a retention after their commit, or after their group
+// became Empty; v1's explicit commit timestamp is the commit time they
+// count from, and v2-v4's retention time (other than -1, the broker's)
+// sets an expiry of its own, now + that time. Partitions must exist
 // (UNKNOWN_TOPIC_OR_PARTITION, as Kafka checks), metadata is capped at
 // Kafka's offset.metadata.max.bytes (OFFSET_METADATA_TOO_LARGE). A member
 // of a KIP-848 consumer group (consumer_groups.go) commits with its member
@@ -52,7 +55,14 @@ func handleOffsetCommit(c *conn, h *reqHeader, r kmsg.Request) error {
 	}
 
 	// Per-partition checks first, outside the group lock.
-	now := time.Now().UnixMilli()
+	now := c.s.now().UnixMilli()
+	var expire int64 // 0: the broker's retention
+	if h.version >= 2 && h.version <= 4 && req.RetentionTimeMillis != -1 {
+		// Kafka's expireTimestampMs: now + retention, whatever its sign
+		// (a negative one has expired already); saturated, and at
+		// least 1, since 0 means none.
+		expire = max(satAdd(now, req.RetentionTimeMillis), 1)
+	}
 	var entries []commitEntry
 	codes := make([][]int16, len(req.Topics))
 	for i, rt := range req.Topics {
@@ -67,6 +77,10 @@ func handleOffsetCommit(c *conn, h *reqHeader, r kmsg.Request) error {
 			if rp.Metadata != nil {
 				meta = *rp.Metadata
 			}
+			commitTime := now
+			if h.version == 1 && rp.Timestamp != -1 {
+				commitTime = max(rp.Timestamp, commitTimeUnknown+1) // commitTimeUnknown is no time
+			}
 			entries = append(entries, commitEntry{
 				topic:     rt.Topic,
 				partition: rp.Partition,
@@ -74,7 +88,8 @@ func handleOffsetCommit(c *conn, h *reqHeader, r kmsg.Request) error {
 					Offset:       rp.Offset,
 					LeaderEpoch:  rp.LeaderEpoch,
 					Metadata:     meta,
-					CommitTimeMs: now,
+					CommitTimeMs: commitTime,
+					ExpireTimeMs: expire,
 				},
 			})
 		}
@@ -121,6 +136,17 @@ func handleOffsetCommit(c *conn, h *reqHeader, r kmsg.Request) error {
 		resp.Topics = append(resp.Topics, st)
 	}
 	return c.send(h, resp)
+}
+
+// satAdd is a+b, saturated at the int64 limits.
+func satAdd(a, b int64) int64 {
+	switch {
+	case b > 0 && a > math.MaxInt64-b:
+		return math.MaxInt64
+	case b < 0 && a < math.MinInt64-b:
+		return math.MinInt64
+	}
+	return a + b
 }
 
 // checkCommit validates one partition of a commit.

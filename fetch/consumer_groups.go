@@ -62,7 +62,8 @@ import (
 // (persistType, written when the group is created and whenever an epoch
 // changes, before the heartbeat that changed it is answered): after a
 // restart the group is a consumer group again, Empty, at those epochs
-// (restoreConsumers), until DeleteGroups removes it.
+// (restoreConsumers), until DeleteGroups removes it or it expires, Empty
+// and without offsets (expiry.go).
 
 const (
 	// DefaultConsumerGroupSessionTimeout is Kafka's
@@ -864,13 +865,56 @@ func (g *cgroup) meta() *consumerGroupMeta {
 // every heartbeat: each change costs one rewrite of the offsets file (a
 // temp file, two fsyncs and a rename), which the heartbeat that made it
 // waits for, as it did before for a group with committed offsets.
+//
+// It also keeps a classic group's record (classicGroupMeta) in step: set
+// for a group with committed offsets when it becomes Empty or gets its
+// first member (the time its offsets' retention counts from), removed
+// when the group becomes a consumer group. A classic group known only
+// from the file (after a restart, until a member joins) keeps its
+// record.
 func (gs *groups) persistType(group string) *offsetsOp {
+	var change func(offsetsState) offsetsState
+	add := func(op func(offsetsState) offsetsState) {
+		if change == nil {
+			change = op
+		} else {
+			change = thenOp(change, op)
+		}
+	}
 	want := gs.consumers[group].meta()
 	have, ok := gs.s.offsets.consumerMetaStaged(group)
-	if want == nil && !ok || want != nil && ok && have == *want {
+	if !(want == nil && !ok || want != nil && ok && have == *want) {
+		add(consumerMetaOp(group, want))
+	}
+	st := gs.s.offsets.staged()
+	rec, recorded := st.classics[group]
+	switch g := gs.byName[group]; {
+	case g != nil && len(st.groups[group]) > 0:
+		if want := g.record(); !recorded || rec != *want {
+			add(classicMetaOp(group, want))
+		}
+	case gs.consumers[group] != nil && recorded:
+		add(classicMetaOp(group, nil))
+	}
+	if change == nil {
 		return nil
 	}
-	return gs.s.offsets.stage(consumerMetaOp(group, want))
+	return gs.s.offsets.stage(change)
+}
+
+// persistAsync stages, like persistType, what group's records need (gs.mu
+// held) and writes it in the background: for a classic group becoming
+// Empty, which happens in timers and rebalances as well as in LeaveGroup,
+// whose callers have no request to delay. Shutdown waits for the write.
+func (gs *groups) persistAsync(group string) {
+	op := gs.persistType(group)
+	if op == nil {
+		return
+	}
+	// Once shutting down, the change stays staged: it is written with
+	// the next change, if any; a restart finds the group without
+	// members anyway.
+	gs.s.background(func() { gs.waitPersistType(group, op) })
 }
 
 // waitPersistType writes a change persistType staged. A failure is
@@ -882,7 +926,7 @@ func (gs *groups) waitPersistType(group string, op *offsetsOp) {
 		return
 	}
 	if err := gs.s.offsets.wait(op); err != nil {
-		gs.s.log.Warn("fetch: group type not written to the offsets file", "group", group, "err", err)
+		gs.s.log.Warn("fetch: group record not written to the offsets file", "group", group, "err", err)
 	}
 }
 

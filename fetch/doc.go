@@ -98,6 +98,34 @@
 // ListGroups, DescribeGroups) wait for staged changes first and see only
 // what is on disk.
 //
+// Offsets and groups expire as on a Kafka broker (expiry.go; KIP-211).
+// Every Config.OffsetsRetentionCheckInterval
+// (offsets.retention.check.interval.ms, 10 minutes;
+// `--offsets-retention-check-interval`) the offsets are removed that are
+// Config.OffsetsRetention (offsets.retention.minutes, 7 days;
+// `--offsets-retention`) old: for an Empty classic group, counted from
+// the later of the commit and the moment the group became Empty (Kafka
+// counts from the Empty time alone); for a group with members, only the
+// offsets of topics no member subscribes to, counted from the commit,
+// and for a classic group only if it is a Stable "consumer" group whose
+// subscriptions are known (any other keeps everything); for a KIP-848
+// consumer group and for commits without a group, from the commit. An
+// OffsetCommit v2-v4 retention time sets an offset's expiry instead; a
+// v1 commit timestamp is the time it counts from. An Empty group left
+// without offsets is then deleted (one that never committed at the
+// first check after its last member left), so the throwaway group ids
+// of `kcat -G`, tests and console consumers do not pile up in the file
+// and in ListGroups. A check that removes something writes the file
+// once; one that removes nothing writes nothing. The times are in the
+// file: each offset's commit time, and for a classic group with offsets
+// the time it became Empty (0 while it has members; written when it
+// empties and when its first member joins). A group recorded with
+// members lost them at the restart and is Empty from the load; an
+// offset without a commit time (a file segfs did not write) gets the
+// load time; either is written back at once, so no restart puts an
+// expiry off. The load time is the safe guess: nothing expires sooner
+// than a full retention after this server first saw it.
+//
 // # Consumer groups
 //
 // Classic consumer groups (JoinGroup, SyncGroup, Heartbeat, LeaveGroup;
@@ -160,7 +188,7 @@
 // when an epoch changes (not at every heartbeat), so after a restart
 // ListGroups, DescribeGroups and ConsumerGroupDescribe show it, Empty, at
 // its epochs, whether it committed offsets or not, until DeleteGroups
-// removes it. The assignor they name is that of the current members,
+// removes it or it expires (Empty, without offsets). The assignor they name is that of the current members,
 // the default ("uniform") for an Empty group, as in Kafka, which keeps
 // no group-level assignor. A group name is a classic or a consumer
 // group: an empty group converts when a member of the other protocol

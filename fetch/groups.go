@@ -115,9 +115,10 @@ func newGroups(s *Server, initialDelay time.Duration) *groups {
 	}
 }
 
-// group is one classic group. Groups stay in memory once created (an
-// empty group costs a few hundred bytes), so generations keep counting up
-// as in Kafka.
+// group is one classic group. A group stays in memory, its generations
+// counting up as in Kafka, until DeleteGroups or the expiry deletes it
+// (Empty, with no committed offsets left: expiry.go); a member joining
+// afterwards starts a new group.
 type group struct {
 	name         string
 	state        groupState
@@ -146,8 +147,14 @@ type group struct {
 	syncTimer *time.Timer
 	// subscribed are the topics the members of the current generation
 	// subscribe to (consumer protocol only; nil when unknown or Empty),
-	// whose offsets OffsetDelete refuses to delete.
+	// whose offsets OffsetDelete refuses to delete and the expiry keeps.
 	subscribed map[string]bool
+	// emptySince is when the group became Empty, in Unix milliseconds
+	// (Kafka's currentStateTimestamp of an Empty group), 0 while it has
+	// members: an Empty group's offsets expire a retention after it
+	// (expiry.go). The file keeps it for a group with offsets
+	// (classicGroupMeta).
+	emptySince int64
 }
 
 // member is one joined member.
@@ -267,7 +274,13 @@ func (gs *groups) joinLocked(r joinRequest) (joinResult, <-chan joinResult) {
 		if r.protocolType == "" || len(r.protocols) == 0 {
 			return errJoin(kerr.InconsistentGroupProtocol.Code, r.memberID), nil
 		}
-		g = &group{name: r.group, members: map[string]*member{}, pending: map[string]*time.Timer{}, static: map[string]string{}}
+		g = &group{name: r.group, members: map[string]*member{}, pending: map[string]*time.Timer{}, static: map[string]string{},
+			emptySince: gs.s.now().UnixMilli()}
+		if rec, ok := gs.s.offsets.staged().classics[r.group]; ok && rec.EmptySinceMs != 0 {
+			// A group known from the offsets file only (after a
+			// restart) has been Empty since then, not since now.
+			g.emptySince = rec.EmptySinceMs
+		}
 		gs.byName[r.group] = g
 	}
 	if !g.supportsProtocols(r.protocolType, r.protocols) {
@@ -694,6 +707,11 @@ func (gs *groups) prepareRebalance(g *group, reason string) {
 	}
 	wasEmpty := g.state == groupEmpty
 	g.setState(groupPreparingRebalance)
+	if wasEmpty {
+		// Only a join starts a rebalance of an Empty group: join's
+		// persistType writes the record before the answer.
+		g.emptySince = 0
+	}
 	gs.s.log.Debug("fetch: group rebalancing", "group", g.name, "generation", g.generation, "reason", reason)
 	rebalance := g.maxRebalance()
 	if wasEmpty && gs.initialDelay > 0 {
@@ -751,6 +769,8 @@ func (gs *groups) completeJoin(g *group) {
 	if len(g.members) == 0 {
 		g.protocol, g.leader, g.subscribed = "", "", nil
 		g.setState(groupEmpty)
+		g.emptySince = gs.s.now().UnixMilli()
+		gs.persistAsync(g.name)
 		return
 	}
 	// The leader should be a member that is here to receive the metadata.
@@ -1016,9 +1036,21 @@ func (gs *groups) commit(r commitRequest) (int16, *offsetsOp) {
 	}
 	// The group's type goes with its offsets too (persistType records
 	// it when it changes; this catches a record whose write failed), so
-	// that a restart finds a consumer group still one.
-	return 0, gs.s.offsets.stage(thenOp(onOffsets(commitOp(r.group, r.entries)),
-		consumerMetaOp(r.group, gs.consumers[r.group].meta())))
+	// that a restart finds a consumer group still one; and so does a
+	// classic group's record, which the file keeps for a group with
+	// offsets (a commit without a group leaves the record of a classic
+	// group known only from the file as it is).
+	op := thenOp(onOffsets(commitOp(r.group, r.entries)), consumerMetaOp(r.group, gs.consumers[r.group].meta()))
+	if g := gs.byName[r.group]; g != nil {
+		op = thenOp(op, classicMetaOp(r.group, g.record()))
+	}
+	return 0, gs.s.offsets.stage(op)
+}
+
+// record is what the offsets file keeps of g for the expiry of its
+// offsets.
+func (g *group) record() *classicGroupMeta {
+	return &classicGroupMeta{EmptySinceMs: g.emptySince}
 }
 
 // validateCommit is commit's check; gs.mu is held.
@@ -1099,13 +1131,14 @@ func (gs *groups) deleteGroup(name string) (int16, *offsetsOp) {
 		gs.forget(g)
 	}
 	gs.s.log.Info("fetch: group deleted", "group", name)
-	// A consumer group's record goes with it, offsets or not, so that
-	// a restart does not bring it back.
+	// A group's record goes with it, offsets or not, so that a restart
+	// does not bring it back.
 	_, recorded := gs.s.offsets.consumerMetaStaged(name)
-	if !hasOffsets && !recorded {
+	_, classic := gs.s.offsets.staged().classics[name]
+	if !hasOffsets && !recorded && !classic {
 		return 0, nil
 	}
-	return 0, gs.s.offsets.stage(thenOp(onOffsets(deleteGroupOp(name)), consumerMetaOp(name, nil)))
+	return 0, gs.s.offsets.stage(thenOp(thenOp(onOffsets(deleteGroupOp(name)), consumerMetaOp(name, nil)), classicMetaOp(name, nil)))
 }
 
 // forget drops an Empty group's membership state: it is Dead, and a later

@@ -36,6 +36,13 @@ func startServer(t testing.TB, cfg Config) *testServer {
 
 func startServerDir(t testing.TB, dir string, cfg Config) *testServer {
 	t.Helper()
+	return startServerPrepared(t, dir, cfg, nil)
+}
+
+// startServerPrepared is startServerDir with prepare run on the server
+// before it serves (to replace its clock).
+func startServerPrepared(t testing.TB, dir string, cfg Config, prepare func(*Server)) *testServer {
+	t.Helper()
 	store, err := logstore.Open(dir, logstore.Options{Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
@@ -48,6 +55,9 @@ func startServerDir(t testing.TB, dir string, cfg Config) *testServer {
 		t.Fatal(err)
 	}
 	ts := &testServer{srv: New(store, cfg), store: store, dir: dir, addr: ln.Addr().String()}
+	if prepare != nil {
+		prepare(ts.srv)
+	}
 	served := make(chan error, 1)
 	go func() { served <- ts.srv.Serve(ln) }()
 	// stop runs once, whoever calls it first (the test, or its cleanup

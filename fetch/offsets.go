@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/segfs/segfs/logstore"
 )
@@ -23,11 +25,35 @@ const OffsetsFile = "segfs-consumer-offsets.json"
 const offsetsFileVersion = 1
 
 // committedOffset is one committed position of a group in a partition.
+// CommitTimeMs is when it was committed (or the explicit time of an
+// OffsetCommit v1), which its retention counts from (expiry.go).
+// ExpireTimeMs is the explicit expiry an OffsetCommit v2-v4 asked for
+// with its retention time, Kafka's expire timestamp; 0 is none (an
+// explicit expiry is at least 1, long past, when asked for one before
+// 1970). Both were added without a version bump: every file segfs wrote
+// has commit_time_ms, and an older segfs ignores expire_time_ms.
 type committedOffset struct {
 	Offset       int64  `json:"offset"`
 	LeaderEpoch  int32  `json:"leader_epoch"`
 	Metadata     string `json:"metadata"`
 	CommitTimeMs int64  `json:"commit_time_ms"`
+	ExpireTimeMs int64  `json:"expire_time_ms,omitempty"`
+}
+
+// commitTimeUnknown marks, while a file is loaded, an offset whose entry
+// has no commit_time_ms (a file written by hand or by another tool: segfs
+// always wrote it). load gives it the load time.
+const commitTimeUnknown = math.MinInt64
+
+// UnmarshalJSON tells a missing commit_time_ms from an explicit 0.
+func (c *committedOffset) UnmarshalJSON(b []byte) error {
+	type plain committedOffset // without this method
+	p := plain{CommitTimeMs: commitTimeUnknown}
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*c = committedOffset(p)
+	return nil
 }
 
 // consumerGroupMeta is what the file keeps of a KIP-848 consumer group
@@ -45,28 +71,48 @@ type consumerGroupMeta struct {
 	AssignmentEpoch int32 `json:"assignment_epoch"`
 }
 
+// classicGroupMeta is what the file keeps of a classic group (one that
+// members joined with JoinGroup) for the expiry of its offsets: Kafka's
+// currentStateTimestamp of an Empty group, which its offsets' retention
+// counts from, kept in its GroupMetadata record. EmptySinceMs is when the
+// group became Empty, 0 while it has members. It is kept for a group
+// with committed offsets only (a group without any has nothing to
+// expire), written when the group becomes Empty and when its first
+// member joins (groups.persistType). Members are not persisted: a group
+// recorded with members lost them at the restart, and load makes it
+// Empty since the load.
+type classicGroupMeta struct {
+	EmptySinceMs int64 `json:"empty_since_ms,omitempty"`
+}
+
 // offsetsFileData is the file's JSON document. ConsumerGroups lists the
-// consumer groups, with offsets or not; every other group is classic. A
-// file written before segfs kept it has none, and one written before
-// segfs kept consumer groups without offsets lists only those with some:
-// both load as they did. An older segfs reading a newer file ignores the
-// field, or the groups without offsets in it, and sees what it always
-// did, so the version stays.
+// consumer groups, with offsets or not; ClassicGroups the classic groups
+// with offsets that members joined (a group with offsets in neither is a
+// simple group: commits without membership). A file written before segfs
+// kept them has none, and one written before segfs kept consumer groups
+// without offsets lists only those with some: both load as they did (a
+// classic group without a record expires its offsets by commit time, as
+// Kafka does for a group whose record has no state timestamp). An older
+// segfs reading a newer file ignores the fields, or the groups without
+// offsets in it, and sees what it always did, so the version stays.
 type offsetsFileData struct {
 	Version        int                                             `json:"version"`
 	Groups         map[string]map[string]map[int32]committedOffset `json:"groups"`
 	ConsumerGroups map[string]consumerGroupMeta                    `json:"consumer_groups,omitempty"`
+	ClassicGroups  map[string]classicGroupMeta                     `json:"classic_groups,omitempty"`
 }
 
 // offsetsMap is group → topic → partition → offset. A map once published
 // in offsetStore is never modified: changes copy what they touch.
 type offsetsMap = map[string]map[string]map[int32]committedOffset
 
-// offsetsState is what the file holds: the offsets, and the consumer
-// groups. Like offsetsMap, a published state is never modified.
+// offsetsState is what the file holds: the offsets, the consumer groups
+// and the classic groups' records. Like offsetsMap, a published state is
+// never modified.
 type offsetsState struct {
 	groups    offsetsMap
 	consumers map[string]consumerGroupMeta
+	classics  map[string]classicGroupMeta
 }
 
 // onOffsets lifts a change of the offsets to one of the state. A
@@ -99,6 +145,30 @@ func consumerMetaOp(group string, meta *consumerGroupMeta) func(offsetsState) of
 			delete(st.consumers, group)
 		} else {
 			st.consumers[group] = *meta
+		}
+		return st
+	}
+}
+
+// classicMetaOp is the change that sets group's classic group record to
+// meta, or, with nil, removes it.
+func classicMetaOp(group string, meta *classicGroupMeta) func(offsetsState) offsetsState {
+	return func(st offsetsState) offsetsState {
+		old, had := st.classics[group]
+		switch {
+		case meta == nil && !had:
+			return st
+		case meta != nil && had && old == *meta:
+			return st
+		}
+		st.classics = maps.Clone(st.classics)
+		if st.classics == nil {
+			st.classics = map[string]classicGroupMeta{}
+		}
+		if meta == nil {
+			delete(st.classics, group)
+		} else {
+			st.classics[group] = *meta
 		}
 		return st
 	}
@@ -144,6 +214,8 @@ type offsetStore struct {
 	durable offsetsState // what the file holds
 	latest  offsetsState // durable with every queued change applied
 	queue   []*offsetsOp // staged, not yet written, in order
+
+	writes atomic.Int64 // files written, for tests
 }
 
 // offsetsOp is one staged change.
@@ -161,30 +233,56 @@ func newOffsetStore(dir string) *offsetStore {
 	}
 }
 
-// load reads the file; a missing file is an empty store.
-func (o *offsetStore) load() error {
+// load reads the file; a missing file is an empty store. now is the load
+// time, given to what the file lacks a time for: an offset without a
+// commit time, and a classic group recorded with members (it lost them
+// at the restart: it is Empty from now on). fixed reports that it did,
+// so the caller writes the file once: the next restart then finds those
+// times, instead of giving them its own load time again, which would put
+// the expiry off at every restart.
+func (o *offsetStore) load(now int64) (fixed bool, err error) {
 	b, err := os.ReadFile(o.path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("committed offsets: %w", err)
+		return false, fmt.Errorf("committed offsets: %w", err)
 	}
 	var d offsetsFileData
 	if err := json.Unmarshal(b, &d); err != nil {
-		return fmt.Errorf("committed offsets: %s: %w", o.path, err)
+		return false, fmt.Errorf("committed offsets: %s: %w", o.path, err)
 	}
 	if d.Version != offsetsFileVersion {
-		return fmt.Errorf("committed offsets: %s: unknown version %d", o.path, d.Version)
+		return false, fmt.Errorf("committed offsets: %s: unknown version %d", o.path, d.Version)
+	}
+	for _, topics := range d.Groups {
+		for _, parts := range topics {
+			for p, c := range parts {
+				if c.CommitTimeMs == commitTimeUnknown {
+					c.CommitTimeMs, fixed = now, true
+					parts[p] = c
+				}
+			}
+		}
+	}
+	for g, c := range d.ClassicGroups {
+		if c.EmptySinceMs == 0 {
+			d.ClassicGroups[g], fixed = classicGroupMeta{EmptySinceMs: now}, true
+		}
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	st := offsetsState{groups: d.Groups, consumers: d.ConsumerGroups}
+	st := offsetsState{groups: d.Groups, consumers: d.ConsumerGroups, classics: d.ClassicGroups}
 	if st.groups == nil {
 		st.groups = offsetsMap{}
 	}
 	o.durable, o.latest = st, st
-	return nil
+	return fixed, nil
+}
+
+// rewrite writes the file as it is (after load fixed times in it).
+func (o *offsetStore) rewrite() error {
+	return o.wait(o.stage(func(st offsetsState) offsetsState { return st }))
 }
 
 // stage applies a change to latest and queues it for the next write. It
@@ -214,9 +312,12 @@ func (o *offsetStore) wait(op *offsetsOp) error {
 	o.queue = nil
 	o.mu.Unlock()
 
-	b, err := json.MarshalIndent(offsetsFileData{Version: offsetsFileVersion, Groups: snap.groups, ConsumerGroups: snap.consumers}, "", " ")
+	b, err := json.MarshalIndent(offsetsFileData{Version: offsetsFileVersion, Groups: snap.groups, ConsumerGroups: snap.consumers, ClassicGroups: snap.classics}, "", " ")
 	if err == nil {
 		err = logstore.WriteFileAtomic(o.path, b)
+	}
+	if err == nil {
+		o.writes.Add(1)
 	}
 	if err != nil {
 		err = fmt.Errorf("committed offsets: %w", err)
@@ -403,6 +504,15 @@ func (o *offsetStore) consumerMetaStaged(group string) (consumerGroupMeta, bool)
 	defer o.mu.Unlock()
 	m, ok := o.latest.consumers[group]
 	return m, ok
+}
+
+// staged is the state with every change staged so far (not necessarily
+// written): what the coordinator decides on, under its lock. The maps
+// are never modified, so it reads them without o.mu.
+func (o *offsetStore) staged() offsetsState {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.latest
 }
 
 // consumerGroups returns the consumer groups the file records (read once

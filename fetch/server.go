@@ -68,6 +68,15 @@ type Config struct {
 	// members are told to heartbeat at. <= 0 means
 	// DefaultConsumerGroupHeartbeatInterval.
 	ConsumerGroupHeartbeatInterval time.Duration
+	// OffsetsRetention is Kafka's offsets.retention.minutes: how long a
+	// committed offset is kept once its group no longer needs it
+	// (expiry.go). <= 0 means DefaultOffsetsRetention.
+	OffsetsRetention time.Duration
+	// OffsetsRetentionCheckInterval is Kafka's
+	// offsets.retention.check.interval.ms: how often expired offsets
+	// and groups are looked for. <= 0 means
+	// DefaultOffsetsRetentionCheckInterval.
+	OffsetsRetentionCheckInterval time.Duration
 }
 
 // Stats counts bytes sent, split by how they left the process. They prove
@@ -100,6 +109,18 @@ type Server struct {
 	sendfileBytes atomic.Int64
 	requests      atomic.Int64
 	connections   atomic.Int64
+
+	// now is the clock of the offsets' retention: commit times, the
+	// time a group became Empty, the expiry checks. Tests replace it
+	// before Serve, to move through days without waiting.
+	now func() time.Time
+
+	// bg counts the background goroutines (the expiry loop, writes of
+	// group records), which Shutdown waits for; bgClosed, set by
+	// Shutdown under bgMu, refuses new ones.
+	bgMu     sync.Mutex
+	bgClosed bool
+	bg       sync.WaitGroup
 
 	// done is closed by Shutdown: long polls answer at once and the accept
 	// loop ends.
@@ -156,11 +177,18 @@ func New(store *logstore.Store, cfg Config) *Server {
 	if cfg.GroupInitialRebalanceDelay == 0 {
 		cfg.GroupInitialRebalanceDelay = DefaultGroupInitialRebalanceDelay
 	}
+	if cfg.OffsetsRetention <= 0 {
+		cfg.OffsetsRetention = DefaultOffsetsRetention
+	}
+	if cfg.OffsetsRetentionCheckInterval <= 0 {
+		cfg.OffsetsRetentionCheckInterval = DefaultOffsetsRetentionCheckInterval
+	}
 	s := &Server{
 		store:   store,
 		cfg:     cfg,
 		log:     cfg.Logger,
 		offsets: newOffsetStore(store.Dir()),
+		now:     time.Now,
 		done:    make(chan struct{}),
 		conns:   make(map[*conn]struct{}),
 	}
@@ -201,11 +229,21 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.ln = ln
 	s.mu.Unlock()
 
-	if err := s.offsets.load(); err != nil {
+	fixed, err := s.offsets.load(s.now().UnixMilli())
+	if err != nil {
 		ln.Close()
 		return err
 	}
+	if fixed {
+		// Times the file lacked are now the load time; written once, so
+		// that the next restart finds them instead of its own load time.
+		// A failure costs nothing but that: the next change writes them.
+		if err := s.offsets.rewrite(); err != nil {
+			s.log.Warn("fetch: offsets file not rewritten with the load time of the offsets and groups it had no time for", "err", err)
+		}
+	}
 	s.groups.restoreConsumers(s.offsets.consumerGroups())
+	s.background(s.expireLoop)
 
 	var backoff time.Duration
 	for {
@@ -284,9 +322,16 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 
+	s.bgMu.Lock()
+	s.bgClosed = true
+	s.bgMu.Unlock()
+
 	finished := make(chan struct{})
 	go func() {
 		s.connWG.Wait()
+		// The expiry loop stops with done; a group record being
+		// written finishes.
+		s.bg.Wait()
 		close(finished)
 	}()
 	select {
@@ -301,6 +346,22 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		<-finished
 		return ctx.Err()
 	}
+}
+
+// background runs f in a goroutine that Shutdown waits for; once
+// Shutdown has begun it runs nothing and returns false.
+func (s *Server) background(f func()) bool {
+	s.bgMu.Lock()
+	defer s.bgMu.Unlock()
+	if s.bgClosed {
+		return false
+	}
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		f()
+	}()
+	return true
 }
 
 // shuttingDown reports whether Shutdown has begun.
