@@ -903,9 +903,9 @@ func (gs *groups) persistType(group string) *offsetsOp {
 }
 
 // persistAsync stages, like persistType, what group's records need (gs.mu
-// held) and writes it in the background: for a classic group becoming
-// Empty, which happens in timers and rebalances as well as in LeaveGroup,
-// whose callers have no request to delay. Shutdown waits for the write.
+// held) and writes it in the background: for a classic group that a
+// timer (a session, a rebalance or sync deadline) left Empty, where no
+// request waits. Shutdown waits for the write.
 func (gs *groups) persistAsync(group string) {
 	op := gs.persistType(group)
 	if op == nil {

@@ -305,6 +305,7 @@ func (gs *groups) joinLocked(r joinRequest) (joinResult, <-chan joinResult) {
 				if g.pending[id] == t {
 					delete(g.pending, id)
 					gs.maybeCompleteJoin(g)
+					gs.persistAsync(g.name)
 				}
 			})
 			g.pending[id] = t
@@ -615,6 +616,7 @@ func (gs *groups) sessionExpired(g *group, m *member) {
 	}
 	gs.s.log.Info("fetch: group member removed: no heartbeat within its session timeout", "group", g.name, "member", m.id, "session_timeout", m.session)
 	gs.removeMember(g, m, "session timeout of "+m.id)
+	gs.persistAsync(g.name) // it may have left the group Empty
 }
 
 // dropMember takes m out of g without changing g's state. A held request
@@ -677,6 +679,7 @@ func (gs *groups) setTimer(g *group, d time.Duration, fn func()) {
 		defer gs.mu.Unlock()
 		if g.epoch == epoch {
 			fn()
+			gs.persistAsync(g.name) // a rebalance may have left the group Empty
 		}
 	})
 }
@@ -769,8 +772,9 @@ func (gs *groups) completeJoin(g *group) {
 	if len(g.members) == 0 {
 		g.protocol, g.leader, g.subscribed = "", "", nil
 		g.setState(groupEmpty)
+		// Written by whoever made the group Empty once it is done:
+		// LeaveGroup before its answer, a timer in the background.
 		g.emptySince = gs.s.now().UnixMilli()
-		gs.persistAsync(g.name)
 		return
 	}
 	// The leader should be a member that is here to receive the metadata.
@@ -814,6 +818,7 @@ func (gs *groups) armPendingSync(g *group) {
 		gs.mu.Lock()
 		defer gs.mu.Unlock()
 		gs.expirePendingSync(g, gen)
+		gs.persistAsync(g.name)
 	})
 }
 
@@ -965,10 +970,20 @@ type leaveMember struct {
 	instanceID *string
 }
 
-// leave handles a LeaveGroup: a top-level error, or one per member.
+// leave handles a LeaveGroup: a top-level error, or one per member. A
+// group the leave made Empty has its record (the time it became Empty)
+// written before the answer.
 func (gs *groups) leave(name string, ms []leaveMember) (int16, []int16) {
 	gs.mu.Lock()
-	defer gs.mu.Unlock()
+	code, codes := gs.leaveLocked(name, ms)
+	op := gs.persistType(name)
+	gs.mu.Unlock()
+	gs.waitPersistType(name, op)
+	return code, codes
+}
+
+// leaveLocked is leave with gs.mu held.
+func (gs *groups) leaveLocked(name string, ms []leaveMember) (int16, []int16) {
 	if name == "" {
 		return kerr.InvalidGroupID.Code, nil
 	}
