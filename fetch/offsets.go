@@ -507,8 +507,8 @@ func (o *offsetStore) consumerMetaStaged(group string) (consumerGroupMeta, bool)
 }
 
 // staged is the state with every change staged so far (not necessarily
-// written): what the coordinator decides on, under its lock. The maps
-// are never modified, so it reads them without o.mu.
+// written): what the coordinator decides on, under its lock. Its maps
+// are never modified, so the caller reads them after o.mu is let go.
 func (o *offsetStore) staged() offsetsState {
 	o.mu.Lock()
 	defer o.mu.Unlock()
