@@ -487,6 +487,11 @@ func (p *Partition) AppendBatch(batch []byte) (AppendResult, error) {
 	// MaxTimestamp), and a record's timestamp delta is signed, so a record
 	// may lie outside both. Two comparisons a record cost nothing beside
 	// its varints, and allocate nothing unless the record is refused.
+	//
+	// The same walk sums the batch's text statistics and keeps its
+	// records decompressed (record.Walked), so that a compressed batch is
+	// decompressed once, here, and not again for the statistics or for a
+	// recompression to the topic's compression.type.
 	var dec record.Decoder
 	var n int32
 	var refused []RecordError
@@ -494,7 +499,7 @@ func (p *Partition) AppendBatch(batch []byte) (AppendResult, error) {
 	maxTs := int64(-1) // the largest record timestamp; -1 (none) if all are below
 	compact := cfg.Compact()
 	tr := newTimestampRule(cfg, &h, p.store.now().UnixMilli())
-	err = dec.Records(batch, func(r *record.Record) error {
+	walked, err := dec.Walk(batch, func(r *record.Record) error {
 		if r.OffsetDelta != n {
 			return fmt.Errorf("%w: record %d has offset delta %d", ErrInvalidRecord, n, r.OffsetDelta)
 		}
@@ -539,10 +544,10 @@ func (p *Partition) AppendBatch(batch []byte) (AppendResult, error) {
 			return res, fmt.Errorf("%w: %v", ErrCorrupt, err)
 		}
 	}
-	st, err := dec.Stats(batch, 0)
-	if err != nil {
-		return res, fmt.Errorf("%w: %v", ErrCorrupt, err)
-	}
+	// The walk counted every record, and every one has an offset of at
+	// least 0 (its delta, checked above): these are Stats(batch, 0).
+	// SetCreateTime touched the header only.
+	st := walked.Stats
 
 	p.amu.Lock()
 	defer p.amu.Unlock()
@@ -566,10 +571,14 @@ func (p *Partition) AppendBatch(batch []byte) (AppendResult, error) {
 	}
 	if codec, ok := cfg.Codec(); ok && codec != h.Codec() {
 		// A broker recompresses a batch whose codec is not the topic's
-		// compression.type; producer id, epoch and sequence stay.
-		if batch, err = p.rc.Recompress(nil, batch, codec); err != nil {
+		// compression.type; producer id, epoch and sequence stay. It
+		// compresses the records the walk decompressed, into zbuf
+		// (amu's, like the batch AppendLines recompresses there), which
+		// appendLocked is done with when it returns.
+		if p.zbuf, err = p.rc.RecompressRegion(p.zbuf[:0], batch, walked.Region, codec); err != nil {
 			return res, fmt.Errorf("%w: %v", ErrCorrupt, err)
 		}
+		batch = p.zbuf
 		if h, err = record.ParseHeader(batch); err != nil {
 			return res, fmt.Errorf("%w: %v", ErrCorrupt, err)
 		}

@@ -19,6 +19,20 @@ type Recompressor struct {
 // length and the CRC. b must be a whole batch whose CRC the caller has
 // checked; a control batch, or one already in c, is appended unchanged.
 func (rc *Recompressor) Recompress(dst, b []byte, c Codec) ([]byte, error) {
+	return rc.recompress(dst, b, nil, false, c)
+}
+
+// RecompressRegion is Recompress for a batch whose records region the
+// caller has decompressed already (Decoder.Walk's Region): it compresses
+// recs, which must be b's records, rather than decompress them again. dst
+// must not overlap b or recs.
+func (rc *Recompressor) RecompressRegion(dst, b, recs []byte, c Codec) ([]byte, error) {
+	return rc.recompress(dst, b, recs, true, c)
+}
+
+// recompress is Recompress, with b's records decompressed already in recs
+// if have.
+func (rc *Recompressor) recompress(dst, b, recs []byte, have bool, c Codec) ([]byte, error) {
 	if c < CodecNone || c > CodecZstd {
 		return dst, fmt.Errorf("%w %d", ErrCodec, int8(c))
 	}
@@ -29,14 +43,15 @@ func (rc *Recompressor) Recompress(dst, b []byte, c Codec) ([]byte, error) {
 	if h.Codec() == c || h.Control() {
 		return append(dst, b...), nil
 	}
-	recs, err := rc.d.decompress(h.Codec(), b[HeaderSize:])
-	if err != nil {
-		return dst, err
+	if !have {
+		if recs, err = rc.d.decompress(h.Codec(), b[HeaderSize:]); err != nil {
+			return dst, err
+		}
+		defer rc.d.release()
 	}
 	start := len(dst)
 	out := append(dst, b[:HeaderSize]...)
 	out, err = rc.z.compress(out, c, recs)
-	rc.d.release()
 	if err != nil {
 		return dst[:start], fmt.Errorf("record: %v compression: %w", c, err)
 	}

@@ -231,26 +231,71 @@ func varintReason(field string, n int) string {
 // Header keys are copied into strings (they are rare, and strings must not
 // change under their holder); everything else aliases b or d's buffer.
 func (d *Decoder) Records(b []byte, fn func(r *Record) error) error {
+	_, err := d.walk(b, fn, &d.hdrs, nil)
+	return err
+}
+
+// Walked is what Decoder.Walk learns of a batch in its one pass.
+type Walked struct {
+	// Stats counts every record of the batch: it is Stats(b, from) for a
+	// data batch whose records all have an offset of at least from (a
+	// produced batch's, at base offset 0, with from 0).
+	Stats TextStats
+	// Region is the batch's records region, decompressed: it aliases b,
+	// or the Decoder's buffer until the Decoder's next call, and is what
+	// RecompressRegion takes.
+	Region []byte
+}
+
+// Walk is Records for a caller that takes in a batch once, as a produce
+// does: it checks every record as Records does and calls fn for each, but
+// with r.Headers nil (the headers are checked, not stored, so nothing is
+// allocated for them), and it returns the batch's TextStats and its
+// decompressed records region, so that neither Stats nor a recompression
+// need decompress the batch again.
+func (d *Decoder) Walk(b []byte, fn func(r *Record) error) (Walked, error) {
+	var w Walked
+	region, err := d.walk(b, fn, nil, &w.Stats)
+	if err != nil {
+		return Walked{}, err
+	}
+	w.Region = region
+	return w, nil
+}
+
+// walk is Records and Walk: headers are stored in *hdrs unless hdrs is
+// nil, and each record is counted into *st unless st is nil. It returns
+// the records region.
+func (d *Decoder) walk(b []byte, fn func(r *Record) error, hdrs *[]RecordHeader, st *TextStats) ([]byte, error) {
 	defer d.release()
 	var (
 		h  Header
 		it recordIter
 	)
 	if err := d.open(b, &it, &h); err != nil {
-		return err
+		return nil, err
 	}
 	r := &d.rec
 	for {
-		ok, err := it.next(r, &d.hdrs)
+		ok, err := it.next(r, hdrs)
 		if !ok {
 			*r = Record{}
 			clear(d.hdrs)
-			return err
+			return it.s, err
+		}
+		if st != nil {
+			// As Stats counts a record.
+			st.Lines++
+			st.ValueBytes += int64(len(r.Value))
+			if r.Key != nil {
+				st.Keyed++
+				st.KeyBytes += int64(len(r.Key))
+			}
 		}
 		if err := fn(r); err != nil {
 			*r = Record{}
 			clear(d.hdrs)
-			return err
+			return it.s, err
 		}
 	}
 }
