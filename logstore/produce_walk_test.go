@@ -64,7 +64,12 @@ func TestAppendBatchOneWalk(t *testing.T) {
 					}
 				}
 			}
-			if allocs[1] > allocs[0]+5 {
+			// 900 more records, 1800 more headers: a few more
+			// allocations at most (a decompression buffer grown
+			// further; under -race, sync.Pool drops a quarter of what
+			// is put back, so the pooled decoder is now and then
+			// made anew).
+			if allocs[1] > allocs[0]+100 {
 				t.Errorf("%s, %v batch with 2 headers a record: %v allocations per AppendBatch of 100 records, %v of 1000", name, c, allocs[0], allocs[1])
 			}
 		}

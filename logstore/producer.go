@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/segfs/segfs/logstore/record"
@@ -491,8 +492,11 @@ func (p *Partition) AppendBatch(batch []byte) (AppendResult, error) {
 	// The same walk sums the batch's text statistics and keeps its
 	// records decompressed (record.Walked), so that a compressed batch is
 	// decompressed once, here, and not again for the statistics or for a
-	// recompression to the topic's compression.type.
-	var dec record.Decoder
+	// recompression to the topic's compression.type. The decoder comes
+	// from a pool, with the buffers and readers its codecs grew, and goes
+	// back once the recompression no longer needs its buffer.
+	dec := produceDecoders.Get().(*record.Decoder)
+	defer produceDecoders.Put(dec)
 	var n int32
 	var refused []RecordError
 	var badTimestamp bool
@@ -604,6 +608,12 @@ func (p *Partition) AppendBatch(batch []byte) (AppendResult, error) {
 	res.LogStartOffset = p.logStart.Load()
 	return res, nil
 }
+
+// produceDecoders are the decoders AppendBatch walks produced batches
+// with, outside the append lock, so that concurrent produces to one
+// partition validate in parallel, each reusing a decoder's decompression
+// buffer and gzip and lz4 readers rather than growing new ones per batch.
+var produceDecoders = sync.Pool{New: func() any { return new(record.Decoder) }}
 
 // timestampRule is the check Kafka's LogValidator.validateTimestamp makes
 // of each record of a produced batch (KAFKA-FORMAT.md §2.9). On a
