@@ -92,7 +92,7 @@ func lenOrNull(b []byte) int32 {
 func TestWalkDifferential(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	var d Decoder
-	for i := range 1500 {
+	for i := range 400 {
 		b := randBatch(r, allCodecs[i%len(allCodecs)])
 		checkWalk(t, &d, b)
 		bad := bytes.Clone(b)
