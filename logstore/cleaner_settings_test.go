@@ -202,3 +202,66 @@ func TestCompactDeletePolicy(t *testing.T) {
 	roll("d=2\n")
 	compact(1, "d=2\n")
 }
+
+// TestMaxCompactionLagRollsActiveSegment: on a compacted topic the active
+// segment rolls once it is max.compaction.lag.ms old when that is shorter
+// than segment.ms (Kafka's LogConfig.maxSegmentMs), by an append or, idle,
+// by the retention pass, so that the cleaner, which never touches the
+// active segment, can meet the lag. It used to roll only after segment.ms
+// (a week), keeping superseded values that long.
+func TestMaxCompactionLagRollsActiveSegment(t *testing.T) {
+	clock := newClock()
+	s := openStore(t, t.TempDir(), clock)
+	defer s.Close()
+	tp, err := s.CreateTopic("lag", 1, map[string]string{
+		"cleanup.policy": "compact", "key.separator": "=", "max.compaction.lag.ms": "1000",
+		"file.delete.delay.ms": "0",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := tp.Partition(0)
+	add := func(text string) {
+		t.Helper()
+		if _, _, err := p.AppendLines([]byte(text)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add("k=1\n")
+	clock.ms.Add(500)
+	add("k=2\n")
+	if n := p.Status().Segments; n != 1 {
+		t.Fatalf("%d segments within max.compaction.lag.ms, want 1", n)
+	}
+	clock.ms.Add(1000)
+	add("k=3\n")
+	if st := p.Status(); st.Segments != 2 || st.ActiveSegmentBaseOffset != 2 {
+		t.Fatalf("an append past max.compaction.lag.ms did not roll: %+v", st)
+	}
+	// Idle, the retention pass rolls it, and the cleaner can then clean
+	// what it holds.
+	clock.ms.Add(1500)
+	if _, err := p.ApplyRetention(); err != nil {
+		t.Fatal(err)
+	}
+	if st := p.Status(); st.Segments != 3 || st.ActiveSegmentBaseOffset != 3 {
+		t.Fatalf("an idle active segment past max.compaction.lag.ms did not roll: %+v", st)
+	}
+	if _, err := p.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	if got := textOf(t, p, 0); got != "k=3\n" {
+		t.Fatalf("after the pass: %q, want k=3 alone", got)
+	}
+
+	// Without compaction max.compaction.lag.ms rolls nothing.
+	if err := tp.SetConfig(map[string]string{"cleanup.policy": "delete"}); err != nil {
+		t.Fatal(err)
+	}
+	add("k=4\n")
+	clock.ms.Add(1500)
+	add("k=5\n")
+	if st := p.Status(); st.ActiveSegmentBaseOffset != 3 {
+		t.Fatalf("max.compaction.lag.ms rolled a topic that is not compacted: %+v", st)
+	}
+}

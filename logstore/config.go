@@ -319,6 +319,19 @@ func (c *Config) TimestampBounds() (before, after int64) {
 // Compact reports whether cleanup.policy includes compact.
 func (c Config) Compact() bool { return strings.Contains(c.CleanupPolicy, "compact") }
 
+// MaxSegmentMs is how old the active segment may grow before a roll
+// (Kafka's LogConfig.maxSegmentMs): segment.ms, or on a compacted topic
+// max.compaction.lag.ms when that is shorter. The cleaner never touches
+// the active segment, so without the shorter roll a record there would
+// wait up to segment.ms (a week) for compaction, past the bound
+// max.compaction.lag.ms promises (KIP-354).
+func (c *Config) MaxSegmentMs() int64 {
+	if c.Compact() && c.MaxCompactionLagMs > 0 {
+		return min(c.SegmentMs, c.MaxCompactionLagMs)
+	}
+	return c.SegmentMs
+}
+
 // MaxLineBytes is the longest line (without its '\n') the mount takes: one
 // sure to fit a batch of its own under both max.message.bytes and
 // segment.bytes, with the batch header and the most framing a record can

@@ -391,7 +391,7 @@ func (p *Partition) maybeRollLocked(size int64, h *record.Header, cfg *Config) e
 	switch {
 	case cur > cfg.SegmentBytes-size:
 		reason = "segment.bytes"
-	case cur > 0 && p.timeWaited(seg, h.MaxTimestamp) > cfg.SegmentMs-seg.rollJitter:
+	case cur > 0 && p.timeWaited(seg, h.MaxTimestamp) > cfg.MaxSegmentMs()-seg.rollJitter:
 		reason = "segment.ms"
 	case seg.oidx.Full():
 		reason = "offset index full"

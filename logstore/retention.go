@@ -52,14 +52,15 @@ func (p *Partition) ApplyRetention() (CleanupStats, error) {
 		return st, nil
 	}
 	// Roll an idle active segment whose first record is older than
-	// segment.ms, whatever the cleanup policy: closed, it can age out like
-	// any closed segment, or be compacted.
+	// segment.ms (on a compacted topic, max.compaction.lag.ms if shorter:
+	// MaxSegmentMs), whatever the cleanup policy: closed, it can age out
+	// like any closed segment, or be compacted.
 	if act := p.active(); act.size.Load() > 0 {
 		waited := now - act.created.UnixMilli()
 		if act.firstBatchTs >= 0 {
 			waited = now - act.firstBatchTs
 		}
-		if waited > cfg.SegmentMs-act.rollJitter {
+		if waited > cfg.MaxSegmentMs()-act.rollJitter {
 			if err := p.rollLocked("segment.ms (idle)", cfg); err != nil {
 				return st, p.failLocked(err)
 			}
