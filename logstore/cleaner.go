@@ -55,7 +55,20 @@ func (p *Partition) Compact() (CleanupStats, error) {
 	if len(closed) == 0 {
 		return st, nil
 	}
-	firstDirty := min(max(p.firstDirty.Load(), p.logStart.Load()), p.leo.Load())
+	// Kafka's cleanableOffsets: a first dirty offset below the log start
+	// starts at the log start; one past the log end (a checkpoint the log
+	// no longer matches: a tail lost or cut after it was written, a data
+	// directory put together from copies) tells nothing about what was
+	// cleaned, and the whole log is taken as dirty. It used to be cut to
+	// the log end, which left everything below it uncleaned for good.
+	firstDirty := max(p.firstDirty.Load(), p.logStart.Load())
+	if firstDirty > p.leo.Load() {
+		p.log().Warn("cleaner checkpoint past the log end; cleaning from the log start",
+			"first_dirty", firstDirty, "log_end_offset", p.leo.Load(), "log_start_offset", p.logStart.Load())
+		firstDirty = p.logStart.Load()
+		p.firstDirty.Store(firstDirty) // and the checkpoint with it, as Kafka's forceUpdateCheckpoint
+		p.store.markDirty()
+	}
 	// The uncleanable boundary: the active segment, the segment holding
 	// the first offset of an ongoing transaction (Kafka cleans below the
 	// last stable offset only), and any segment still younger than

@@ -2,6 +2,7 @@ package logstore
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -263,5 +264,55 @@ func TestMaxCompactionLagRollsActiveSegment(t *testing.T) {
 	add("k=5\n")
 	if st := p.Status(); st.ActiveSegmentBaseOffset != 3 {
 		t.Fatalf("max.compaction.lag.ms rolled a topic that is not compacted: %+v", st)
+	}
+}
+
+// TestCleanerCheckpointPastLogEnd: a cleaner-offset-checkpoint that says
+// more was cleaned than the log holds (a tail lost after it was written, a
+// data directory assembled from copies) is reset to the log start, and the
+// whole log is cleaned, as Kafka's cleanableOffsets does. segfs used to
+// cut it to the log end instead: the records below it counted as clean,
+// and their superseded values were never removed.
+func TestCleanerCheckpointPastLogEnd(t *testing.T) {
+	dir := t.TempDir()
+	clock := newClock()
+	s := openStore(t, dir, clock)
+	tp, err := s.CreateTopic("ck", 1, map[string]string{
+		"cleanup.policy": "compact", "key.separator": "=", "segment.ms": "1000", "file.delete.delay.ms": "0",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := tp.Partition(0)
+	if _, _, err := p.AppendLines([]byte("a=1\nb=1\na=2\nb=2\n")); err != nil {
+		t.Fatal(err)
+	}
+	clock.ms.Add(2000)
+	if _, err := p.ApplyRetention(); err != nil { // rolls the idle segment
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ck := filepath.Join(dir, cleanerCheckpointFile)
+	if err := os.WriteFile(ck, []byte("0\n1\nck 0 1000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	s = openStore(t, dir, clock)
+	defer s.Close()
+	p = mustPartition(t, s, "ck")
+	st, err := p.Compact()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := textOf(t, p, 0); got != "a=2\nb=2\n" || st.RecordsRemoved != 2 {
+		t.Fatalf("after a pass with the checkpoint at 1000 past the log end 4: %q (%+v), want a=2 b=2", got, st)
+	}
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(ck); string(b) != "0\n1\nck 0 4\n" {
+		t.Fatalf("cleaner checkpoint after the pass: %q", b)
 	}
 }
