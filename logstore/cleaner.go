@@ -399,7 +399,17 @@ func (p *Partition) cleanSegments(group []*segment, m *offsetMap, dec *record.De
 			BaseOffset: h.BaseOffset, LeaderEpoch: h.PartitionLeaderEpoch,
 			ProducerID: h.ProducerID, ProducerEpoch: h.ProducerEpoch, BaseSequence: h.BaseSequence,
 			Codec: h.Codec(), Transactional: h.Transactional(), LogAppendTime: h.LogAppendTime(),
-			LastOffsetDelta: h.LastOffsetDelta, MaxTimestamp: h.MaxTimestamp,
+			LastOffsetDelta: h.LastOffsetDelta,
+		}
+		if h.LogAppendTime() {
+			// The broker's append time, which no record carries, stays.
+			// A CreateTime batch's MaxTimestamp becomes its retained
+			// records' largest (Kafka rebuilds it with a
+			// MemoryRecordsBuilder, which computes it): kept, the
+			// timestamp of a record the pass removed went on steering
+			// the time index, retention, and ListOffsets -3, which then
+			// looked for a record that no longer exists and found none.
+			spec.MaxTimestamp = h.MaxTimestamp
 		}
 		if h.HasDeleteHorizon() {
 			spec.DeleteHorizon = h.BaseTimestamp

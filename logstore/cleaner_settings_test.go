@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/segfs/segfs/logstore/record"
 )
 
 // TestCompactionSettings: when a pass cleans is decided by
@@ -314,5 +316,73 @@ func TestCleanerCheckpointPastLogEnd(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(ck); string(b) != "0\n1\nck 0 4\n" {
 		t.Fatalf("cleaner checkpoint after the pass: %q", b)
+	}
+}
+
+// TestCleanedBatchMaxTimestamp: a CreateTime batch the cleaner rebuilds
+// takes its retained records' largest timestamp as MaxTimestamp, as
+// Kafka's rebuild computes it. It used to keep the original one: when the
+// record carrying it was removed (superseded by a later record stamped
+// earlier), the segment went on claiming that time, and ListOffsets -3
+// (MaxTimestamp) looked for a record with it, found none, and answered
+// that the log had no records at all.
+func TestCleanedBatchMaxTimestamp(t *testing.T) {
+	dir := t.TempDir()
+	clock := newClock()
+	s := openStore(t, dir, clock)
+	defer s.Close()
+	tp, err := s.CreateTopic("mt", 1, map[string]string{
+		"cleanup.policy": "compact", "segment.ms": "1000", "file.delete.delay.ms": "0",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := tp.Partition(0)
+	now := clock.ms.Load()
+	produce := func(recs ...any) {
+		t.Helper()
+		var bl record.Builder
+		bl.Reset(record.DefaultSpec())
+		for i := 0; i < len(recs); i += 3 {
+			bl.Add(now+recs[i].(int64), []byte(recs[i+1].(string)), []byte(recs[i+2].(string)), nil)
+		}
+		b, err := bl.Build(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.AppendBatch(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	produce(int64(10), "a", "1", int64(0), "b", "1") // MaxTimestamp now+10, a's
+	clock.ms.Add(2000)
+	if _, err := p.ApplyRetention(); err != nil { // rolls the idle segment
+		t.Fatal(err)
+	}
+	produce(int64(5), "a", "2") // supersedes a=1, stamped earlier
+	clock.ms.Add(2000)
+	if _, err := p.ApplyRetention(); err != nil { // and closes a=2's segment: the cleaner maps closed segments only
+		t.Fatal(err)
+	}
+	if st := p.Status(); st.Segments != 3 {
+		t.Fatalf("want both batches in closed segments: %+v", st)
+	}
+	if _, err := p.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "mt-0", segmentName(0)+logSuffix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := record.ParseHeader(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.RecordCount != 1 || h.MaxTimestamp != now || h.LastOffsetDelta != 1 {
+		t.Fatalf("rebuilt batch: %d records, MaxTimestamp %d (want %d, b's), last offset delta %d", h.RecordCount, h.MaxTimestamp, now, h.LastOffsetDelta)
+	}
+	ts, off, ok, err := p.MaxTimestamp()
+	if err != nil || !ok || ts != now+5 || off != 2 {
+		t.Fatalf("MaxTimestamp() = %d at %d, ok=%v, %v; want %d at 2 (a=2)", ts, off, ok, err, now+5)
 	}
 }
