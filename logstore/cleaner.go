@@ -119,6 +119,7 @@ func (p *Partition) Compact() (CleanupStats, error) {
 	m := p.store.offsetMap()
 	m.reset()
 	var dec record.Decoder
+	aborted := p.abortedIn(segs)
 	end := firstDirty
 	rewrite := 0 // closed[:rewrite] are rewritten
 	for i, s := range closed[:limit] {
@@ -127,20 +128,25 @@ func (p *Partition) Compact() (CleanupStats, error) {
 			continue
 		}
 		err := scanSegment(s, &dec, func(pos int64, b []byte, h *record.Header) error {
-			if h.LastOffset() < firstDirty || h.Control() {
+			if h.LastOffset() < firstDirty {
 				return nil
 			}
-			err := dec.Records(b, func(r *record.Record) error {
-				if r.Key == nil || r.Offset < firstDirty {
+			// Markers and the data of aborted transactions put no key in
+			// the map, but the round covers them (Kafka's latestOffset):
+			// a range ending in them is not dirty again at the next pass.
+			if !h.Control() && !aborted.holds(h) {
+				err := dec.Records(b, func(r *record.Record) error {
+					if r.Key == nil || r.Offset < firstDirty {
+						return nil
+					}
+					if !m.put(r.Key, r.Offset) {
+						return errMapFull
+					}
 					return nil
+				})
+				if err != nil {
+					return err
 				}
-				if !m.put(r.Key, r.Offset) {
-					return errMapFull
-				}
-				return nil
-			})
-			if err != nil {
-				return err
 			}
 			end = h.NextOffset()
 			return nil
@@ -169,7 +175,7 @@ func (p *Partition) Compact() (CleanupStats, error) {
 	p.pinViews()
 	var kept int64 // the latest delete horizon of tombstones kept
 	for _, group := range groupSegments(closed[:rewrite], cfg) {
-		removed, freed, err := p.cleanSegments(group, m, &dec, cfg, now, &kept)
+		removed, freed, err := p.cleanSegments(group, m, aborted, &dec, cfg, now, &kept)
 		if err != nil {
 			return st, fmt.Errorf("cleaning %s: %w", group[0].path(logSuffix), err)
 		}
@@ -184,6 +190,49 @@ func (p *Partition) Compact() (CleanupStats, error) {
 	p.bumpGeneration()
 	st.Duration = time.Since(start)
 	return st, nil
+}
+
+// abortedTxns is the aborted transactions of a partition by producer id,
+// from the .txnindex entries of its segments (a data directory written by
+// Kafka, or WriteTxnMarker's aborts).
+type abortedTxns map[int64][]AbortedTxn
+
+// abortedIn collects the aborted transactions of segs. An entry sits in
+// the segment of its ABORT marker, which may lie past the data it aborts,
+// so every segment is read, the active one too. s.txns changes under mu
+// (addAbortedLocked).
+func (p *Partition) abortedIn(segs []*segment) abortedTxns {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	var a abortedTxns
+	for _, s := range segs {
+		for _, t := range s.txns {
+			if a == nil {
+				a = abortedTxns{}
+			}
+			a[t.ProducerID] = append(a[t.ProducerID], t)
+		}
+	}
+	return a
+}
+
+// holds reports whether h is a data batch of an aborted transaction: a
+// transactional batch of a producer inside one of its aborted spans (from
+// its first offset to its ABORT marker). Kafka's cleaner neither maps the
+// keys of such batches nor keeps them (LogCleaner's
+// AbortedTransactionMetadata): mapped, an aborted record would supersede
+// the committed value of its key, which the pass then removed, leaving
+// read_committed consumers neither.
+func (a abortedTxns) holds(h *record.Header) bool {
+	if len(a) == 0 || !h.Transactional() || h.Control() {
+		return false
+	}
+	for _, t := range a[h.ProducerID] {
+		if h.BaseOffset >= t.FirstOffset && h.BaseOffset <= t.LastOffset {
+			return true
+		}
+	}
+	return false
 }
 
 // scanSegment calls fn for every batch of s (CRC-checked).
@@ -275,7 +324,7 @@ func groupSegments(segs []*segment, cfg *Config) [][]*segment {
 // it is served as written: nothing reads it again, and no index is ever
 // built in place under a name a reader (segfs verify beside the mount, a
 // Kafka broker after a crash) could open half-built.
-func (p *Partition) cleanSegments(group []*segment, m *offsetMap, dec *record.Decoder, cfg *Config, now int64, horizon *int64) (removed, freed int64, err error) {
+func (p *Partition) cleanSegments(group []*segment, m *offsetMap, aborted abortedTxns, dec *record.Decoder, cfg *Config, now int64, horizon *int64) (removed, freed int64, err error) {
 	old, last := group[0], group[len(group)-1]
 	cleaned := func(suf string) string { return old.path(suf) + cleanedSuffix }
 	swapped := func(suf string) string { return old.path(suf) + swapSuffix }
@@ -347,6 +396,12 @@ func (p *Partition) cleanSegments(group []*segment, m *offsetMap, dec *record.De
 	clean := func(pos int64, b []byte, h *record.Header) error {
 		if h.Control() {
 			return put(b, h, record.TextStats{}) // markers render no text
+		}
+		if aborted.holds(h) {
+			// Kafka's cleaner drops the data of aborted transactions
+			// whatever its keys; their markers and .txnindex entries stay.
+			removed += int64(h.RecordCount)
+			return nil
 		}
 		keep = keep[:0]
 		total := 0

@@ -386,3 +386,81 @@ func TestCleanedBatchMaxTimestamp(t *testing.T) {
 		t.Fatalf("MaxTimestamp() = %d at %d, ok=%v, %v; want %d at 2 (a=2)", ts, off, ok, err, now+5)
 	}
 }
+
+// TestCompactionDropsAbortedTxnData: the cleaner neither maps nor keeps
+// the records of an aborted transaction (a data directory written by
+// Kafka, or an abort by WriteTxnMarker), as Kafka's cleaner does; the
+// ABORT marker and its .txnindex entry stay. segfs used to map them like
+// any record: an aborted value superseded the committed value of its key,
+// which the pass removed, so read_committed consumers (which skip the
+// aborted one) lost the key altogether.
+func TestCompactionDropsAbortedTxnData(t *testing.T) {
+	dir := t.TempDir()
+	pdir := filepath.Join(dir, "txc-0")
+	if err := os.MkdirAll(pdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// k=committed (offset 0), then k=aborted in a transaction of producer
+	// 500 (offset 1), left open as Kafka leaves a transaction mid-way; x=1
+	// (2) and the transaction's ABORT marker (3) follow.
+	var log []byte
+	for i, b := range []struct {
+		pid int64
+		val string
+	}{{-1, "committed"}, {500, "aborted"}} {
+		spec := record.DefaultSpec()
+		spec.BaseOffset = int64(i)
+		if b.pid >= 0 {
+			spec.ProducerID, spec.ProducerEpoch, spec.BaseSequence, spec.Transactional = b.pid, 0, 0, true
+		}
+		var bl record.Builder
+		bl.Reset(spec)
+		bl.Add(1_700_000_000_000, []byte("k"), []byte(b.val), nil)
+		raw, err := bl.Build(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		log = append(log, raw...)
+	}
+	if err := os.WriteFile(filepath.Join(pdir, segmentName(0)+logSuffix), log, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	clock := newClock()
+	s := openStore(t, dir, clock)
+	defer s.Close()
+	p := mustPartition(t, s, "txc")
+	if err := p.Topic().SetConfig(map[string]string{
+		"cleanup.policy": "compact", "key.separator": "=", "segment.ms": "1000", "file.delete.delay.ms": "0",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := p.AppendLines([]byte("x=1\n")); err != nil {
+		t.Fatal(err)
+	}
+	if off, err := p.WriteTxnMarker(500, 0, 0, false); err != nil || off != 3 {
+		t.Fatalf("ABORT marker: offset %d, %v", off, err)
+	}
+	clock.ms.Add(2000)
+	if _, err := p.ApplyRetention(); err != nil { // rolls the idle segment
+		t.Fatal(err)
+	}
+	if got := textOf(t, p, 0); got != "k=committed\nk=aborted\nx=1\n" {
+		t.Fatalf("before the pass: %q", got)
+	}
+	st, err := p.Compact()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := textOf(t, p, 0); got != "k=committed\nx=1\n" || st.RecordsRemoved != 1 {
+		t.Fatalf("after the pass: %q (%+v), want the committed k and x, the aborted k gone", got, st)
+	}
+	want := AbortedTxn{ProducerID: 500, FirstOffset: 1, LastOffset: 3, LastStableOffset: 4}
+	if got := p.AbortedTxns(0, p.LogEndOffset()); len(got) != 1 || got[0] != want {
+		t.Fatalf("aborted transactions after the pass: %+v, want %+v", got, want)
+	}
+	// The pass covered the marker that ends the segment: the next has
+	// nothing dirty to clean.
+	if st, err := p.Compact(); err != nil || st.SegmentsCleaned != 0 {
+		t.Fatalf("a second pass: %+v, %v; want nothing cleaned", st, err)
+	}
+}
