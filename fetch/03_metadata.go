@@ -20,7 +20,8 @@ import (
 // carries the topic UUID (partition.metadata's) and may name topics by ID
 // only. Unknown topics are created when the server allows auto-creation and
 // the request does (AllowAutoTopicCreation, v4+; implied before v4, as in
-// Kafka), else UNKNOWN_TOPIC_OR_PARTITION. Kafka's internal topic names
+// Kafka), else UNKNOWN_TOPIC_OR_PARTITION, or INVALID_TOPIC_EXCEPTION for a
+// name no topic can have, as Kafka answers. Kafka's internal topic names
 // (__consumer_offsets, __transaction_state, __share_group_state) are never
 // auto-created: the answer is UNKNOWN_TOPIC_OR_PARTITION, as with
 // auto-creation off. Kafka's broker would create its internal topic with
@@ -77,6 +78,16 @@ func handleMetadata(c *conn, h *reqHeader, r kmsg.Request) error {
 			mt := kmsg.NewMetadataResponseTopic()
 			mt.Topic = rt.Topic
 			mt.ErrorCode = errorCode(err)
+			// Kafka's getTopicMetadata answers a topic it does not
+			// create by its name: INVALID_TOPIC_EXCEPTION when no topic
+			// can have it, UNKNOWN_TOPIC_OR_PARTITION otherwise, and
+			// is_internal for Kafka's internal names. A client that got
+			// the retriable UNKNOWN_TOPIC_OR_PARTITION for "bad name"
+			// kept asking for it instead of failing.
+			if errors.Is(err, logstore.ErrUnknownTopic) && logstore.ValidateTopicName(*rt.Topic) != nil {
+				mt.ErrorCode = kerr.InvalidTopicException.Code
+			}
+			mt.IsInternal = isInternalTopic(*rt.Topic)
 			resp.Topics = append(resp.Topics, mt)
 			continue
 		}

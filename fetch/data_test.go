@@ -771,6 +771,52 @@ func TestMetadataNoInternalAutoCreate(t *testing.T) {
 	}
 }
 
+// TestMetadataInvalidNameNotCreated: a topic Metadata does not create is
+// answered as Kafka's getTopicMetadata answers it: INVALID_TOPIC_EXCEPTION
+// for a name no topic can have (segfs said UNKNOWN_TOPIC_OR_PARTITION,
+// which clients retry), UNKNOWN_TOPIC_OR_PARTITION for a valid one, and
+// is_internal set for Kafka's internal names.
+func TestMetadataInvalidNameNotCreated(t *testing.T) {
+	for _, auto := range []bool{false, true} {
+		ts := startServer(t, Config{AutoCreateTopics: auto})
+		c := dial(t, ts.addr)
+		for _, v := range []int16{1, 4, 9, 12} {
+			if auto && v < 4 {
+				continue // before v4 the request cannot refuse creation
+			}
+			for _, tc := range []struct {
+				name     string
+				want     *kerr.Error
+				internal bool
+			}{
+				{"bad name", kerr.InvalidTopicException, false},
+				{strings.Repeat("n", 250), kerr.InvalidTopicException, false},
+				{"..", kerr.InvalidTopicException, false},
+				{"missing", kerr.UnknownTopicOrPartition, false},
+				{"__consumer_offsets", kerr.UnknownTopicOrPartition, true},
+			} {
+				req := kmsg.NewPtrMetadataRequest()
+				req.Version, req.AllowAutoTopicCreation = v, false
+				rt := kmsg.NewMetadataRequestTopic()
+				rt.Topic = kmsg.StringPtr(tc.name)
+				req.Topics = append(req.Topics, rt)
+				r := c.roundTrip(req).(*kmsg.MetadataResponse)
+				if len(r.Topics) != 1 {
+					t.Fatalf("auto=%v v%d %.20q: %d topics", auto, v, tc.name, len(r.Topics))
+				}
+				mt := r.Topics[0]
+				if mt.ErrorCode != tc.want.Code || mt.IsInternal != tc.internal || mt.Topic == nil || *mt.Topic != tc.name {
+					t.Errorf("auto=%v v%d %.20q: error %v internal %v, want %s internal %v",
+						auto, v, tc.name, kerr.ErrorForCode(mt.ErrorCode), mt.IsInternal, tc.want.Message, tc.internal)
+				}
+			}
+		}
+		if n := len(ts.store.Topics()); n != 0 {
+			t.Errorf("auto=%v: %d topics created", auto, n)
+		}
+	}
+}
+
 // TestFetchUnknownOffsets: a partition that does not exist answers
 // UNKNOWN_TOPIC_OR_PARTITION with high watermark, last stable offset and
 // log start offset -1, as Kafka's FetchResponse.partitionResponse does;

@@ -38,3 +38,32 @@ func TestKafkaInvalidTopicNames(t *testing.T) {
 		}
 	}
 }
+
+// Without auto-creation, Metadata still tells an invalid name from an
+// unknown one, as Kafka's getTopicMetadata does: `kcat -L -t 'bad topic'`
+// reads "Broker: Invalid topic", where segfs answered "Unknown topic or
+// partition", which clients treat as retriable and keep asking about.
+func TestKafkaInvalidTopicNamesNoAutoCreate(t *testing.T) {
+	kafkaNeedKcat(t)
+	srv := kafkaServe(t, "", "--auto-create-topics=false")
+	for _, tc := range []struct{ name, want string }{
+		{"bad topic", "Broker: Invalid topic"},
+		{"..", "Broker: Invalid topic"},
+		{strings.Repeat("n", 250), "Broker: Invalid topic"},
+		{"missing", "Broker: Unknown topic or partition"},
+	} {
+		out, _, _ := kcatRun(t, srv.addr, "", "-L", "-t", tc.name)
+		if !strings.Contains(out, tc.want) {
+			t.Errorf("kcat -L -t %.20q:\n%s\nwant the topic listed with %q", tc.name, out, tc.want)
+		}
+	}
+	ents, err := os.ReadDir(srv.data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if e.IsDir() {
+			t.Errorf("a directory was created: %q", e.Name())
+		}
+	}
+}
