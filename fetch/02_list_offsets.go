@@ -12,10 +12,17 @@ import (
 // from Kafka holds an open transaction (P5); a lookup by timestamp that
 // lands at or past that end finds nothing, as in Kafka;
 // -2 the log start offset, -3 the record with the largest timestamp (at
-// every version, as Kafka's broker answers it: KIP-734 gave it v7, but
+// every version, as Kafka 3.x's broker answers it: KIP-734 gave it v7, but
 // librdkafka 2.0 sends it at v2 for `kcat -Q -t T:P:-3`),
 // and ts >= 0 the first offset whose timestamp is >= ts via the time index,
 // or -1 when there is none (Kafka's answer; clients then use the end).
+// Any other negative timestamp is UNSUPPORTED_VERSION, as Kafka's
+// ReplicaManager.isListOffsetsTimestampUnsupported answers it, before the
+// partition is looked up: -4 (earliest local, KIP-405) needs v8 and -5
+// (latest tiered, KIP-1005) v9, which segfs does not serve (they would
+// answer the log start offset, and -1 as there is no tiered storage); the
+// rest are no special timestamp at all. (Kafka 4.x refuses -3 below v7
+// the same way; segfs answers it, see above.)
 // v0's legacy multi-offset form is not served. A partition named more
 // than once in a request is INVALID_REQUEST at each of its entries, as in
 // Kafka. Leader epochs are returned
@@ -50,12 +57,24 @@ func handleListOffsets(c *conn, h *reqHeader, r kmsg.Request) error {
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
+			if !specialTimestamp(rp.Timestamp) {
+				// Kafka checks this before it looks the partition up.
+				sp.ErrorCode = kerr.UnsupportedVersion.Code
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
 			sp.ErrorCode = c.s.listOffset(rt.Topic, rp.Partition, rp.Timestamp, req.IsolationLevel, &sp)
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
 	return c.send(h, resp)
+}
+
+// specialTimestamp reports whether ListOffsets serves ts: a time (>= 0)
+// or one of the special timestamps -1, -2, -3.
+func specialTimestamp(ts int64) bool {
+	return ts >= 0 || ts == listLatest || ts == listEarliest || ts == listMaxTimestamp
 }
 
 // reqPartition names one partition of a request.
@@ -119,7 +138,7 @@ func (s *Server) listOffset(topic string, part int32, ts int64, isolation int8, 
 		if ok {
 			sp.Timestamp, sp.Offset = maxTS, off
 		}
-	case ts >= 0:
+	default: // ts >= 0: handleListOffsets refused the other negatives
 		off, recTs, ok, err := p.LookupTime(ts)
 		if err != nil {
 			return errorCode(err)
@@ -128,8 +147,6 @@ func (s *Server) listOffset(topic string, part int32, ts int64, isolation int8, 
 			// Kafka answers with the found record's own timestamp.
 			sp.Timestamp, sp.Offset = recTs, off
 		}
-	default:
-		return kerr.InvalidRequest.Code
 	}
 	return 0
 }

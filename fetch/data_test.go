@@ -3,6 +3,7 @@ package fetch
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -278,10 +279,23 @@ func TestListOffsets(t *testing.T) {
 			t.Errorf("v%d unknown topic: %+v", v, p)
 		}
 	}
-	// -3 at every version, as Kafka's broker: librdkafka 2.0 sends it at v2.
+	// -3 at every version, as Kafka 3.x's broker: librdkafka 2.0 sends it at v2.
 	for _, v := range []int16{1, 2, 7} {
 		if p := list(v, "t", -3); p.ErrorCode != 0 || p.Offset < 0 || p.Timestamp < t0 {
 			t.Errorf("v%d max timestamp: %+v", v, p)
+		}
+	}
+	// Other negative timestamps are UNSUPPORTED_VERSION, as Kafka's
+	// ReplicaManager answers them, before the partition is looked up: -4
+	// and -5 need v8 and v9, which are not served; the rest mean nothing.
+	// segfs answered INVALID_REQUEST.
+	for v := int16(1); v <= 7; v++ {
+		for _, ts := range []int64{-4, -5, -6, -100, math.MinInt64} {
+			for _, topic := range []string{"t", "nope"} {
+				if p := list(v, topic, ts); p.ErrorCode != kerr.UnsupportedVersion.Code || p.Offset != -1 || p.Timestamp != -1 {
+					t.Errorf("v%d %s timestamp %d: %+v, want UNSUPPORTED_VERSION", v, topic, ts, p)
+				}
+			}
 		}
 	}
 }
