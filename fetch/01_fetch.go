@@ -16,9 +16,13 @@ import (
 // v4 brings record batches and the isolation level, v7 sessions, v12 the
 // flexible encoding; v13+ names topics by ID and is not served.
 //
-//   - Sessions are declined: a request with session id 0 gets a full answer
-//     with session id 0 (P7); a non-zero id is one we never handed out,
-//     FETCH_SESSION_ID_NOT_FOUND.
+//   - Sessions are declined: a request with session epoch 0 (open a
+//     session) gets a full answer with session id 0 (P7). As in Kafka's
+//     FetchManager.newContext, epoch 0 or -1 (no session) makes a full
+//     fetch whatever the session id (a full fetch closes the session it
+//     names, and segfs has none to close); any other epoch continues a
+//     session, and since segfs hands none out, that is
+//     FETCH_SESSION_ID_NOT_FOUND, for session id 0 too.
 //   - Per partition, the store returns whole batches from the one containing
 //     the fetch offset (the client skips records below it, P15), up to
 //     min(partition max_bytes, what is left of max_bytes); the first batch
@@ -54,7 +58,8 @@ func init() { register(1, 4, 12, handleFetch) }
 func handleFetch(c *conn, h *reqHeader, r kmsg.Request) error {
 	req := r.(*kmsg.FetchRequest)
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
-	if h.version >= 7 && req.SessionID != 0 {
+	if h.version >= 7 && req.SessionEpoch != 0 && req.SessionEpoch != -1 {
+		// An incremental fetch: segfs has no session for it to continue.
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
 		return c.send(h, resp)
 	}

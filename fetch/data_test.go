@@ -94,10 +94,36 @@ func TestFetchErrors(t *testing.T) {
 			}
 		}
 	}
-	req := fetchReq(11, "t", 0, 0, 0, 0, 1<<20, 1<<20)
-	req.SessionID, req.SessionEpoch = 42, 1
-	if resp := c.roundTrip(req).(*kmsg.FetchResponse); resp.ErrorCode != kerr.FetchSessionIDNotFound.Code {
-		t.Errorf("unknown session: error %d, want 70", resp.ErrorCode)
+	// Sessions as Kafka's FetchManager.newContext sees them: epoch 0 (open
+	// a session) and -1 (none) make a full fetch whatever the session id,
+	// which a full fetch closes; any other epoch continues a session, and
+	// there is none, not even session 0. segfs refused every non-zero id
+	// and served session 0 at any epoch.
+	notFound := kerr.FetchSessionIDNotFound.Code
+	for _, tc := range []struct {
+		id, epoch int32
+		code      int16
+	}{
+		{0, 0, 0}, {0, -1, 0}, {42, 0, 0}, {42, -1, 0},
+		{42, 1, notFound}, {0, 1, notFound}, {0, 7, notFound}, {0, -2, notFound}, {42, -2, notFound},
+	} {
+		for _, v := range []int16{7, 11, 12} {
+			req := fetchReq(v, "t", 0, 0, 0, 0, 1<<20, 1<<20)
+			req.SessionID, req.SessionEpoch = tc.id, tc.epoch
+			resp := c.roundTrip(req).(*kmsg.FetchResponse)
+			if resp.ErrorCode != tc.code || resp.SessionID != 0 {
+				t.Errorf("v%d session %d epoch %d: error %v, session id %d; want %v, 0",
+					v, tc.id, tc.epoch, kerr.ErrorForCode(resp.ErrorCode), resp.SessionID, kerr.ErrorForCode(tc.code))
+				continue
+			}
+			switch {
+			case tc.code != 0 && len(resp.Topics) != 0:
+				t.Errorf("v%d session %d epoch %d: %d topics with the session error, want none", v, tc.id, tc.epoch, len(resp.Topics))
+			case tc.code == 0 && (len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 ||
+				resp.Topics[0].Partitions[0].ErrorCode != 0 || len(batchOffsets(resp.Topics[0].Partitions[0].RecordBatches)) != 1):
+				t.Errorf("v%d session %d epoch %d: %+v, want the partition's batch", v, tc.id, tc.epoch, resp.Topics)
+			}
+		}
 	}
 }
 
