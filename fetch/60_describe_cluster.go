@@ -16,10 +16,23 @@ import (
 // a cluster: segfs has no authorizer, and Kafka without one allows all.
 func init() { register(60, 0, 2, handleDescribeCluster) }
 
-// clusterOperations is Kafka's AclEntry.supportedOperations(CLUSTER) as a
-// bit field: CREATE 4, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9,
-// DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12.
-const clusterOperations = 1<<4 | 1<<7 | 1<<8 | 1<<9 | 1<<10 | 1<<11 | 1<<12
+// clusterOperations is Kafka's AclEntry.supportedOperations(CLUSTER) as
+// the bit field its AuthHelper.authorizedOperations answers without an
+// authorizer. It had bit 4 (WRITE) for CREATE, whose code is 5, so admin
+// clients listed WRITE and no CREATE.
+var clusterOperations = aclOperations(kmsg.ACLOperationCreate, kmsg.ACLOperationClusterAction,
+	kmsg.ACLOperationDescribeConfigs, kmsg.ACLOperationAlterConfigs, kmsg.ACLOperationIdempotentWrite,
+	kmsg.ACLOperationAlter, kmsg.ACLOperationDescribe)
+
+// aclOperations is the authorized operations bit field of the protocol
+// (Kafka's Utils.to32BitField): bit n set for the operation of code n.
+func aclOperations(ops ...kmsg.ACLOperation) int32 {
+	var bits int32
+	for _, op := range ops {
+		bits |= 1 << op
+	}
+	return bits
+}
 
 func handleDescribeCluster(c *conn, h *reqHeader, r kmsg.Request) error {
 	req := r.(*kmsg.DescribeClusterRequest)
