@@ -29,7 +29,10 @@ import (
 // committed offsets in a file of its own (offsets.go), so it would only get
 // a one-partition delete-policy topic nobody can produce to (`kcat -L -t
 // __consumer_offsets` made one). mkdir and CreateTopics still create them,
-// for data copied from Kafka. v13 is not served: it only adds
+// for data copied from Kafka. Authorized operations, when asked (v8+
+// topics, v8-v10 the cluster), are every operation Kafka defines on them,
+// as Kafka answers without an authorizer; segfs has none. v13 is not
+// served: it only adds
 // a top-level error for rebootstrapping.
 func init() { register(3, 0, 12, handleMetadata) }
 
@@ -50,6 +53,7 @@ func handleMetadata(c *conn, h *reqHeader, r kmsg.Request) error {
 		for _, t := range c.s.store.Topics() {
 			resp.Topics = append(resp.Topics, metadataTopic(t))
 		}
+		metadataOperations(h, req, resp)
 		return c.send(h, resp)
 	}
 	create := c.s.cfg.AutoCreateTopics && (h.version < 4 || req.AllowAutoTopicCreation)
@@ -93,7 +97,29 @@ func handleMetadata(c *conn, h *reqHeader, r kmsg.Request) error {
 		}
 		resp.Topics = append(resp.Topics, metadataTopic(t))
 	}
+	metadataOperations(h, req, resp)
 	return c.send(h, resp)
+}
+
+// metadataOperations fills the authorized operations a v8+ request asks
+// for, as Kafka's handleTopicMetadataRequest does: every topic answered
+// by name (not an unknown topic ID), and at v8-v10 the cluster. Without
+// it admin clients (kadm's Metadata, the Java admin client's
+// describeTopics with includeAuthorizedOperations) read "not provided".
+func metadataOperations(h *reqHeader, req *kmsg.MetadataRequest, resp *kmsg.MetadataResponse) {
+	if h.version < 8 {
+		return
+	}
+	if req.IncludeClusterAuthorizedOperations && h.version <= 10 {
+		resp.AuthorizedOperations = clusterOperations
+	}
+	if req.IncludeTopicAuthorizedOperations {
+		for i := range resp.Topics {
+			if resp.Topics[i].Topic != nil {
+				resp.Topics[i].AuthorizedOperations = topicOperations
+			}
+		}
+	}
 }
 
 func metadataTopic(t *logstore.Topic) kmsg.MetadataResponseTopic {

@@ -7,8 +7,9 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 // For admin tools (kafka-consumer-groups.sh --describe, kadm): each
 // group's state, protocol and members (groups.go describe). An unknown
 // group is answered, as Kafka before v6 does, with state Dead and no
-// error. Authorized operations (v3+) are not computed: segfs has no ACLs,
-// and Kafka's "not provided" value is returned. v5 is flexible; v6
+// error. Authorized operations (v3+), when asked, are every operation
+// Kafka defines on a group, as Kafka answers without an authorizer (segfs
+// has none). v5 is flexible; v6
 // (GROUP_ID_NOT_FOUND for unknown groups) is not served.
 func init() { register(15, 0, 5, handleDescribeGroups) }
 
@@ -17,7 +18,11 @@ func handleDescribeGroups(c *conn, h *reqHeader, r kmsg.Request) error {
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	c.s.offsets.settle()
 	for _, name := range req.Groups {
-		resp.Groups = append(resp.Groups, c.s.groups.describe(name))
+		d := c.s.groups.describe(name)
+		if h.version >= 3 && req.IncludeAuthorizedOperations && d.ErrorCode == 0 {
+			d.AuthorizedOperations = groupOperations
+		}
+		resp.Groups = append(resp.Groups, d)
 	}
 	return c.send(h, resp)
 }

@@ -24,6 +24,18 @@ var clusterOperations = aclOperations(kmsg.ACLOperationCreate, kmsg.ACLOperation
 	kmsg.ACLOperationDescribeConfigs, kmsg.ACLOperationAlterConfigs, kmsg.ACLOperationIdempotentWrite,
 	kmsg.ACLOperationAlter, kmsg.ACLOperationDescribe)
 
+// topicOperations and groupOperations are Kafka's
+// AclEntry.supportedOperations(TOPIC) and (GROUP), which Metadata,
+// DescribeGroups and ConsumerGroupDescribe answer when asked for
+// authorized operations, as Kafka without an authorizer does.
+var (
+	topicOperations = aclOperations(kmsg.ACLOperationRead, kmsg.ACLOperationWrite, kmsg.ACLOperationCreate,
+		kmsg.ACLOperationDescribe, kmsg.ACLOperationDelete, kmsg.ACLOperationAlter,
+		kmsg.ACLOperationDescribeConfigs, kmsg.ACLOperationAlterConfigs)
+	groupOperations = aclOperations(kmsg.ACLOperationRead, kmsg.ACLOperationDescribe, kmsg.ACLOperationDelete,
+		kmsg.ACLOperationDescribeConfigs, kmsg.ACLOperationAlterConfigs)
+)
+
 // aclOperations is the authorized operations bit field of the protocol
 // (Kafka's Utils.to32BitField): bit n set for the operation of code n.
 func aclOperations(ops ...kmsg.ACLOperation) int32 {

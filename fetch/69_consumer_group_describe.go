@@ -15,7 +15,9 @@ import (
 // subscriptions, current and target assignments (topic IDs and names). A
 // group that does not exist, or is a classic group, is GROUP_ID_NOT_FOUND
 // with Kafka's message; an empty group id INVALID_GROUP_ID. Authorized
-// operations are not computed (no ACLs; Kafka's "not provided" value).
+// operations, when asked, are every operation Kafka defines on a group,
+// for a group answered without error, as Kafka answers without an
+// authorizer (segfs has none).
 // v1 adds each member's type: 1, a consumer-protocol member.
 func init() { register(69, 0, 1, handleConsumerGroupDescribe) }
 
@@ -30,7 +32,10 @@ func handleConsumerGroupDescribe(c *conn, h *reqHeader, r kmsg.Request) error {
 		} else {
 			d = c.s.groups.consumerDescribe(name)
 		}
-		d.AuthorizedOperations = math.MinInt32
+		d.AuthorizedOperations = math.MinInt32 // not provided
+		if req.IncludeAuthorizedOperations && d.ErrorCode == 0 {
+			d.AuthorizedOperations = groupOperations
+		}
 		resp.Groups = append(resp.Groups, d)
 	}
 	return c.send(h, resp)

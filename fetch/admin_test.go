@@ -822,6 +822,100 @@ func TestAlterConfigsDuplicateResource(t *testing.T) {
 	}
 }
 
+// Authorized operations, when asked, are all that Kafka defines on the
+// resource, as Kafka's AuthHelper.authorizedOperations answers without an
+// authorizer: Metadata v8+ for topics (v8-v10 also the cluster),
+// DescribeGroups v3+ and ConsumerGroupDescribe for groups answered without
+// error. segfs answered "not provided" (-2147483648) to all of them.
+func TestAuthorizedOperations(t *testing.T) {
+	const (
+		notProvided = int32(-2147483648)
+		topicOps    = 1<<3 | 1<<4 | 1<<5 | 1<<6 | 1<<7 | 1<<8 | 1<<10 | 1<<11 // READ WRITE CREATE DELETE ALTER DESCRIBE DESCRIBE_CONFIGS ALTER_CONFIGS
+		groupOps    = 1<<3 | 1<<6 | 1<<8 | 1<<10 | 1<<11                      // READ DELETE DESCRIBE DESCRIBE_CONFIGS ALTER_CONFIGS
+		clusterOps  = 1<<5 | 1<<7 | 1<<8 | 1<<9 | 1<<10 | 1<<11 | 1<<12       // CREATE ALTER DESCRIBE CLUSTER_ACTION DESCRIBE_CONFIGS ALTER_CONFIGS IDEMPOTENT_WRITE
+	)
+	ts := startServer(t, Config{})
+	createTopic(t, ts, "a", 1)
+	c := dial(t, ts.addr)
+	for v := int16(8); v <= 12; v++ {
+		for _, ask := range []bool{false, true} {
+			req := kmsg.NewPtrMetadataRequest()
+			req.Version = v
+			req.IncludeTopicAuthorizedOperations, req.IncludeClusterAuthorizedOperations = ask, ask
+			for _, name := range []string{"a", "missing"} {
+				rt := kmsg.NewMetadataRequestTopic()
+				rt.Topic = kmsg.StringPtr(name)
+				req.Topics = append(req.Topics, rt)
+			}
+			resp := c.roundTrip(req).(*kmsg.MetadataResponse)
+			wantTopic, wantCluster := notProvided, notProvided
+			if ask {
+				wantTopic = topicOps
+				if v <= 10 {
+					wantCluster = clusterOps
+				}
+			}
+			for _, mt := range resp.Topics {
+				if mt.AuthorizedOperations != wantTopic {
+					t.Errorf("metadata v%d ask=%v topic %s: operations %b, want %b", v, ask, *mt.Topic, mt.AuthorizedOperations, wantTopic)
+				}
+			}
+			if resp.AuthorizedOperations != wantCluster {
+				t.Errorf("metadata v%d ask=%v: cluster operations %b, want %b", v, ask, resp.AuthorizedOperations, wantCluster)
+			}
+		}
+	}
+
+	// A classic group known by its offsets, an unknown one (Dead, no
+	// error before v6) and a consumer group with a member.
+	oc := kmsg.NewPtrOffsetCommitRequest()
+	oc.Version, oc.Group, oc.Generation = 8, "classic", -1
+	oct := kmsg.NewOffsetCommitRequestTopic()
+	oct.Topic = "a"
+	ocp := kmsg.NewOffsetCommitRequestTopicPartition()
+	ocp.Offset = 0
+	oct.Partitions = append(oct.Partitions, ocp)
+	oc.Topics = append(oc.Topics, oct)
+	if r := c.roundTrip(oc).(*kmsg.OffsetCommitResponse); r.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("commit: %s", errName(r.Topics[0].Partitions[0].ErrorCode))
+	}
+	if r := c.cgh(cgh{group: "consumer", member: "m1", topics: []string{"a"}}); r.ErrorCode != 0 {
+		t.Fatalf("consumer group join: %s", errName(r.ErrorCode))
+	}
+	for v := int16(0); v <= 5; v++ {
+		for _, ask := range []bool{false, true} {
+			req := kmsg.NewPtrDescribeGroupsRequest()
+			req.Version, req.Groups, req.IncludeAuthorizedOperations = v, []string{"classic", "unknown", "consumer"}, ask
+			resp := c.roundTrip(req).(*kmsg.DescribeGroupsResponse)
+			want := notProvided
+			if ask && v >= 3 {
+				want = groupOps
+			}
+			for _, g := range resp.Groups {
+				if g.ErrorCode != 0 || g.AuthorizedOperations != want {
+					t.Errorf("describe groups v%d ask=%v %s: %s, operations %b, want %b", v, ask, g.Group, errName(g.ErrorCode), g.AuthorizedOperations, want)
+				}
+			}
+		}
+	}
+	for v := int16(0); v <= 1; v++ {
+		for _, ask := range []bool{false, true} {
+			req := kmsg.NewPtrConsumerGroupDescribeRequest()
+			req.Version, req.Groups, req.IncludeAuthorizedOperations = v, []string{"consumer", "classic"}, ask
+			resp := c.roundTrip(req).(*kmsg.ConsumerGroupDescribeResponse)
+			for _, g := range resp.Groups {
+				want := notProvided
+				if ask && g.ErrorCode == 0 {
+					want = groupOps
+				}
+				if g.AuthorizedOperations != want || (g.Group == "consumer") != (g.ErrorCode == 0) {
+					t.Errorf("consumer group describe v%d ask=%v %s: %s, operations %b, want %b", v, ask, g.Group, errName(g.ErrorCode), g.AuthorizedOperations, want)
+				}
+			}
+		}
+	}
+}
+
 func TestDescribeCluster(t *testing.T) {
 	ts := startServer(t, Config{ClusterID: "my-cluster"})
 	c := dial(t, ts.addr)
