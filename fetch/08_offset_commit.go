@@ -114,9 +114,13 @@ func handleOffsetCommit(c *conn, h *reqHeader, r kmsg.Request) error {
 			writeErr = kerr.CoordinatorNotAvailable.Code // retriable
 		}
 	}
+	// A partition that does not exist keeps its error: Kafka's
+	// handleOffsetCommitRequest answers it before the group coordinator
+	// sees the commit, whose error goes to the rest (metadata too large
+	// included: the coordinator checks the group first).
 	for i := range codes {
 		for j := range codes[i] {
-			if groupErr != 0 {
+			if groupErr != 0 && codes[i][j] != kerr.UnknownTopicOrPartition.Code {
 				codes[i][j] = groupErr
 			}
 		}

@@ -552,6 +552,39 @@ func TestOffsetCommitFetch(t *testing.T) {
 	if code := commit(c, 9, "g", -1, "", 9, 1); code != kerr.UnknownTopicOrPartition.Code {
 		t.Errorf("unknown partition: error %d, want 3", code)
 	}
+	// Kafka's handleOffsetCommitRequest answers a partition that does not
+	// exist before the group coordinator sees the commit, so the group's
+	// error goes to the other partitions only; segfs gave it to all.
+	for _, tc := range []struct {
+		group string
+		gen   int32
+		want  *kerr.Error
+	}{{"nogroup", 3, kerr.GroupIDNotFound}, {"", -1, kerr.InvalidGroupID}} {
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Version, req.Group, req.Generation, req.MemberID = 9, tc.group, tc.gen, "member-1"
+		for _, topic := range []string{"t", "nope"} {
+			rt := kmsg.NewOffsetCommitRequestTopic()
+			rt.Topic = topic
+			for _, part := range []int32{0, 9} {
+				rp := kmsg.NewOffsetCommitRequestTopicPartition()
+				rp.Partition, rp.Offset = part, 1
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			req.Topics = append(req.Topics, rt)
+		}
+		resp := c.roundTrip(req).(*kmsg.OffsetCommitResponse)
+		for _, rt := range resp.Topics {
+			for _, rp := range rt.Partitions {
+				want := kerr.UnknownTopicOrPartition
+				if rt.Topic == "t" && rp.Partition == 0 {
+					want = tc.want
+				}
+				if rp.ErrorCode != want.Code {
+					t.Errorf("group %q commit of %s/%d: %v, want %s", tc.group, rt.Topic, rp.Partition, kerr.ErrorForCode(rp.ErrorCode), want.Message)
+				}
+			}
+		}
+	}
 	commit(c, 9, "g", -1, "", 1, 7)
 
 	ts.stop()
