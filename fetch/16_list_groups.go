@@ -7,7 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// ListGroups (key 16), versions 0-4.
+// ListGroups (key 16), versions 0-5.
 //
 // Every group with members or committed offsets (a group that only
 // commits offsets is listed with an empty protocol type, as in Kafka).
