@@ -121,6 +121,11 @@ func TestUnsupportedRequests(t *testing.T) {
 		{"ListTransactions v2 (transactional id pattern)", 66, 2},
 		{"DescribeTransactions v1", 65, 1},
 		{"negative key", -5, 0},
+		{"OffsetForLeaderEpoch (not advertised, P8)", 23, 4},
+		{"GetTelemetrySubscriptions (not advertised, P8)", 71, 0},
+		{"ListOffsets v0 (legacy form)", 2, 0},
+		{"ListOffsets v8 (earliest local)", 2, 8},
+		{"Metadata v13", 3, 13},
 	}
 	for i, tc := range cases {
 		corr := int32(100 + i)

@@ -231,3 +231,140 @@ func TestProduceIdempotentOnTheWire(t *testing.T) {
 		t.Fatalf("log holds %q", got)
 	}
 }
+
+// Produce v3-v6 cannot carry zstd (Kafka's ProduceRequest.validateRecords:
+// UNSUPPORTED_COMPRESSION_TYPE), and nothing is written; v7 takes it.
+func TestProduceZstdNeedsV7(t *testing.T) {
+	ts := startServer(t, Config{})
+	createTopic(t, ts, "t", 1)
+	c := dial(t, ts.addr)
+	var bl record.Builder
+	spec := record.DefaultSpec()
+	spec.Codec = record.CodecZstd
+	bl.Reset(spec)
+	bl.Add(time.Now().UnixMilli(), nil, []byte(strings.Repeat("z", 100)), nil)
+	batch, err := bl.Build(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for v := int16(3); v <= 6; v++ {
+		sp := c.produce(v, "t", 0, slices.Clone(batch))
+		if sp.ErrorCode != kerr.UnsupportedCompressionType.Code || sp.BaseOffset != -1 {
+			t.Errorf("zstd at produce v%d: %v, base offset %d; want UNSUPPORTED_COMPRESSION_TYPE, -1", v, kerr.ErrorForCode(sp.ErrorCode), sp.BaseOffset)
+		}
+	}
+	if p, _ := ts.store.Partition("t", 0); p.LogEndOffset() != 0 {
+		t.Fatalf("a refused zstd batch was stored (log end %d)", p.LogEndOffset())
+	}
+	if sp := c.produce(7, "t", 0, slices.Clone(batch)); sp.ErrorCode != 0 || sp.BaseOffset != 0 {
+		t.Fatalf("zstd at produce v7: %v, base offset %d", kerr.ErrorForCode(sp.ErrorCode), sp.BaseOffset)
+	}
+}
+
+// Committed metadata is capped at offset.metadata.max.bytes (4096, Kafka's
+// default): one byte more is OFFSET_METADATA_TOO_LARGE and the offset
+// committed before stays.
+func TestOffsetCommitMetadataTooLarge(t *testing.T) {
+	ts := startServer(t, Config{})
+	createTopic(t, ts, "t", 1)
+	c := dial(t, ts.addr)
+	commit := func(off int64, meta string) int16 {
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Version, req.Group, req.Generation = 8, "g", -1
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic = "t"
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Offset, rp.Metadata = off, kmsg.StringPtr(meta)
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		return c.roundTrip(req).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
+	}
+	if code := commit(5, strings.Repeat("m", 4096)); code != 0 {
+		t.Fatalf("4096 bytes of metadata: %v", kerr.ErrorForCode(code))
+	}
+	if code := commit(6, strings.Repeat("m", 4097)); code != kerr.OffsetMetadataTooLarge.Code {
+		t.Fatalf("4097 bytes of metadata: %v, want OFFSET_METADATA_TOO_LARGE", kerr.ErrorForCode(code))
+	}
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Version, req.Group = 7, "g"
+	rt := kmsg.NewOffsetFetchRequestTopic()
+	rt.Topic, rt.Partitions = "t", []int32{0}
+	req.Topics = append(req.Topics, rt)
+	p := c.roundTrip(req).(*kmsg.OffsetFetchResponse).Topics[0].Partitions[0]
+	if p.ErrorCode != 0 || p.Offset != 5 || p.Metadata == nil || len(*p.Metadata) != 4096 {
+		t.Fatalf("offset after the refused commit: %d (error %d), want 5 with its metadata", p.Offset, p.ErrorCode)
+	}
+}
+
+// Metadata v12 by a topic ID nobody has: UNKNOWN_TOPIC_ID with the ID and a
+// null name, as Kafka answers; a known ID in the same request is served.
+func TestMetadataUnknownTopicID(t *testing.T) {
+	ts := startServer(t, Config{AutoCreateTopics: true})
+	createTopic(t, ts, "a", 1)
+	c := dial(t, ts.addr)
+	a, _ := ts.store.Topic("a")
+	unknown := [16]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
+	req := kmsg.NewPtrMetadataRequest()
+	req.Version, req.AllowAutoTopicCreation = 12, true
+	for _, id := range [][16]byte{unknown, a.ID()} {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.TopicID = id
+		req.Topics = append(req.Topics, rt)
+	}
+	r := c.roundTrip(req).(*kmsg.MetadataResponse)
+	if len(r.Topics) != 2 {
+		t.Fatalf("%d topics, want 2", len(r.Topics))
+	}
+	if u := r.Topics[0]; u.ErrorCode != kerr.UnknownTopicID.Code || u.TopicID != unknown || u.Topic != nil {
+		t.Errorf("unknown id: %v id %x name %v; want UNKNOWN_TOPIC_ID, the id, no name", kerr.ErrorForCode(u.ErrorCode), u.TopicID, u.Topic)
+	}
+	if k := r.Topics[1]; k.ErrorCode != 0 || k.Topic == nil || *k.Topic != "a" || len(k.Partitions) != 1 {
+		t.Errorf("known id: %+v", k)
+	}
+	if n := len(ts.store.Topics()); n != 1 {
+		t.Errorf("%d topics after a lookup by id, want 1 (nothing created)", n)
+	}
+}
+
+// Fetch answers throttle 0 (segfs has no quotas) and, v11+, no preferred
+// read replica (-1): consumers keep fetching from the leader.
+func TestFetchNoThrottleNoReadReplica(t *testing.T) {
+	ts := startServer(t, Config{})
+	createTopic(t, ts, "t", 1)
+	c := dial(t, ts.addr)
+	c.produce(9, "t", 0, produceBatch(t, "a"))
+	for _, v := range []int16{4, 10, 11, 12} {
+		resp := c.roundTrip(fetchReq(v, "t", 0, 0, 0, 0, 1<<20, 1<<20)).(*kmsg.FetchResponse)
+		if resp.ThrottleMillis != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			t.Fatalf("v%d: throttle %d, %d topics", v, resp.ThrottleMillis, len(resp.Topics))
+		}
+		p := resp.Topics[0].Partitions[0]
+		if p.ErrorCode != 0 || p.PreferredReadReplica != -1 || len(batchOffsets(p.RecordBatches)) != 1 {
+			t.Errorf("v%d: error %d, preferred read replica %d, %d batches; want 0, -1, 1", v, p.ErrorCode, p.PreferredReadReplica, len(batchOffsets(p.RecordBatches)))
+		}
+	}
+}
+
+// A client may not produce a control batch: INVALID_RECORD, as Kafka's
+// LogValidator answers a client's (control markers are the coordinator's,
+// through WriteTxnMarkers), and nothing is written.
+func TestProduceControlBatchRefused(t *testing.T) {
+	ts := startServer(t, Config{})
+	createTopic(t, ts, "t", 1)
+	c := dial(t, ts.addr)
+	var bl record.Builder
+	spec := record.DefaultSpec()
+	spec.Control = true
+	bl.Reset(spec)
+	bl.Add(time.Now().UnixMilli(), []byte{0, 0, 0, 1}, []byte{0, 0, 0, 0, 0, 0}, nil)
+	batch, err := bl.Build(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sp := c.produce(9, "t", 0, batch); sp.ErrorCode != kerr.InvalidRecord.Code {
+		t.Fatalf("control batch: %v, want INVALID_RECORD", kerr.ErrorForCode(sp.ErrorCode))
+	}
+	if p, _ := ts.store.Partition("t", 0); p.LogEndOffset() != 0 {
+		t.Fatalf("a produced control batch was stored (log end %d)", p.LogEndOffset())
+	}
+}
