@@ -14,11 +14,19 @@ import (
 // ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS (the group is rebalancing
 // again, rejoin), FENCED_INSTANCE_ID (v3+, a newer member took the
 // instance id), INCONSISTENT_GROUP_PROTOCOL (v5+, protocol type or name
-// differ from the generation's). v4 is flexible; v5 returns the protocol.
+// differ from the generation's, or either is missing: v5 made both
+// mandatory, and Kafka's KafkaApis refuses a request without them before
+// it looks at the group). v4 is flexible; v5 returns the protocol.
 func init() { register(14, 0, 5, handleSyncGroup) }
 
 func handleSyncGroup(c *conn, h *reqHeader, r kmsg.Request) error {
 	req := r.(*kmsg.SyncGroupRequest)
+	if h.version >= 5 && (req.ProtocolType == nil || req.Protocol == nil) {
+		// SyncGroupRequest.areMandatoryProtocolTypeAndNamePresent.
+		resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
+		resp.ErrorCode, resp.MemberAssignment = kerr.InconsistentGroupProtocol.Code, []byte{}
+		return c.send(h, resp)
+	}
 	res, wait := c.s.groups.sync(req)
 	if wait != nil {
 		res = await(c, wait, syncResult{err: kerr.NotCoordinator.Code})

@@ -87,9 +87,11 @@ func (p pending) wait() kmsg.Response {
 	return decodeResponse(p.c.t, frame, p.corr, p.req.ResponseKind())
 }
 
+// syncReq builds a SyncGroup at v4, which names no protocol (v5 must name
+// the group's protocol type and name).
 func syncReq(group string, gen int32, member string, assign map[string]string) *kmsg.SyncGroupRequest {
 	req := kmsg.NewPtrSyncGroupRequest()
-	req.Version = 5
+	req.Version = 4
 	req.Group, req.Generation, req.MemberID = group, gen, member
 	for m, a := range assign {
 		ga := kmsg.NewSyncGroupRequestGroupAssignment()
@@ -185,6 +187,7 @@ func TestGroupMembership(t *testing.T) {
 	wantCode(t, "sync with a wrong generation", a.sync(g, 2, ida, nil).ErrorCode, kerr.IllegalGeneration)
 	wantCode(t, "sync by an unknown member", a.sync(g, 1, "stranger", nil).ErrorCode, kerr.UnknownMemberID)
 	bad := syncReq(g, 1, ida, nil)
+	bad.Version = 5
 	bad.ProtocolType, bad.Protocol = kmsg.StringPtr("consumer"), kmsg.StringPtr("range")
 	wantCode(t, "sync naming another protocol", a.roundTrip(bad).(*kmsg.SyncGroupResponse).ErrorCode, kerr.InconsistentGroupProtocol)
 	bad.Protocol = kmsg.StringPtr("roundrobin")
@@ -233,10 +236,10 @@ func TestGroupMembership(t *testing.T) {
 
 	// B's sync waits for the leader's assignment.
 	sbReq := syncReq(g, 2, idb, nil)
-	sbReq.Protocol = kmsg.StringPtr("roundrobin")
+	sbReq.Version, sbReq.ProtocolType, sbReq.Protocol = 5, kmsg.StringPtr("consumer"), kmsg.StringPtr("roundrobin")
 	sb := b.start(sbReq)
 	saReq := syncReq(g, 2, ida, map[string]string{ida: "p0", idb: "p1"})
-	saReq.Protocol = kmsg.StringPtr("roundrobin")
+	saReq.Version, saReq.ProtocolType, saReq.Protocol = 5, kmsg.StringPtr("consumer"), kmsg.StringPtr("roundrobin")
 	if sa := a.roundTrip(saReq).(*kmsg.SyncGroupResponse); sa.ErrorCode != 0 || string(sa.MemberAssignment) != "p0" {
 		t.Fatalf("leader sync: %+v", sa)
 	}
@@ -388,6 +391,9 @@ func TestGroupJoinAllVersions(t *testing.T) {
 		for sv := int16(0); sv <= 5; sv++ {
 			req := syncReq(group, 1, r.MemberID, map[string]string{r.MemberID: "a"})
 			req.Version = sv
+			if sv >= 5 {
+				req.ProtocolType, req.Protocol = kmsg.StringPtr("consumer"), kmsg.StringPtr("range")
+			}
 			if s := c.roundTrip(req).(*kmsg.SyncGroupResponse); s.ErrorCode != 0 || string(s.MemberAssignment) != "a" {
 				t.Fatalf("JoinGroup v%d, SyncGroup v%d: %+v", v, sv, s)
 			}
@@ -408,6 +414,46 @@ func TestGroupJoinAllVersions(t *testing.T) {
 			code = r.Members[0].ErrorCode
 		}
 		wantCode(t, "leave of an unknown group", code, kerr.UnknownMemberID)
+	}
+}
+
+// SyncGroup v5 must name the protocol type and name (Kafka's
+// SyncGroupRequest.areMandatoryProtocolTypeAndNamePresent): without either
+// it is INCONSISTENT_GROUP_PROTOCOL before the group is looked at, and the
+// member's sync is not taken; segfs took it as a v4 one.
+func TestSyncGroupV5NamesProtocol(t *testing.T) {
+	ts := startServer(t, Config{GroupInitialRebalanceDelay: -1})
+	c := dial(t, ts.addr)
+	j := c.joinNew(joinSpec{group: "g"})
+	if j.ErrorCode != 0 {
+		t.Fatalf("join: %s", kerr.ErrorForCode(j.ErrorCode))
+	}
+	consumer, rng := kmsg.StringPtr("consumer"), kmsg.StringPtr("range")
+	for _, tc := range []struct {
+		what           string
+		group          string
+		ptype, protocl *string
+	}{
+		{"no protocol type", "g", nil, rng},
+		{"no protocol name", "g", consumer, nil},
+		{"neither", "g", nil, nil},
+		{"neither, unknown group", "nope", nil, nil},
+		{"neither, empty group id", "", nil, nil},
+	} {
+		req := syncReq(tc.group, j.Generation, j.MemberID, map[string]string{j.MemberID: "mine"})
+		req.Version, req.ProtocolType, req.Protocol = 5, tc.ptype, tc.protocl
+		r := c.roundTrip(req).(*kmsg.SyncGroupResponse)
+		wantCode(t, "v5 sync, "+tc.what, r.ErrorCode, kerr.InconsistentGroupProtocol)
+		if len(r.MemberAssignment) != 0 {
+			t.Errorf("v5 sync, %s: assignment %q, want none", tc.what, r.MemberAssignment)
+		}
+	}
+	// Refused, the sync changed nothing: the group still waits for its
+	// leader's assignment, which a complete v5 sync delivers.
+	req := syncReq("g", j.Generation, j.MemberID, map[string]string{j.MemberID: "mine"})
+	req.Version, req.ProtocolType, req.Protocol = 5, consumer, rng
+	if r := c.roundTrip(req).(*kmsg.SyncGroupResponse); r.ErrorCode != 0 || string(r.MemberAssignment) != "mine" || r.Protocol == nil || *r.Protocol != "range" {
+		t.Fatalf("complete v5 sync: %+v", r)
 	}
 }
 
