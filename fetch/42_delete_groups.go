@@ -13,13 +13,20 @@ import (
 // (NON_EMPTY_GROUP otherwise), an unknown group is GROUP_ID_NOT_FOUND, an
 // empty group id INVALID_GROUP_ID. A failed write of the offsets file is
 // COORDINATOR_NOT_AVAILABLE (retriable); the offsets are then still
-// there. v2 is flexible.
+// there. A group named more than once is deleted and answered once, as
+// Kafka's handleDeleteGroupsRequest takes the names distinct (segfs
+// answered the second GROUP_ID_NOT_FOUND). v2 is flexible.
 func init() { register(42, 0, 2, handleDeleteGroups) }
 
 func handleDeleteGroups(c *conn, h *reqHeader, r kmsg.Request) error {
 	req := r.(*kmsg.DeleteGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+	seen := map[string]bool{}
 	for _, name := range req.Groups {
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
 		code, op := c.s.groups.deleteGroup(name)
 		if op != nil {
 			if err := c.s.offsets.wait(op); err != nil {

@@ -440,3 +440,53 @@ func TestDeleteGroupsOffsetDelete(t *testing.T) {
 	ts = startServerDir(t, dir, Config{GroupInitialRebalanceDelay: -1})
 	check("after a restart", dial(t, ts.addr))
 }
+
+// DeleteGroups naming a group twice deletes it and answers it once, as
+// Kafka's handleDeleteGroupsRequest takes the names distinct; segfs
+// answered it twice, the second time GROUP_ID_NOT_FOUND.
+func TestDeleteGroupsDuplicateName(t *testing.T) {
+	ts := startServer(t, Config{})
+	createTopic(t, ts, "t", 1)
+	c := dial(t, ts.addr)
+	for _, g := range []string{"dup", "other"} {
+		if code := fetchCommit(c, g); code != 0 {
+			t.Fatalf("commit %s: %s", g, kerr.ErrorForCode(code))
+		}
+	}
+	for v := int16(0); v <= 2; v++ {
+		req := kmsg.NewPtrDeleteGroupsRequest()
+		req.Version = v
+		req.Groups = []string{"dup", "nope", "dup", "nope"}
+		if v == 0 {
+			req.Groups = []string{"other", "other"}
+		}
+		r := c.roundTrip(req).(*kmsg.DeleteGroupsResponse)
+		want := map[string]int16{"dup": 0, "nope": kerr.GroupIDNotFound.Code}
+		if v == 0 {
+			want = map[string]int16{"other": 0}
+		}
+		if v == 2 {
+			want["dup"] = kerr.GroupIDNotFound.Code // deleted at v1
+		}
+		if len(r.Groups) != len(want) {
+			t.Fatalf("v%d: %d answers for %v, want %d: %+v", v, len(r.Groups), req.Groups, len(want), r.Groups)
+		}
+		for _, g := range r.Groups {
+			if code, ok := want[g.Group]; !ok || g.ErrorCode != code {
+				t.Errorf("v%d %s: %v, want %v", v, g.Group, kerr.ErrorForCode(g.ErrorCode), kerr.ErrorForCode(want[g.Group]))
+			}
+		}
+	}
+}
+
+// fetchCommit commits offset 0 of t/0 for group without membership.
+func fetchCommit(c *client, group string) int16 {
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Version, req.Group, req.Generation = 8, group, -1
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	rt.Topic = "t"
+	rp := kmsg.NewOffsetCommitRequestTopicPartition()
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return c.roundTrip(req).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
+}
