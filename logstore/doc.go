@@ -75,6 +75,12 @@
 // deleting the segments after it. A segment below the recovery point whose
 // indexes do not match its .log is recovered the same way, but the
 // segments after it stay: they reached the disk before the checkpoint.
+// Messages of Kafka's old formats (magic 0 or 1, a broker that once ran
+// with log.message.format.version < 0.11) whose CRC-32 checks out are
+// never truncated as torn: Open refuses the data directory, naming the
+// file and position (LegacyFormatError; legacy.go). A segment that starts
+// with them is found before anything in the directory changes; ones after
+// magic 2 batches are found by recovery, which leaves the .log as it was.
 //
 // # Cleaners
 //

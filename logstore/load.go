@@ -100,6 +100,10 @@ func (s *Store) loadPartition(t *Topic, n int32, clean bool, recoveryPoint, logS
 			if err != nil {
 				seg.closeFiles()
 				releaseAll(p.segs)
+				var le *LegacyFormatError
+				if errors.As(err, &le) {
+					return nil, err // names the file already
+				}
 				return nil, fmt.Errorf("recovering %s: %w", seg.path(logSuffix), err)
 			}
 			if dropped > 0 {

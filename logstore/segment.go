@@ -595,6 +595,14 @@ func (s *segment) recover(cfg *Config, writable bool, dec *record.Decoder) (int6
 	s.bytesSinceIndex = valid - lastIndexed
 	dropped := end - valid
 	if dropped > 0 {
+		// Only a torn or damaged tail may go. A message of Kafka's old
+		// formats with a valid CRC is data segfs cannot serve, not a
+		// torn write: refuse it, the .log untouched. Open checks each
+		// segment's first message beforehand (checkLegacySegments);
+		// this catches old messages after v2 batches.
+		if err := legacyAt(s.log, s.path(logSuffix), valid, end); err != nil {
+			return 0, err
+		}
 		if err := s.log.Truncate(valid); err != nil {
 			return 0, err
 		}

@@ -343,7 +343,7 @@ type dirScan struct {
 // scanDir reads dir's topics file and lists its partition directories,
 // changing nothing, and fails on what makes the whole directory unusable:
 // a topics file that does not parse, a topic whose partition directories
-// have a gap.
+// have a gap, a segment of Kafka's old message formats (magic 0 or 1).
 func scanDir(dir string) (*dirScan, error) {
 	sc := &dirScan{parts: map[string][]int32{}}
 	if b, err := os.ReadFile(filepath.Join(dir, topicsFile)); err == nil {
@@ -411,6 +411,13 @@ func scanDir(dir string) (*dirScan, error) {
 		if td.AddingFrom > 0 && int32(len(keep)) != td.AddingFrom {
 			return nil, fmt.Errorf("%s: topic %s: partition directory %s-%d is missing (found %s); %s had %d partitions before an addition a crash interrupted",
 				dir, name, name, len(keep), partitionDirList(name, nums), topicsFile, td.AddingFrom)
+		}
+		// Segments of Kafka's old message formats: recovery would take
+		// them for garbage and truncate them (see checkLegacySegments).
+		for _, n := range keep {
+			if err := checkLegacySegments(filepath.Join(dir, fmt.Sprintf("%s-%d", name, n))); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return sc, nil

@@ -1,0 +1,185 @@
+package tests
+
+import (
+	"bytes"
+	"encoding/binary"
+	"hash/crc32"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+)
+
+// legacyMsg builds one message of Kafka's pre-0.11 formats byte by byte:
+// offset int64, message size int32, CRC-32 (IEEE) of the rest from the
+// magic on, magic int8, attributes int8, timestamp int64 (magic 1 only),
+// key and value as int32 length (-1 = null) and bytes.
+func legacyMsg(magic, attrs byte, offset, ts int64, key, value []byte) []byte {
+	be := binary.BigEndian
+	m := []byte{magic, attrs}
+	if magic == 1 {
+		m = be.AppendUint64(m, uint64(ts))
+	}
+	for _, b := range [][]byte{key, value} {
+		if b == nil {
+			m = be.AppendUint32(m, 0xffffffff)
+			continue
+		}
+		m = be.AppendUint32(m, uint32(len(b)))
+		m = append(m, b...)
+	}
+	out := be.AppendUint64(nil, uint64(offset))
+	out = be.AppendUint32(out, uint32(4+len(m)))
+	out = be.AppendUint32(out, crc32.ChecksumIEEE(m))
+	return append(out, m...)
+}
+
+// legacyThree is three uncompressed messages, offsets from base,
+// timestamps 1600000000000+i (ignored for magic 0), values hello1..3.
+func legacyThree(magic byte, base int64) []byte {
+	var b []byte
+	for i := range 3 {
+		b = append(b, legacyMsg(magic, 0, base+int64(i), 1_600_000_000_000+int64(i), nil, []byte("hello"+strconv.Itoa(i+1)))...)
+	}
+	return b
+}
+
+// legacyDataDir writes what a Kafka broker that once ran with
+// log.message.format.version < 0.11 leaves after a clean shutdown: a
+// partition old-0 whose one segment holds three magic-1 messages, its
+// empty indexes, the clean-shutdown marker and a recovery point at the
+// log end. It returns the data directory and the .log path.
+func legacyDataDir(t *testing.T, magic byte) (data, log string) {
+	t.Helper()
+	data = t.TempDir()
+	pdir := filepath.Join(data, "old-0")
+	if err := os.Mkdir(pdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	log = filepath.Join(pdir, "00000000000000000000.log")
+	for path, b := range map[string][]byte{
+		log: legacyThree(magic, 0),
+		filepath.Join(pdir, "00000000000000000000.index"):       nil,
+		filepath.Join(pdir, "00000000000000000000.timeindex"):   nil,
+		filepath.Join(data, ".kafka_cleanshutdown"):             nil,
+		filepath.Join(data, "recovery-point-offset-checkpoint"): []byte("0\n1\nold 0 3\n"),
+	} {
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return data, log
+}
+
+// TestRecoveryRefusesLegacyFormat: a data directory whose segment holds
+// magic 0 or 1 messages (from a Kafka broker that once ran with an old
+// log.message.format.version; Kafka 3.x still reads them) was destroyed by
+// the mount: read as v2 batches the messages were garbage ("batch length
+// 28 below minimum 49"), and recovery truncated the .log to 0 bytes, even
+// after a clean shutdown. Those messages carry a valid CRC-32, so they
+// are evidence of data, not a torn write: the mount (daemon and
+// foreground) and `segfs serve` now refuse to start, naming the file, the
+// position and the format, and leave every file as it was.
+func TestRecoveryRefusesLegacyFormat(t *testing.T) {
+	mntRequireFuse(t)
+	for _, magic := range []byte{1, 0} {
+		data, log := legacyDataDir(t, magic)
+		mp := filepath.Join(t.TempDir(), "mnt")
+		if err := os.Mkdir(mp, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if mntIsMounted(mp) {
+				exec.Command("umount", "-l", mp).Run()
+			}
+		})
+		// The one file a refused mount writes is its daemon log, which
+		// cliDirSnapshot leaves out; made beforehand, so that creating
+		// it does not move the directory's mtime.
+		if err := os.WriteFile(filepath.Join(data, "segfs-mount.out"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		v := strconv.Itoa(int(magic))
+		want := "message format v" + v + " (magic " + v + ") at position 0 in " + log + ": segfs reads only magic 2 record batches"
+		before := cliDirSnapshot(t, data)
+		for _, args := range [][]string{
+			{"mount", data, mp},
+			{"mount", "--foreground", data, mp},
+			{"serve", "--listen", "127.0.0.1:19321", data},
+		} {
+			cliRefused(t, mp, want, args...)
+			if after := cliDirSnapshot(t, data); after != before {
+				t.Fatalf("segfs %q refused the data directory but changed it:\n--- before\n%s\n--- after\n%s", args, before, after)
+			}
+		}
+	}
+}
+
+// TestRecoveryTornTailMagicOne: recovery still truncates a torn tail
+// whose byte at the magic position happens to be 1 (a size that fits, a
+// CRC that does not match), after a crash; and the same bytes with their
+// CRC intact, old messages after the v2 batches of the active segment
+// (a broker whose format was downgraded), make the mount refuse to start
+// instead of cutting them, after a clean shutdown, the .log left as it
+// was. The mount used to truncate both.
+func TestRecoveryTornTailMagicOne(t *testing.T) {
+	m := mntNew(t)
+	m.ok(`mkdir "$M/t" && seq 3 >> "$M/t/0/data"`)
+	m.unmount()
+	log := filepath.Join(m.data, "t-0", "00000000000000000000.log")
+	v2, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendTo := func(b []byte) {
+		t.Helper()
+		f, err := os.OpenFile(log, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write(b); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Torn: the CRC of the first message is one off. A crash, so
+	// recovery checks the active segment.
+	torn := legacyThree(1, 3)
+	binary.BigEndian.PutUint32(torn[12:], binary.BigEndian.Uint32(torn[12:])+1)
+	appendTo(torn)
+	if err := os.Remove(filepath.Join(m.data, ".kafka_cleanshutdown")); err != nil {
+		t.Fatal(err)
+	}
+	m2 := mntAt(t, m.data)
+	if got := m2.ok(`cat "$M/t/0/data"`); got != "1\n2\n3\n" {
+		t.Fatalf("after recovering the torn tail: %q", got)
+	}
+	if fi, err := os.Stat(log); err != nil || fi.Size() != int64(len(v2)) {
+		t.Fatalf("torn tail not truncated to the %d bytes of v2 batches: %v %v", len(v2), fi.Size(), err)
+	}
+	m2.unmount()
+
+	// Real old messages: refused, after a clean shutdown too.
+	appendTo(legacyThree(1, 3))
+	want, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mp := filepath.Join(t.TempDir(), "mnt")
+	if err := os.Mkdir(mp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if mntIsMounted(mp) {
+			exec.Command("umount", "-l", mp).Run()
+		}
+	})
+	cliRefused(t, mp, "message format v1 (magic 1) at position "+strconv.Itoa(len(v2))+" in "+log+": segfs reads only magic 2 record batches", "mount", m.data, mp)
+	if got, err := os.ReadFile(log); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("the refused mount changed %s: %d bytes, was %d (%v)", log, len(got), len(want), err)
+	}
+}
