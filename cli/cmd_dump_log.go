@@ -24,6 +24,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/segfs/segfs/index"
+	"github.com/segfs/segfs/logstore"
 	"github.com/segfs/segfs/logstore/record"
 )
 
@@ -37,6 +38,10 @@ per record, with --print-data-log keys and payloads too), .index and
 .timeindex files (their entries, checked against the matching .log) and
 .txnindex files, in the format of Kafka's kafka-dump-log.sh. Works on the
 files of a running mount too: it only reads.
+
+Messages of Kafka's pre-0.11 formats (magic 0 or 1) are printed as Kafka
+prints them, with a note on stderr that segfs does not serve them; the
+messages inside a compressed one are not shown.
 
 A corrupt batch is reported on stderr with its position, a partial batch at
 the end of a file as "Found N invalid bytes", an index entry that does not
@@ -196,6 +201,7 @@ func (d *dumper) dumpLog(path, suffix string) error {
 	lastOffset := int64(-1)
 	var gaps []string
 	var line []byte
+	legacyNoted := false
 	for {
 		b, err := sc.Next(true)
 		if err == io.EOF {
@@ -219,6 +225,16 @@ func (d *dumper) dumpLog(path, suffix string) error {
 		}
 		if err != nil {
 			break
+		}
+		if b.Legacy {
+			if !legacyNoted {
+				// Kafka prints these without comment; segfs says once
+				// that it will not serve them.
+				legacyNoted = true
+				d.notef("note: message format v%d (magic %d) at position %d in %s: %s", b.Header.Magic, b.Header.Magic, b.Pos, path, logstore.LegacyFormatReason)
+			}
+			d.dumpLegacy(&b, path, &line, &lastOffset, &gaps)
+			continue
 		}
 		line = appendBatchLine(line[:0], &b)
 		d.out.Write(line)
@@ -252,6 +268,70 @@ func (d *dumper) dumpLog(path, suffix string) error {
 		d.trailer = append(d.trailer, gaps...)
 	}
 	return nil
+}
+
+// dumpLegacy prints a message of the old formats (magic 0 or 1) as
+// Kafka's DumpLogSegments does: a batch line that starts "offset:", and
+// with deep iteration the message itself as its one record. The messages
+// a compressed one wraps are not shown: segfs does not decompress the old
+// formats (magic 0 framed LZ4 in a way of its own), and says so.
+func (d *dumper) dumpLegacy(b *batchAt, path string, line *[]byte, lastOffset *int64, gaps *[]string) {
+	// The scanner yields only messages whose CRC checks out, so Kafka's
+	// isvalid (size and CRC) is true; ParseLegacy fills the header fields
+	// before it checks the key and value layout, which may still fail.
+	m, err := record.ParseLegacy(b.Raw)
+	*line = fmt.Appendf((*line)[:0], "offset: %d position: %d %s: %d size: %d magic: %d compresscodec: %s crc: %d isvalid: true\n",
+		m.Offset, b.Pos, legacyTimestampType(&m), m.Timestamp, m.TotalSize(), m.Magic, m.Codec(), m.CRC)
+	d.out.Write(*line)
+	if !d.opts.deep {
+		return
+	}
+	if err != nil {
+		d.problemf("corrupt message at position %d in %s: %s", b.Pos, path, reasonOf(err))
+		return
+	}
+	if m.Codec() != record.CodecNone {
+		d.problemf("%s message at position %d in %s (message format v%d): the messages it wraps are not shown: segfs dump-log does not decompress message formats v0/v1",
+			m.Codec(), b.Pos, path, m.Magic)
+		return
+	}
+	if *lastOffset != -1 && m.Offset != *lastOffset+1 {
+		*gaps = append(*gaps, fmt.Sprintf("  %d is followed by %d", *lastOffset, m.Offset))
+	}
+	*lastOffset = m.Offset
+	dst := (*line)[:0]
+	prefix := "| "
+	if !d.opts.skipMeta {
+		dst = fmt.Appendf(dst, "%soffset: %d %s: %d keySize: %d valueSize: %d", prefix, m.Offset, legacyTimestampType(&m), m.Timestamp, sizeOrNull(m.Key), sizeOrNull(m.Value))
+		// Kafka's text for a legacy record, its stray brace included,
+		// so that the output compares equal to kafka-dump-log's.
+		dst = fmt.Appendf(dst, " isValid: true crc: %d}", m.CRC)
+		prefix = " "
+	}
+	if d.opts.printData {
+		if m.Key != nil {
+			dst = append(dst, prefix+"key: "...)
+			dst = appendJavaString(dst, m.Key)
+		}
+		if m.Value != nil {
+			dst = append(dst, " payload: "...)
+			dst = appendJavaString(dst, m.Value)
+		}
+	}
+	*line = append(dst, '\n')
+	d.out.Write(*line)
+}
+
+// legacyTimestampType is Kafka's TimestampType name for a message of the
+// old formats: magic 0 has no timestamp.
+func legacyTimestampType(m *record.LegacyMessage) string {
+	switch {
+	case m.Magic == record.MagicV0:
+		return "NoTimestampType"
+	case m.LogAppendTime():
+		return "LogAppendTime"
+	}
+	return "CreateTime"
 }
 
 // parseKRaftSnapshotName parses "<20-digit end offset>-<10-digit

@@ -36,6 +36,8 @@ segments), every .index and .timeindex (their own rules, and against their
 .txnindex a Kafka broker left (its rules; ABORT markers inside the segment), and the
 checkpoint files (format; recovery points and log start offsets not past the
 log end). Each problem is printed with its file and byte position.
+Messages of Kafka's pre-0.11 formats (magic 0 or 1) are an error: segfs does
+not serve them, and a mount that finds them refuses the data directory.
 
 Errors make the exit status 1. Warnings are what recovery repairs on the next
 mount without losing acknowledged data (a partial batch at the end of the
@@ -360,6 +362,9 @@ func (v *verifier) segment(s *segmentFiles, active bool) (sum *logSummary, batch
 	sc := newBatchScanner(f, 0, fi.Size())
 	prevLast := s.Base - 1
 	n := 0
+	// Messages of the old formats (magic 0 or 1): reported once, at the
+	// first, with their count, after the scan.
+	legacyPos, legacyMagic, legacyCount := int64(-1), int8(0), 0
 	for {
 		b, err := sc.Next(true)
 		if err == io.EOF {
@@ -382,7 +387,12 @@ func (v *verifier) segment(s *segmentFiles, active bool) (sum *logSummary, batch
 		}
 		n++
 		h := &b.Header
-		if b.CRCErr != nil {
+		if b.Legacy {
+			if legacyCount == 0 {
+				legacyPos, legacyMagic = b.Pos, h.Magic
+			}
+			legacyCount++
+		} else if b.CRCErr != nil {
 			v.errorf(s.Log, "position %d: corrupt batch: %s", b.Pos, reasonOf(b.CRCErr))
 		} else if err := v.dec.Records(b.Raw, func(rec *record.Record) error {
 			if rec.Offset < h.BaseOffset || rec.Offset > h.LastOffset() {
@@ -412,6 +422,10 @@ func (v *verifier) segment(s *segmentFiles, active bool) (sum *logSummary, batch
 		sum.NextOffset = h.NextOffset()
 	}
 	sum.ValidBytes = sc.Pos()
+	if legacyCount > 0 {
+		v.errorf(s.Log, "position %d: message format v%d (magic %d), %d message(s) of format v0/v1 in this segment: %s",
+			legacyPos, legacyMagic, legacyMagic, legacyCount, logstore.LegacyFormatReason)
+	}
 	if verifyLogRead != nil {
 		verifyLogRead(s.Log)
 	}

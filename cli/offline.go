@@ -11,6 +11,7 @@ package cli
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -51,6 +52,14 @@ type batchAt struct {
 	// CRCErr is set when the batch is framed correctly (length and magic
 	// are sane, so the scan can go on) but its CRC does not match.
 	CRCErr error
+	// Legacy is set for a message of Kafka's old formats (magic 0 or 1)
+	// whose CRC-32 checks out: data segfs does not serve, but neither
+	// garbage nor a torn tail, so the scan steps over it. Header then
+	// holds what a v2 header would say of it (BaseOffset and
+	// LastOffset the message's offset, MaxTimestamp its timestamp, Magic,
+	// CRC, Attributes, BatchLength), so that offset and index checks
+	// treat it as Kafka does; Raw must not be decoded as a v2 batch.
+	Legacy bool
 }
 
 // tailError says the last bytes of a file do not hold a whole batch: a
@@ -133,6 +142,9 @@ func (s *batchScanner) Next(whole bool) (batchAt, error) {
 	}
 	size, err := record.PeekSize(s.hdr[:n])
 	if err != nil {
+		if b, ok, err := s.legacy(n, left, whole); ok || err != nil {
+			return b, err
+		}
 		s.limit = s.pos // nothing after an impossible length can be trusted
 		return batchAt{}, &framingError{Pos: s.pos, Reason: reasonOf(err)}
 	}
@@ -163,6 +175,56 @@ func (s *batchScanner) Next(whole bool) (batchAt, error) {
 	}
 	s.pos += size
 	return b, nil
+}
+
+// legacy recognizes a message of the old formats at s.pos (n header
+// bytes read, left bytes to the limit): magic 0 or 1 and a CRC-32 that
+// checks out over its size, as recovery judges it (logstore.legacyAt).
+// Anything else is left to the caller's framing error, as before.
+func (s *batchScanner) legacy(n, left int64, whole bool) (batchAt, bool, error) {
+	size, magic, ok := record.PeekLegacy(s.hdr[:n])
+	if !ok || size > left {
+		return batchAt{}, false, nil
+	}
+	if _, valid, err := record.LegacyCRCValid(s.r, s.pos, s.limit); err != nil || !valid {
+		if err != nil {
+			return batchAt{}, false, fmt.Errorf("read at position %d: %w", s.pos, err)
+		}
+		return batchAt{}, false, nil
+	}
+	be := binary.BigEndian
+	h := record.Header{
+		BaseOffset:    int64(be.Uint64(s.hdr[0:])),
+		BatchLength:   int32(size - record.LogOverhead),
+		Magic:         magic,
+		CRC:           be.Uint32(s.hdr[12:]),
+		Attributes:    int16(s.hdr[17]),
+		MaxTimestamp:  -1,
+		ProducerID:    -1,
+		ProducerEpoch: -1,
+		BaseSequence:  -1,
+		RecordCount:   1,
+	}
+	if magic == record.MagicV1 {
+		// A magic 1 message is at least 34 bytes, all of them in hdr.
+		h.MaxTimestamp = int64(be.Uint64(s.hdr[18:]))
+	}
+	b := batchAt{Pos: s.pos, Header: h, Legacy: true}
+	if whole {
+		if int64(cap(s.buf)) < size {
+			s.buf = make([]byte, size) // size <= bytes left in the file
+		}
+		s.buf = s.buf[:size]
+		if got, err := s.r.ReadAt(s.buf, s.pos); int64(got) < size {
+			if err == nil || err == io.EOF {
+				return batchAt{}, false, s.tail(int64(got), "file ended early")
+			}
+			return batchAt{}, false, fmt.Errorf("read at position %d: %w", s.pos, err)
+		}
+		b.Raw = s.buf
+	}
+	s.pos += size
+	return b, true, nil
 }
 
 func (s *batchScanner) tail(n int64, reason string) error {

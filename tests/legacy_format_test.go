@@ -2,12 +2,14 @@ package tests
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/binary"
 	"hash/crc32"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -181,5 +183,94 @@ func TestRecoveryTornTailMagicOne(t *testing.T) {
 	cliRefused(t, mp, "message format v1 (magic 1) at position "+strconv.Itoa(len(v2))+" in "+log+": segfs reads only magic 2 record batches", "mount", m.data, mp)
 	if got, err := os.ReadFile(log); err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("the refused mount changed %s: %d bytes, was %d (%v)", log, len(got), len(want), err)
+	}
+	r := cliRun(t, "verify", m.data)
+	if w := "error: " + log + ": position " + strconv.Itoa(len(v2)) + ": message format v1 (magic 1), 3 message(s) of format v0/v1 in this segment"; r.Code != 1 || !strings.Contains(r.Stdout, w) {
+		t.Errorf("verify: exit %d; want exit 1 and %q\n%s%s", r.Code, w, r.Stdout, r.Stderr)
+	}
+}
+
+// TestVerifyLegacyFormat: verify reported a segment of magic 1 messages
+// as "corrupt batch: batch length 28 below minimum 49; the 120 bytes from
+// here on cannot be read", which reads as damage recovery would cut. It
+// is now one error naming the file, the position and the format (and
+// what to do), and verify reads on: the offsets of the messages count,
+// so the checkpoint at offset 3 is not "past the log end".
+func TestVerifyLegacyFormat(t *testing.T) {
+	data, log := legacyDataDir(t, 1)
+	r := cliRun(t, "verify", data)
+	want := "error: " + log + ": position 0: message format v1 (magic 1), 3 message(s) of format v0/v1 in this segment: segfs reads only magic 2 record batches"
+	if r.Code != 1 || !strings.Contains(r.Stdout, want) {
+		t.Fatalf("verify: exit %d; want exit 1 and %q\n%s%s", r.Code, want, r.Stdout, r.Stderr)
+	}
+	if n := strings.Count(r.Stdout, "error:"); n != 1 || strings.Contains(r.Stdout, "corrupt") {
+		t.Errorf("verify: want exactly the one error about the format\n%s", r.Stdout)
+	}
+	if want := "old-0: 1 error(s), 0 warning(s) (1 segments, 3 batches, log start 0, log end 3, 120 bytes)"; !strings.Contains(r.Stdout, want) {
+		t.Errorf("verify: want %q\n%s", want, r.Stdout)
+	}
+}
+
+// TestDumpLogLegacyFormat: dump-log printed "Found 120 invalid bytes" and
+// "corrupt batch" for a segment of magic 0 or 1 messages, which Kafka's
+// DumpLogSegments prints. It now prints them as Kafka does (a batch line
+// starting "offset:", NoTimestampType for magic 0; with deep iteration the
+// message as its record), with a note that segfs does not serve them, and
+// exits 0. The messages inside a compressed one are not shown: that is
+// said, and the exit status is non-zero.
+func TestDumpLogLegacyFormat(t *testing.T) {
+	_, log := legacyDataDir(t, 1)
+	r := cliRun(t, "dump-log", "--print-data-log", log)
+	crc := func(pos int) uint32 {
+		b := legacyThree(1, 0)
+		return binary.BigEndian.Uint32(b[pos+12:])
+	}
+	want := "Dumping " + log + "\nLog starting offset: 0\n" +
+		"offset: 0 position: 0 CreateTime: 1600000000000 size: 40 magic: 1 compresscodec: none crc: " + strconv.Itoa(int(crc(0))) + " isvalid: true\n" +
+		"| offset: 0 CreateTime: 1600000000000 keySize: -1 valueSize: 6 isValid: true crc: " + strconv.Itoa(int(crc(0))) + "} payload: hello1\n" +
+		"offset: 1 position: 40 CreateTime: 1600000000001 size: 40 magic: 1 compresscodec: none crc: " + strconv.Itoa(int(crc(40))) + " isvalid: true\n" +
+		"| offset: 1 CreateTime: 1600000000001 keySize: -1 valueSize: 6 isValid: true crc: " + strconv.Itoa(int(crc(40))) + "} payload: hello2\n" +
+		"offset: 2 position: 80 CreateTime: 1600000000002 size: 40 magic: 1 compresscodec: none crc: " + strconv.Itoa(int(crc(80))) + " isvalid: true\n" +
+		"| offset: 2 CreateTime: 1600000000002 keySize: -1 valueSize: 6 isValid: true crc: " + strconv.Itoa(int(crc(80))) + "} payload: hello3\n"
+	if r.Code != 0 || r.Stdout != want {
+		t.Errorf("dump-log: exit %d\n--- got\n%s--- want\n%s--- stderr\n%s", r.Code, r.Stdout, want, r.Stderr)
+	}
+	if w := "note: message format v1 (magic 1) at position 0 in " + log + ": segfs reads only magic 2 record batches"; !strings.Contains(r.Stderr, w) {
+		t.Errorf("dump-log stderr %q; want %q", r.Stderr, w)
+	}
+
+	// Magic 0: no timestamp; a key.
+	dir := t.TempDir()
+	v0 := filepath.Join(dir, "00000000000000000005.log")
+	msg := legacyMsg(0, 0, 5, 0, []byte("k"), []byte("v"))
+	if err := os.WriteFile(v0, msg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = cliRun(t, "dump-log", "--print-data-log", v0)
+	c := strconv.Itoa(int(binary.BigEndian.Uint32(msg[12:])))
+	want = "Dumping " + v0 + "\nLog starting offset: 5\n" +
+		"offset: 5 position: 0 NoTimestampType: -1 size: " + strconv.Itoa(len(msg)) + " magic: 0 compresscodec: none crc: " + c + " isvalid: true\n" +
+		"| offset: 5 NoTimestampType: -1 keySize: 1 valueSize: 1 isValid: true crc: " + c + "} key: k payload: v\n"
+	if r.Code != 0 || r.Stdout != want {
+		t.Errorf("dump-log v0: exit %d\n--- got\n%s--- want\n%s--- stderr\n%s", r.Code, r.Stdout, want, r.Stderr)
+	}
+
+	// A gzip wrapper: its batch line, then a clear refusal to go inside.
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	zw.Write(legacyThree(1, 0))
+	zw.Close()
+	wrapped := filepath.Join(dir, "00000000000000000000.log")
+	msg = legacyMsg(1, 1, 2, 1_600_000_000_002, nil, z.Bytes())
+	if err := os.WriteFile(wrapped, msg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = cliRun(t, "dump-log", wrapped)
+	if w := "offset: 2 position: 0 CreateTime: 1600000000002 size: " + strconv.Itoa(len(msg)) + " magic: 1 compresscodec: gzip crc: "; r.Code != 0 || !strings.Contains(r.Stdout, w) {
+		t.Errorf("dump-log gzip wrapper: exit %d, want 0 and %q\n%s%s", r.Code, w, r.Stdout, r.Stderr)
+	}
+	r = cliRun(t, "dump-log", "--deep-iteration", wrapped)
+	if w := "gzip message at position 0 in " + wrapped + " (message format v1): the messages it wraps are not shown"; r.Code == 0 || !strings.Contains(r.Stderr, w) {
+		t.Errorf("dump-log --deep-iteration gzip wrapper: exit %d, want non-zero and %q\n%s%s", r.Code, w, r.Stdout, r.Stderr)
 	}
 }
