@@ -84,8 +84,14 @@
 //
 // # Cleaners
 //
-// Retention deletes whole closed segments (renamed .deleted, removed after
-// file.delete.delay.ms or when the last reader lets go). DeleteRecords
+// Retention deletes whole segments, oldest first, by Kafka's rules
+// (retention.go): the active one too once it is not empty and past
+// retention.ms or retention.bytes, a new empty segment being rolled at the
+// log end first when every segment goes, so that the log start moves to
+// the log end and the next record keeps its offset (retention.ms=1000 or
+// retention.bytes=0 purges a partition). Deleted files are renamed
+// .deleted and removed after file.delete.delay.ms or when the last reader
+// lets go. DeleteRecords
 // (Kafka's API of that name) moves the log start forward, possibly into
 // the middle of a segment, and writes the log-start checkpoint before it
 // returns; the next retention pass deletes the segments wholly below it,

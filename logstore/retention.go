@@ -1,18 +1,30 @@
 package logstore
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"time"
 )
 
 // Retention (cleanup.policy=delete, KAFKA-FORMAT.md §8) deletes whole
-// closed segments, oldest first. The active segment is never deleted, so a
-// partition overshoots retention.bytes by at most one segment; instead an
-// idle active segment is rolled once it is older than segment.ms, so that
-// time retention reaches its records on a later pass. Whatever the policy,
-// a pass also deletes the closed segments wholly below the log start
-// (DeleteRecords moves it, possibly mid-segment), as Kafka's
-// deleteLogStartOffsetBreachedSegments does.
+// segments, oldest first, by Kafka's rules (UnifiedLog.deleteOldSegments):
+// the log-start rule, then retention.bytes over the size of every segment,
+// then retention.ms, each going on from where the previous stopped. The
+// active segment is a candidate like any other unless it is empty, so
+// retention.ms=1000 empties a quiet partition within a pass and
+// retention.bytes=0 empties any. When every segment goes, a new empty one
+// is rolled at the log end first, so the log keeps its next offset and
+// the log start becomes the log end: a purge. All of it happens under the
+// append lock, so an append lands either before the purge (and is purged)
+// or in the new segment. Open text views keep the deleted segments and go
+// on with the new one (pinViews), as for any retention.
+//
+// Whatever the policy, a pass also deletes the closed segments wholly
+// below the log start (DeleteRecords moves it, possibly mid-segment), as
+// Kafka's deleteLogStartOffsetBreachedSegments does, and rolls an idle
+// active segment once it is older than segment.ms (or, compacted,
+// max.compaction.lag.ms): the cleaner never touches the active segment.
 
 // CleanupStats is what one retention or compaction pass did, for its log
 // line and for tests.
@@ -46,6 +58,10 @@ func (p *Partition) ApplyRetention() (CleanupStats, error) {
 	cfg := p.config()
 	st := CleanupStats{NewLogStart: p.logStart.Load()}
 	now := p.store.now().UnixMilli()
+	// amu for the whole pass: no append runs between the choice of the
+	// segments and their deletion, so a full purge's roll starts the new
+	// segment exactly at the log end and no record lands in a segment
+	// being deleted.
 	p.amu.Lock()
 	defer p.amu.Unlock()
 	if p.fenceErr != nil || p.store.closed.Load() {
@@ -53,8 +69,8 @@ func (p *Partition) ApplyRetention() (CleanupStats, error) {
 	}
 	// Roll an idle active segment whose first record is older than
 	// segment.ms (on a compacted topic, max.compaction.lag.ms if shorter:
-	// MaxSegmentMs), whatever the cleanup policy: closed, it can age out
-	// like any closed segment, or be compacted.
+	// MaxSegmentMs), whatever the cleanup policy, as an append would:
+	// closed, it can be compacted.
 	if act := p.active(); act.size.Load() > 0 {
 		waited := now - act.created.UnixMilli()
 		if act.firstBatchTs >= 0 {
@@ -69,45 +85,64 @@ func (p *Partition) ApplyRetention() (CleanupStats, error) {
 	p.mu.RLock()
 	segs := append([]*segment(nil), p.segs...)
 	p.mu.RUnlock()
-	closed := segs[:len(segs)-1]
+	// Kafka's rules, in its order (deleteOldSegments): each takes the
+	// oldest segments while its predicate holds, continuing where the
+	// previous one stopped; an empty last segment is never taken, since
+	// it would only be created again.
+	n := 0
+	last := len(segs) - 1
+	take := func(deletable func(i int) bool) {
+		for n < len(segs) && !(n == last && segs[n].size.Load() == 0) && deletable(n) {
+			n++
+		}
+	}
 	// Segments wholly below the log start (DeleteRecords moved it, or a
 	// checkpoint copied from Kafka says so) go whatever the policy, as
 	// in Kafka's deleteLogStartOffsetBreachedSegments: a segment whose
 	// successor starts at or below the log start holds nothing readable.
-	n := 0
-	for n < len(closed) && segs[n+1].base <= p.logStart.Load() {
-		n++
-	}
+	logStart := p.logStart.Load()
+	take(func(i int) bool { return i < last && segs[i+1].base <= logStart })
 	if cfg.Delete() && cfg.RetentionBytes >= 0 {
+		// Over every segment left, the active one included.
 		var total int64
-		for _, s := range segs {
+		for _, s := range segs[n:] {
 			total += s.size.Load()
 		}
 		diff := total - cfg.RetentionBytes
-		k := 0
-		for _, s := range closed {
-			if diff-s.size.Load() < 0 {
-				break
+		take(func(i int) bool {
+			if diff-segs[i].size.Load() < 0 {
+				return false
 			}
-			diff -= s.size.Load()
-			k++
-		}
-		n = max(n, k)
+			diff -= segs[i].size.Load()
+			return true
+		})
 	}
 	if cfg.Delete() && cfg.RetentionMs >= 0 {
-		k := 0
-		for _, s := range closed {
-			if now-s.largestTimestamp() <= cfg.RetentionMs {
-				break
-			}
-			k++
-		}
-		n = max(n, k)
+		take(func(i int) bool { return now-segs[i].largestTimestamp() > cfg.RetentionMs })
 	}
 	if n == 0 {
 		return st, nil
 	}
-	st = p.deleteOldestLocked(segs[:n], segs[n].base, cfg)
+	next := p.leo.Load()
+	if n < len(segs) {
+		next = segs[n].base
+	} else {
+		// Every segment goes, the active one too (it is not empty): as
+		// Kafka does, roll a new empty one at the log end first, so the
+		// log keeps a segment and its next offset. The log start moves
+		// to the log end.
+		if err := p.rollLocked("retention (all segments deletable)", cfg); err != nil {
+			var wf *writeFailure
+			if errors.As(err, &wf) && !wf.fatal {
+				// The new segment could not be created (ENOSPC, EDQUOT):
+				// nothing is deleted, the old one is sealed and intact,
+				// and the next append or pass retries the roll.
+				return st, fmt.Errorf("roll before deleting every segment: %w", wf.err)
+			}
+			return st, p.failLocked(err)
+		}
+	}
+	st = p.deleteOldestLocked(segs[:n], next, cfg)
 	st.Duration = time.Since(start)
 	return st, nil
 }

@@ -4,11 +4,15 @@ package tests
 // of F1 and F2 has two more topics whose logs the daemon's cleaners cut
 // while the writers append, the readers follow and the faults strike.
 //
-//   - del: cleanup.policy=delete, 8 KiB segments, retention.ms=1500. After
-//     every fault, the stored lines of each writer are a contiguous tail
-//     of what it wrote, ending at its last acknowledged line (plus the
-//     write in flight); the lines missing in front are exactly the records
-//     below the log start offset.
+//   - del: cleanup.policy=delete, 8 KiB segments, retention.bytes=16384
+//     (the oldest segments go while what remains is at least that size).
+//     After every fault, the stored lines of each writer are a contiguous
+//     tail of what it wrote, ending at its last acknowledged line (plus
+//     the write in flight); the lines missing in front are exactly the
+//     records below the log start offset. Size, not time: time retention
+//     deletes the active segment too (Kafka's rule), so by the time the
+//     oracle reads after a restart a quiet topic would be empty, and the
+//     writers' last acknowledged lines could not be checked.
 //   - cmp: cleanup.policy=compact, 8 KiB segments, key.separator "=",
 //     lines "ID.kK=VALUE" over a few keys per writer, about one write in
 //     eight a tombstone "ID.kK=", min.cleanable.dirty.ratio=0.01,
@@ -26,10 +30,10 @@ package tests
 // equal to the bytes read, dump-log records equal to the lines read (with
 // compaction's offset gaps, dense otherwise), offset/N the suffix of data
 // from the first record at or after N, CRCs valid (dump-log, verify).
-// Since the cleaners keep working while the oracle reads (the active
-// segment stays; closed ones age out and get compacted for a second or
-// two after the writers stop), the oracle reads status before and after
-// everything else and reads again if the two differ.
+// Since the cleaners keep working while the oracle reads (closed
+// segments get compacted for a second or two after the writers stop),
+// the oracle reads status before and after everything else and reads
+// again if the two differ.
 //
 // A `tail -f` on each topic, opened before the writers start and killed
 // at the fault, must print every line of this round's run exactly once and
@@ -74,7 +78,7 @@ func faultCleanerLoad(r *faultRig, suffix string, durable bool) {
 	del, cmp := "del"+suffix, "cmp"+suffix
 	// Indexes of 4 KiB (a few entries for an 8 KiB segment) rather than
 	// 10 MiB: verify reads the active ones whole after every fault.
-	r.topic(del, "segment.bytes=8192", "segment.index.bytes=4096", "retention.ms=1500", "file.delete.delay.ms=0")
+	r.topic(del, "segment.bytes=8192", "segment.index.bytes=4096", "retention.ms=-1", "retention.bytes=16384", "file.delete.delay.ms=0")
 	r.topic(cmp, "cleanup.policy=compact", "key.separator==", "segment.bytes=8192", "segment.index.bytes=4096",
 		"min.cleanable.dirty.ratio=0.01", "min.compaction.lag.ms=0", "delete.retention.ms=1000", "file.delete.delay.ms=0")
 	r.cleaned[del] = &faultCleaned{}
@@ -417,7 +421,7 @@ func (r *faultRig) oracleCleaned(topic string, c *faultCleaned, ws []*faultWrite
 		got := stored[w]
 		r.ackedChecked += acked
 		if len(got) == 0 {
-			// Retention took all of it (the active segment holds other
+			// Retention took all of it (the segments left hold other
 			// writers' lines only); whether the line in flight was stored
 			// is unknown.
 			t.Logf("%s: writer %s has no line above the log start %d (%d acknowledged)", topic, w.id, p.start, acked)

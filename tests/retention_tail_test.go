@@ -15,11 +15,17 @@ import (
 
 // TestRetentionTailFollow runs `tail -f` and `tail -F` on data while two
 // writers fill 2 KiB segments and millisecond retention deletes them
-// behind the readers, at least 50 times: both print every line exactly
-// once, in order. Afterwards the deleted files' space returns once the
-// readers close, a new open sees exactly the retained records, offset/N
-// below the new log start is ENOENT, status and ListOffsets show the new
-// log start, and a Fetch below it is OFFSET_OUT_OF_RANGE.
+// behind the readers, at least 50 times, the active segment too (Kafka's
+// rule: every pass that finds the last record older than retention.ms
+// purges the whole log, rolling an empty segment at its end first, while
+// the writers append): both print every line exactly once, in order, and
+// no append is lost. Once the writers stop, the log is empty, its start
+// at its end: a new open reads nothing, status, ListOffsets and Fetch say
+// so. With retention lifted, the lines appended next reach the tails and
+// are exactly what a new open, offset/N and a Kafka consumer read;
+// offset/N below the log start is ENOENT, a Fetch below it
+// OFFSET_OUT_OF_RANGE, and the deleted files' space returns once the
+// readers close.
 func TestRetentionTailFollow(t *testing.T) {
 	const writers, lines = 2, 2500
 	addr := kafkaFreeAddr(t)
@@ -69,9 +75,14 @@ exit $fail`, writers, lines), 150)
 	waitTails(writers*lines + 100)
 	time.Sleep(300 * time.Millisecond) // a repeat would show up now
 	tailed := waitTails(writers*lines + 100)
-	// Retention deletes every closed segment 300 ms after its last record.
-	if !mntWaitFor(30*time.Second, func() bool { return m.status("ret")["segments"] == 1 }) {
-		t.Fatalf("closed segments outlive retention.ms: %v", m.status("ret"))
+	// Retention deletes every segment, the active one included, 1 ms
+	// after its last record: the log is empty, its start at its end.
+	end := int64(writers*lines + 100)
+	if !mntWaitFor(30*time.Second, func() bool {
+		st := m.status("ret")
+		return st["log.start.offset"] == end && st["segments"] == 1 && st["size.bytes"] == 0
+	}) {
+		t.Fatalf("the segments outlive retention.ms: %v", m.status("ret"))
 	}
 	tot := m.cleanerTotals("retention", "ret-0")
 	t.Logf("retention: %d passes, %d segments deleted, %d bytes freed", tot.passes, tot.segmentsDeleted, tot.bytesFreed)
@@ -96,6 +107,40 @@ exit $fail`, writers, lines), 150)
 		return
 	}
 
+	// The purged log through every door: a new open reads nothing.
+	if st := m.status("ret"); st["log.start.offset"] != end || st["log.end.offset"] != end {
+		t.Fatalf("status after the purge: %v", st)
+	}
+	if got := m.ok(`cat "$M/ret/0/data"; wc -c < "$M/ret/0/data"; stat -c %s "$M/ret/0/data"`); got != "0\n0\n" {
+		t.Errorf("data of the purged log: %q, want it empty", got)
+	}
+	if got := m.ok(fmt.Sprintf(`wc -c < "$M/ret/0/offset/%d"; readlink "$M/ret/0/time/0"`, end)); got != fmt.Sprintf("0\n../offset/%d\n", end) {
+		t.Errorf("offset/%d and time/0 of the purged log: %q", end, got)
+	}
+	m.fails(fmt.Sprintf(`cat "$M/ret/0/offset/%d"`, end-1), "No such file or directory")
+	if code, _ := kafkaFetchCode(t, addr, "ret", end-1); code != kerr.OffsetOutOfRange.Code {
+		t.Errorf("Fetch at %d below the purged log's start: error code %d, want OFFSET_OUT_OF_RANGE", end-1, code)
+	}
+	if e, l := kafkaListOffset(t, addr, "ret", -2), kafkaListOffset(t, addr, "ret", -1); e != end || l != end {
+		t.Errorf("ListOffsets of the purged log: earliest %d latest %d, want %d both", e, l, end)
+	}
+
+	// Lift retention and append: the tails follow on, and the new lines
+	// are exactly what is retained.
+	m.ok(`echo retention.ms=-1 >> "$M/ret/config" && for i in $(seq 1 100); do echo "w4 $i" >> "$M/ret/0/data"; done`)
+	tailed = waitTails(writers*lines + 200)
+	time.Sleep(300 * time.Millisecond) // a repeat would show up now
+	tailed = waitTails(writers*lines + 200)
+	for i, mode := range modes {
+		checkWriterLines(t, tailed[i], writers, lines)
+		if n := strings.Count(tailed[i], "\nw4 "); n != 100 {
+			t.Errorf("tail %s printed %d of the 100 lines written after the purge", mode, n)
+		}
+		if got := len(mntLines(tailed[i])); got != writers*lines+200 {
+			t.Errorf("tail %s printed %d lines, want %d", mode, got, writers*lines+200)
+		}
+	}
+
 	// The readers still hold the deleted segments (like unlinked files).
 	held := duBytes(t, partDir)
 	heldDeleted := countFiles(partDir, ".deleted")
@@ -107,7 +152,7 @@ exit $fail`, writers, lines), 150)
 	// A new open sees exactly the retained records: those from the log
 	// start on, which are the last end-start lines the tails printed.
 	start, end := st["log.start.offset"], st["log.end.offset"]
-	if start == 0 || end != writers*lines+100 {
+	if start != writers*lines+100 || end != writers*lines+200 {
 		t.Fatalf("log start %d, end %d after retention", start, end)
 	}
 	// Every generation of data reports the same st_ino.
