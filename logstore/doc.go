@@ -81,6 +81,10 @@
 // file and position (LegacyFormatError; legacy.go). A segment that starts
 // with them is found before anything in the directory changes; ones after
 // magic 2 batches are found by recovery, which leaves the .log as it was.
+// A log that ends below its checkpointed log start (a DeleteRecords
+// checkpointed, then a power cut took the unflushed records it passed) is
+// deleted whole, producer state included, and restarts empty at the log
+// start, as Kafka's loader does, so that no offset is handed out twice.
 //
 // # Cleaners
 //

@@ -17,7 +17,8 @@ import (
 // (KAFKA-FORMAT.md §7.5): leftovers are cleaned or completed, orphan
 // indexes removed, damaged or missing indexes rebuilt, and after an unclean
 // stop every batch from the recovery point on is validated, the log being
-// truncated at the first invalid one.
+// truncated at the first invalid one. A log that then ends below the
+// checkpointed log start restarts empty there.
 func (s *Store) loadPartition(t *Topic, n int32, clean bool, recoveryPoint, logStartCk int64) (*Partition, error) {
 	dir := filepath.Join(s.dir, fmt.Sprintf("%s-%d", t.name, n))
 	p := newPartition(s, t, n, dir)
@@ -141,6 +142,31 @@ func (s *Store) loadPartition(t *Topic, n int32, clean bool, recoveryPoint, logS
 		}
 		p.segs = append(p.segs, seg)
 	}
+	if n := len(p.segs); n > 0 && p.segs[n-1].next.Load() < logStartCk {
+		// The log ends below the checkpointed log start: records the
+		// checkpoint moved past (DeleteRecords, retention) were lost
+		// after it was written, by a power cut that took unflushed
+		// records, or files were removed by hand. Everything left lies
+		// below the log start, and moving the start back to the end
+		// would hand offsets out again that consumers may have
+		// committed past. As Kafka's LogLoader does
+		// (deleteSegmentsIfLogStartGreaterThanLogEnd), delete every
+		// segment and the producer state and start the log afresh at
+		// the checkpointed log start.
+		leo := p.segs[n-1].next.Load()
+		log.Warn("the log ends below the checkpointed log start: deleting every segment, the log restarts at the log start",
+			"log_end_offset", leo, "log_start_offset", logStartCk, "segments", n)
+		for _, seg := range p.segs {
+			seg.markDeleted()
+			seg.release() // removes the .deleted files: nobody reads them yet
+		}
+		p.segs = nil
+		for _, off := range listSnapshots(dir) {
+			os.Remove(filepath.Join(dir, segmentName(off)+snapshotSuffix))
+		}
+		// Nothing below the new segment is left to recover.
+		recoveryPoint = max(recoveryPoint, logStartCk)
+	}
 	if len(p.segs) == 0 {
 		start := max(logStartCk, 0)
 		seg, err := createSegment(dir, start, cfg)
@@ -160,9 +186,6 @@ func (s *Store) loadPartition(t *Topic, n int32, clean bool, recoveryPoint, logS
 	leo := act.next.Load()
 	p.leo.Store(leo)
 	p.logStart.Store(max(logStartCk, p.segs[0].base))
-	if p.logStart.Load() > leo {
-		p.logStart.Store(leo)
-	}
 	var damaged []*segment
 	for _, s := range p.segs {
 		if s.loadTxnIndex(leo, log) {
