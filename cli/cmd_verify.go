@@ -138,7 +138,10 @@ func runVerify(c *ucli.Context) error {
 		past := func(off int64) bool { return off > r.next && !grewPastListing(p) }
 		if cp, ok := logStart[p.Name]; ok {
 			if past(cp) {
-				v.errorf(filepath.Join(dataDir, "log-start-offset-checkpoint"), "%s: log start offset %d is past the log end offset %d", p.Name, cp, r.next)
+				// Records the log start had passed were lost (a power
+				// cut after a DeleteRecords was checkpointed): nothing
+				// readable is missing, and the next start repairs it.
+				v.warnf(filepath.Join(dataDir, "log-start-offset-checkpoint"), "%s: log start offset %d is past the log end offset %d: the next start deletes every segment and restarts the log empty at %d, as Kafka does", p.Name, cp, r.next, cp)
 			}
 			start = max(start, cp)
 		}

@@ -451,3 +451,18 @@ func TestVerifyInterruptedAddition(t *testing.T) {
 		t.Errorf("verify after the start: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 }
+
+// TestVerifyLogStartPastEnd: a log-start-offset-checkpoint past the log
+// end (a DeleteRecords checkpointed, then a power cut lost the records it
+// passed) is what the next start repairs, as Kafka's loader does, by
+// restarting the log empty at the checkpointed start: a warning, exit 0.
+// verify called it an error.
+func TestVerifyLogStartPastEnd(t *testing.T) {
+	dataDir, _, _ := cliHandBuiltDir(t)
+	cliWriteFile(t, filepath.Join(dataDir, "log-start-offset-checkpoint"), "0\n1\norders 0 20\n")
+	r := cliRun(t, "verify", dataDir)
+	want := "warning: " + dataDir + "/log-start-offset-checkpoint: orders-0: log start offset 20 is past the log end offset 8: the next start deletes every segment and restarts the log empty at 20, as Kafka does"
+	if r.Code != 0 || !strings.Contains(r.Stdout, want) || strings.Contains(r.Stdout, "error:") {
+		t.Fatalf("verify: exit %d; want exit 0 and %q\n%s%s", r.Code, want, r.Stdout, r.Stderr)
+	}
+}
