@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -14,37 +13,14 @@ import (
 	"testing"
 
 	"github.com/segfs/segfs/logstore/record"
+	"github.com/segfs/segfs/logstore/record/recordtest"
 )
 
-// legacyMessage builds one message of Kafka's old formats byte by byte
-// (record/legacy.go): offset, size, CRC-32 (IEEE) of the rest from the
-// magic on, magic, attributes, timestamp (magic 1 only), key, value.
-func legacyMessage(magic int8, offset, ts int64, key, value []byte) []byte {
-	be := binary.BigEndian
-	var m []byte
-	m = append(m, byte(magic), 0)
-	if magic == 1 {
-		m = be.AppendUint64(m, uint64(ts))
-	}
-	for _, b := range [][]byte{key, value} {
-		if b == nil {
-			m = be.AppendUint32(m, 0xffffffff)
-			continue
-		}
-		m = be.AppendUint32(m, uint32(len(b)))
-		m = append(m, b...)
-	}
-	out := be.AppendUint64(nil, uint64(offset))
-	out = be.AppendUint32(out, uint32(4+len(m)))
-	out = be.AppendUint32(out, crc32.ChecksumIEEE(m))
-	return append(out, m...)
-}
-
 // legacySet is three messages of the given magic from offset 0.
-func legacySet(magic int8) []byte {
+func legacySet(magic byte) []byte {
 	var b []byte
 	for i, v := range []string{"hello1", "hello2", "hello3"} {
-		b = append(b, legacyMessage(magic, int64(i), 1_600_000_000_000+int64(i), nil, []byte(v))...)
+		b = append(b, recordtest.LegacyMessage(magic, 0, int64(i), 1_600_000_000_000+int64(i), nil, []byte(v))...)
 	}
 	return b
 }
@@ -128,7 +104,7 @@ func openQuiet(dir string) (*Store, error) {
 func TestOpenRefusesLegacySegment(t *testing.T) {
 	cases := []struct {
 		name  string
-		magic int8
+		magic byte
 		clean bool
 		// v2First puts a closed segment of v2 batches at base 0 and the
 		// old messages in the active segment at base 3 (made by a
@@ -185,7 +161,7 @@ func TestOpenRefusesLegacySegment(t *testing.T) {
 			}
 			var le *LegacyFormatError
 			logPath := filepath.Join(pdir, "00000000000000000000.log")
-			if !errors.As(err, &le) || le.Pos != 0 || le.Magic != tc.magic || le.Path != logPath {
+			if !errors.As(err, &le) || le.Pos != 0 || le.Magic != int8(tc.magic) || le.Path != logPath {
 				t.Fatalf("Open: %v; want a LegacyFormatError at position 0 of %s, magic %d", err, logPath, tc.magic)
 			}
 			want := "message format v" + string('0'+byte(tc.magic)) + " (magic " + string('0'+byte(tc.magic)) + ") at position 0 in " + logPath + ": segfs reads only magic 2 record batches"
@@ -302,8 +278,8 @@ func TestRecoveryRefusesLegacyAfterV2(t *testing.T) {
 // of magic 0 or 1 with a matching CRC-32 (IEEE) is legacy data; one cut
 // short, one bit off, a v2 batch or zeros are not.
 func TestLegacyCRCValid(t *testing.T) {
-	m1 := legacyMessage(1, 7, 1_600_000_000_000, []byte("k"), []byte("value"))
-	m0 := legacyMessage(0, 7, 0, nil, nil)
+	m1 := recordtest.LegacyMessage(1, 0, 7, 1_600_000_000_000, []byte("k"), []byte("value"))
+	m0 := recordtest.LegacyMessage(0, 0, 7, 0, nil, nil)
 	flipped := bytes.Clone(m1)
 	flipped[len(flipped)-1] ^= 1
 	v2 := v2Batch(t, 0)

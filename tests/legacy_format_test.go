@@ -4,45 +4,22 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/binary"
-	"hash/crc32"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-)
 
-// legacyMsg builds one message of Kafka's pre-0.11 formats byte by byte:
-// offset int64, message size int32, CRC-32 (IEEE) of the rest from the
-// magic on, magic int8, attributes int8, timestamp int64 (magic 1 only),
-// key and value as int32 length (-1 = null) and bytes.
-func legacyMsg(magic, attrs byte, offset, ts int64, key, value []byte) []byte {
-	be := binary.BigEndian
-	m := []byte{magic, attrs}
-	if magic == 1 {
-		m = be.AppendUint64(m, uint64(ts))
-	}
-	for _, b := range [][]byte{key, value} {
-		if b == nil {
-			m = be.AppendUint32(m, 0xffffffff)
-			continue
-		}
-		m = be.AppendUint32(m, uint32(len(b)))
-		m = append(m, b...)
-	}
-	out := be.AppendUint64(nil, uint64(offset))
-	out = be.AppendUint32(out, uint32(4+len(m)))
-	out = be.AppendUint32(out, crc32.ChecksumIEEE(m))
-	return append(out, m...)
-}
+	"github.com/segfs/segfs/logstore/record/recordtest"
+)
 
 // legacyThree is three uncompressed messages, offsets from base,
 // timestamps 1600000000000+i (ignored for magic 0), values hello1..3.
 func legacyThree(magic byte, base int64) []byte {
 	var b []byte
 	for i := range 3 {
-		b = append(b, legacyMsg(magic, 0, base+int64(i), 1_600_000_000_000+int64(i), nil, []byte("hello"+strconv.Itoa(i+1)))...)
+		b = append(b, recordtest.LegacyMessage(magic, 0, base+int64(i), 1_600_000_000_000+int64(i), nil, []byte("hello"+strconv.Itoa(i+1)))...)
 	}
 	return b
 }
@@ -242,7 +219,7 @@ func TestDumpLogLegacyFormat(t *testing.T) {
 	// Magic 0: no timestamp; a key.
 	dir := t.TempDir()
 	v0 := filepath.Join(dir, "00000000000000000005.log")
-	msg := legacyMsg(0, 0, 5, 0, []byte("k"), []byte("v"))
+	msg := recordtest.LegacyMessage(0, 0, 5, 0, []byte("k"), []byte("v"))
 	if err := os.WriteFile(v0, msg, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +238,7 @@ func TestDumpLogLegacyFormat(t *testing.T) {
 	zw.Write(legacyThree(1, 0))
 	zw.Close()
 	wrapped := filepath.Join(dir, "00000000000000000000.log")
-	msg = legacyMsg(1, 1, 2, 1_600_000_000_002, nil, z.Bytes())
+	msg = recordtest.LegacyMessage(1, 1, 2, 1_600_000_000_002, nil, z.Bytes())
 	if err := os.WriteFile(wrapped, msg, 0o644); err != nil {
 		t.Fatal(err)
 	}
