@@ -78,6 +78,15 @@ func (p *Partition) ApplyRetention() (CleanupStats, error) {
 		}
 		if waited > cfg.MaxSegmentMs()-act.rollJitter {
 			if err := p.rollLocked("segment.ms (idle)", cfg); err != nil {
+				var wf *writeFailure
+				if errors.As(err, &wf) && !wf.fatal {
+					// The new segment could not be created (ENOSPC,
+					// EDQUOT): the old one is sealed and intact, and
+					// the next append or pass retries the roll, as
+					// for an append's roll. Fencing here made a full
+					// disk at an idle roll refuse every later append.
+					return st, fmt.Errorf("idle roll: %w", wf.err)
+				}
 				return st, p.failLocked(err)
 			}
 		}

@@ -235,3 +235,50 @@ func TestRetentionPurgeRacesAppends(t *testing.T) {
 		t.Fatalf("the view opened before reads %d bytes, want %d", len(got), want.Len())
 	}
 }
+
+// TestIdleRollFailureDoesNotFence: the retention pass's roll of an idle
+// active segment (segment.ms) that cannot create the new segment (here a
+// directory in the way of its .log; ENOSPC or EDQUOT in life) fails that
+// pass and leaves the partition writable, as an append's roll does; the
+// next pass rolls. It used to fence the partition, so a full disk at an
+// idle roll refused every later append until a restart.
+func TestIdleRollFailureDoesNotFence(t *testing.T) {
+	clock := newClock()
+	s := openStore(t, t.TempDir(), clock)
+	defer s.abandon()
+	tp, err := s.CreateTopic("idle", 1, map[string]string{"segment.ms": "1000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := tp.Partition(0)
+	if _, _, err := p.AppendLines([]byte("a\nb\n")); err != nil {
+		t.Fatal(err)
+	}
+	// Not empty, or createSegment's clean-up would remove it.
+	in := filepath.Join(p.dir, segmentName(2)+logSuffix)
+	if err := os.MkdirAll(filepath.Join(in, "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	clock.ms.Add(5000)
+	if _, err := p.ApplyRetention(); err == nil {
+		t.Fatal("the pass rolled with a directory in the way of the new segment")
+	}
+	if p.Fenced() {
+		t.Fatal("a failed idle roll fenced the partition")
+	}
+	if err := os.RemoveAll(in); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.ApplyRetention(); err != nil {
+		t.Fatalf("the next pass: %v", err)
+	}
+	if _, _, err := p.AppendLines([]byte("c\n")); err != nil {
+		t.Fatalf("append after the retried roll: %v", err)
+	}
+	p.mu.RLock()
+	n := len(p.segs)
+	p.mu.RUnlock()
+	if n != 2 {
+		t.Fatalf("%d segments after the retried roll, want 2", n)
+	}
+}
