@@ -173,9 +173,10 @@ func (p *Partition) Compact() (CleanupStats, error) {
 		return st, nil
 	}
 	p.pinViews()
-	var kept int64 // the latest delete horizon of tombstones kept
+	r := &cleanRound{m: m, aborted: aborted, cfg: cfg, now: now, end: end,
+		active: p.lastRecordsOfActiveProducers(), open: map[int64]bool{}}
 	for _, group := range groupSegments(closed[:rewrite], cfg) {
-		removed, freed, err := p.cleanSegments(group, m, aborted, &dec, cfg, now, &kept)
+		removed, freed, err := p.cleanSegments(group, r, &dec)
 		if err != nil {
 			return st, fmt.Errorf("cleaning %s: %w", group[0].path(logSuffix), err)
 		}
@@ -184,7 +185,7 @@ func (p *Partition) Compact() (CleanupStats, error) {
 		st.BytesFreed += freed
 	}
 	// Every segment below end holding tombstones was rewritten above.
-	p.deleteHorizon.Store(kept)
+	p.deleteHorizon.Store(r.horizon)
 	p.firstDirty.Store(end)
 	p.store.markDirty()
 	p.bumpGeneration()
@@ -313,7 +314,8 @@ func groupSegments(segs []*segment, cfg *Config) [][]*segment {
 // cleanSegments rewrites a group of consecutive segments into one, keeping
 // what the offset map says is latest, and swaps it in at the first one's
 // base. It returns the number of records removed and of bytes freed, and
-// raises *horizon to the delete horizon of any tombstone it keeps.
+// raises r.horizon to the delete horizon of any tombstone or marker it
+// keeps.
 //
 // The new segment is built as the append path builds one: each batch it
 // writes goes through segment.addBatch, which adds the sparse .index and
@@ -324,7 +326,8 @@ func groupSegments(segs []*segment, cfg *Config) [][]*segment {
 // it is served as written: nothing reads it again, and no index is ever
 // built in place under a name a reader (segfs verify beside the mount, a
 // Kafka broker after a crash) could open half-built.
-func (p *Partition) cleanSegments(group []*segment, m *offsetMap, aborted abortedTxns, dec *record.Decoder, cfg *Config, now int64, horizon *int64) (removed, freed int64, err error) {
+func (p *Partition) cleanSegments(group []*segment, r *cleanRound, dec *record.Decoder) (removed, freed int64, err error) {
+	cfg := r.cfg
 	old, last := group[0], group[len(group)-1]
 	cleaned := func(suf string) string { return old.path(suf) + cleanedSuffix }
 	swapped := func(suf string) string { return old.path(suf) + swapSuffix }
@@ -383,107 +386,96 @@ func (p *Partition) cleanSegments(group []*segment, m *offsetMap, aborted aborte
 		ns.addBatch(pos, int64(len(b)), h, st, cfg)
 		return nil
 	}
-	var bl record.Builder
 	var out []byte
-	type kept struct {
-		delta int32
-		ts    int64
-		key   []byte
-		value []byte
-		hdrs  []record.RecordHeader
-	}
-	var keep []kept
-	clean := func(pos int64, b []byte, h *record.Header) error {
-		if h.Control() {
-			return put(b, h, record.TextStats{}) // markers render no text
+	// copyBatch writes b as it is, with what it renders.
+	copyBatch := func(b []byte, h *record.Header) error {
+		var st record.TextStats
+		if !h.Control() {
+			if err := dec.Records(b, func(r *record.Record) error { st.AddRecord(r); return nil }); err != nil {
+				return err
+			}
 		}
-		if aborted.holds(h) {
+		return put(b, h, st)
+	}
+	// putEmpty writes the header of b alone, with no records: a batch
+	// the cleaner keeps for the producer state it carries.
+	putEmpty := func(h *record.Header) error {
+		out = record.AppendEmpty(out[:0], h)
+		oh, err := record.ParseHeader(out)
+		if err != nil {
+			return err
+		}
+		return put(out, &oh, record.TextStats{})
+	}
+	clean := func(pos int64, b []byte, h *record.Header) error {
+		if h.BaseOffset >= r.end {
+			// Past the end of the round (the offset map filled): no key
+			// there is in the map, and nothing is decided about it, as
+			// Kafka's cleaner retains every record past the map's
+			// latest offset. A keyless record there used to be dropped,
+			// and one whose key its own batch repeats.
+			return copyBatch(b, h)
+		}
+		if h.Control() {
+			return r.cleanMarker(b, h, copyBatch, putEmpty, &out, &removed)
+		}
+		if h.Transactional() && h.ProducerID >= 0 {
+			// Its transaction's marker stays until the data is gone.
+			r.open[h.ProducerID] = true
+		}
+		if r.aborted.holds(h) {
 			// Kafka's cleaner drops the data of aborted transactions
 			// whatever its keys; their markers and .txnindex entries stay.
 			removed += int64(h.RecordCount)
+			if r.keepsEmpty(h) {
+				return putEmpty(h)
+			}
 			return nil
 		}
-		keep = keep[:0]
-		total := 0
-		tombstones := false
-		var all record.TextStats // what the batch renders, kept whole
-		err := dec.Records(b, func(r *record.Record) error {
-			total++
-			all.AddRecord(r)
-			if r.Key == nil {
-				return nil
-			}
-			if latest, ok := m.get(r.Key); ok && r.Offset < latest {
-				return nil
-			}
-			if r.Value == nil {
-				if h.HasDeleteHorizon() && now > h.BaseTimestamp {
-					return nil // the tombstone has done its job
-				}
-				tombstones = true
-			}
-			// The key is never null here, but may be empty, which a copy
-			// onto nil would make null (and the next pass drop).
-			k := kept{delta: r.OffsetDelta, ts: r.Timestamp,
-				key: append([]byte{}, r.Key...), hdrs: append([]record.RecordHeader(nil), r.Headers...)}
-			if r.Value != nil {
-				k.value = append([]byte{}, r.Value...)
-			}
-			keep = append(keep, k)
-			return nil
-		})
+		keep, total, all, err := r.retained(dec, b, h)
 		if err != nil {
 			return err
 		}
 		removed += int64(total - len(keep))
+		tombstones := false
+		for _, k := range keep {
+			tombstones = tombstones || k.value == nil
+		}
 		needHorizon := tombstones && !h.HasDeleteHorizon()
 		if tombstones {
 			if h.HasDeleteHorizon() {
-				*horizon = max(*horizon, h.BaseTimestamp)
+				r.horizon = max(r.horizon, h.BaseTimestamp)
 			} else {
-				*horizon = max(*horizon, now+cfg.DeleteRetentionMs)
+				r.horizon = max(r.horizon, r.now+r.cfg.DeleteRetentionMs)
 			}
+		}
+		if len(keep) == 0 {
+			// An empty batch left by an earlier pass goes too, once its
+			// producer has moved on.
+			if r.keepsEmpty(h) {
+				return putEmpty(h)
+			}
+			return nil
 		}
 		if len(keep) == total && !needHorizon {
 			return put(b, h, all) // unchanged: byte for byte, CRC and all
 		}
-		if len(keep) == 0 {
-			return nil
-		}
-		spec := record.BatchSpec{
-			BaseOffset: h.BaseOffset, LeaderEpoch: h.PartitionLeaderEpoch,
-			ProducerID: h.ProducerID, ProducerEpoch: h.ProducerEpoch, BaseSequence: h.BaseSequence,
-			Codec: h.Codec(), Transactional: h.Transactional(), LogAppendTime: h.LogAppendTime(),
-			LastOffsetDelta: h.LastOffsetDelta,
-		}
-		if h.LogAppendTime() {
-			// The broker's append time, which no record carries, stays.
-			// A CreateTime batch's MaxTimestamp becomes its retained
-			// records' largest (Kafka rebuilds it with a
-			// MemoryRecordsBuilder, which computes it): kept, the
-			// timestamp of a record the pass removed went on steering
-			// the time index, retention, and ListOffsets -3, which then
-			// looked for a record that no longer exists and found none.
-			spec.MaxTimestamp = h.MaxTimestamp
-		}
+		horizon := int64(0)
 		if h.HasDeleteHorizon() {
-			spec.DeleteHorizon = h.BaseTimestamp
+			horizon = h.BaseTimestamp
 		} else if needHorizon {
-			spec.DeleteHorizon = now + cfg.DeleteRetentionMs
+			horizon = r.now + r.cfg.DeleteRetentionMs
 		}
-		bl.Reset(spec)
-		var st record.TextStats
-		for _, k := range keep {
-			bl.AddAt(k.delta, k.ts, k.key, k.value, k.hdrs)
-			st.AddRecord(&record.Record{Key: k.key, Value: k.value})
-		}
-		out, err = bl.Build(out[:0])
-		if err != nil {
+		if out, err = r.rebuild(out[:0], h, keep, horizon); err != nil {
 			return err
 		}
 		oh, err := record.ParseHeader(out)
 		if err != nil {
 			return err
+		}
+		var st record.TextStats
+		for _, k := range keep {
+			st.AddRecord(&record.Record{Key: k.key, Value: k.value})
 		}
 		return put(out, &oh, st)
 	}
@@ -549,7 +541,11 @@ func (p *Partition) cleanSegments(group []*segment, m *offsetMap, aborted aborte
 	// once the log's swap is.
 	var txns []AbortedTxn
 	for _, s := range group {
-		txns = append(txns, s.txns...)
+		for _, t := range s.txns {
+			if !r.removedAborts[t.LastOffset] {
+				txns = append(txns, t)
+			}
+		}
 	}
 	txnSwap := old.path(txnIndexSuffix) + swapSuffix
 	if len(txns) > 0 {
@@ -634,4 +630,211 @@ func (p *Partition) cleanSegments(group []*segment, m *offsetMap, aborted aborte
 		return removed, freed, err
 	}
 	return removed, freed, nil
+}
+
+// cleanRound is what one cleaning pass decides by, across its groups of
+// segments, which it cleans in offset order from the log start.
+type cleanRound struct {
+	m       *offsetMap
+	aborted abortedTxns
+	cfg     *Config
+	now     int64
+	// end is the end of the round (the map's latest offset + 1): what
+	// lies at or past it is copied as it is.
+	end int64
+	// active is the producers whose state the log must keep (Kafka's
+	// lastRecordsOfActiveProducers).
+	active map[int64]lastRecord
+	// open holds the producers with a transactional data batch read
+	// since their last marker: that marker's transaction still has data.
+	open map[int64]bool
+	// removedAborts is the offsets of the ABORT markers this round
+	// removed: their .txnindex entries go with them.
+	removedAborts map[int64]bool
+	// horizon is the latest delete horizon of a tombstone or marker kept.
+	horizon int64
+}
+
+// lastRecord is where an active producer's state sits in the log: the last
+// offset of its last data batch (-1: none left, a marker changed its
+// epoch), and its epoch.
+type lastRecord struct {
+	dataOffset int64
+	epoch      int16
+}
+
+// lastRecordsOfActiveProducers snapshots the producers the partition keeps
+// state for. Their last batches outlive compaction, so that a reload that
+// rebuilds the producer state from the log (no snapshot at or above them,
+// after a crash) finds their last sequence and epoch: without it, the
+// producer's next batch is refused as out of order.
+func (p *Partition) lastRecordsOfActiveProducers() map[int64]lastRecord {
+	p.amu.Lock()
+	defer p.amu.Unlock()
+	out := make(map[int64]lastRecord, len(p.producers.m))
+	for id, e := range p.producers.m {
+		lr := lastRecord{dataOffset: -1, epoch: e.epoch}
+		if n := len(e.batches); n > 0 {
+			lr.dataOffset = e.batches[n-1].lastOff
+		}
+		out[id] = lr
+	}
+	return out
+}
+
+// keepsEmpty reports whether the data batch h, all of whose records the
+// round removes, is kept as an empty batch: it is the last data batch of
+// an active producer (Kafka's isBatchLastRecordOfProducer,
+// BatchRetention.RETAIN_EMPTY).
+func (r *cleanRound) keepsEmpty(h *record.Header) bool {
+	if h.ProducerID < 0 {
+		return false
+	}
+	lr, ok := r.active[h.ProducerID]
+	return ok && lr.dataOffset == h.LastOffset()
+}
+
+// keepsEmptyMarker reports whether the marker h, removed by the round, is
+// kept as an empty control batch: its producer is active with no data
+// batch left, and h carries its epoch.
+func (r *cleanRound) keepsEmptyMarker(h *record.Header) bool {
+	lr, ok := r.active[h.ProducerID]
+	return ok && lr.dataOffset < 0 && lr.epoch == h.ProducerEpoch
+}
+
+// keptRecord is a record the round keeps in a rebuilt batch.
+type keptRecord struct {
+	delta int32
+	ts    int64
+	key   []byte
+	value []byte
+	hdrs  []record.RecordHeader
+}
+
+// retained decides the records of the data batch b below the round's end
+// (KAFKA-FORMAT.md §9.4): a keyed record stays if no later offset of its
+// key is in the map, a tombstone until its batch's delete horizon has
+// passed; keyless records go. It returns those kept (copied), how many
+// the batch holds, and what the whole batch renders.
+func (r *cleanRound) retained(dec *record.Decoder, b []byte, h *record.Header) (keep []keptRecord, total int, all record.TextStats, err error) {
+	err = dec.Records(b, func(rec *record.Record) error {
+		total++
+		all.AddRecord(rec)
+		if rec.Key == nil {
+			return nil
+		}
+		if latest, ok := r.m.get(rec.Key); ok && rec.Offset < latest {
+			return nil
+		}
+		if rec.Value == nil && h.HasDeleteHorizon() && r.now > h.BaseTimestamp {
+			return nil // the tombstone has done its job
+		}
+		keep = append(keep, copyRecord(rec))
+		return nil
+	})
+	return keep, total, all, err
+}
+
+// copyRecord copies what a rebuilt batch needs of rec. The key may be
+// empty, which a copy onto nil would make null (and the next pass drop).
+func copyRecord(rec *record.Record) keptRecord {
+	k := keptRecord{delta: rec.OffsetDelta, ts: rec.Timestamp, hdrs: append([]record.RecordHeader(nil), rec.Headers...)}
+	if rec.Key != nil {
+		k.key = append([]byte{}, rec.Key...)
+	}
+	if rec.Value != nil {
+		k.value = append([]byte{}, rec.Value...)
+	}
+	return k
+}
+
+// rebuild appends to dst the batch h rebuilt with the records keep, its
+// offsets, producer fields, codec and flags kept, and the delete horizon
+// horizon (0: none).
+func (r *cleanRound) rebuild(dst []byte, h *record.Header, keep []keptRecord, horizon int64) ([]byte, error) {
+	spec := record.BatchSpec{
+		BaseOffset: h.BaseOffset, LeaderEpoch: h.PartitionLeaderEpoch,
+		ProducerID: h.ProducerID, ProducerEpoch: h.ProducerEpoch, BaseSequence: h.BaseSequence,
+		Codec: h.Codec(), Transactional: h.Transactional(), Control: h.Control(), LogAppendTime: h.LogAppendTime(),
+		LastOffsetDelta: h.LastOffsetDelta, DeleteHorizon: horizon,
+	}
+	if h.LogAppendTime() {
+		// The broker's append time, which no record carries, stays.
+		// A CreateTime batch's MaxTimestamp becomes its retained
+		// records' largest (Kafka rebuilds it with a
+		// MemoryRecordsBuilder, which computes it): kept, the
+		// timestamp of a record the pass removed went on steering
+		// the time index, retention, and ListOffsets -3, which then
+		// looked for a record that no longer exists and found none.
+		spec.MaxTimestamp = h.MaxTimestamp
+	}
+	var bl record.Builder
+	bl.Reset(spec)
+	for _, k := range keep {
+		bl.AddAt(k.delta, k.ts, k.key, k.value, k.hdrs)
+	}
+	return bl.Build(dst)
+}
+
+// cleanMarker decides a control batch below the round's end, as Kafka's
+// cleaner does (CleanedTransactionMetadata, KIP-534). A COMMIT or ABORT
+// marker whose transaction has no data batch left before it is done:
+// the first pass that finds it so sets its delete horizon (now +
+// delete.retention.ms), and a pass after the horizon removes it, with its
+// .txnindex entry, keeping an empty control batch in its place if it
+// carries the epoch of an active producer that has no data batch left.
+// Until the horizon, consumers that read the transaction's data before
+// the cleaner removed it still find its marker. An empty control batch
+// (a marker the cleaner emptied) goes once its producer is no longer
+// active. Other control records are kept.
+func (r *cleanRound) cleanMarker(b []byte, h *record.Header, copyBatch func([]byte, *record.Header) error,
+	putEmpty func(*record.Header) error, out *[]byte, removed *int64) error {
+	hasData := r.open[h.ProducerID]
+	delete(r.open, h.ProducerID)
+	if h.RecordCount == 0 {
+		if r.keepsEmptyMarker(h) {
+			return copyBatch(b, h)
+		}
+		return nil
+	}
+	typ, _, ok := parseMarker(b)
+	if !ok || hasData || h.ProducerID < 0 {
+		return copyBatch(b, h)
+	}
+	if !h.HasDeleteHorizon() {
+		var keep []keptRecord
+		var dec record.Decoder
+		if err := dec.Records(b, func(rec *record.Record) error {
+			keep = append(keep, copyRecord(rec))
+			return nil
+		}); err != nil {
+			return err
+		}
+		horizon := r.now + r.cfg.DeleteRetentionMs
+		r.horizon = max(r.horizon, horizon)
+		var err error
+		if *out, err = r.rebuild((*out)[:0], h, keep, horizon); err != nil {
+			return err
+		}
+		oh, err := record.ParseHeader(*out)
+		if err != nil {
+			return err
+		}
+		return copyBatch(*out, &oh)
+	}
+	if r.now < h.BaseTimestamp {
+		r.horizon = max(r.horizon, h.BaseTimestamp)
+		return copyBatch(b, h)
+	}
+	*removed += int64(h.RecordCount)
+	if typ == controlAbort {
+		if r.removedAborts == nil {
+			r.removedAborts = map[int64]bool{}
+		}
+		r.removedAborts[h.BaseOffset] = true
+	}
+	if r.keepsEmptyMarker(h) {
+		return putEmpty(h)
+	}
+	return nil
 }

@@ -176,3 +176,23 @@ func sizeVarlong(v int64) int {
 	}
 	return n
 }
+
+// AppendEmpty appends to dst the batch the log cleaner writes in place of
+// a batch whose records it all removed but must keep (KAFKA-FORMAT.md
+// §9.5, Kafka's DefaultRecordBatch.writeEmptyHeader): h's header with no
+// records, uncompressed, BaseTimestamp -1 and no delete horizon, keeping
+// its offsets (LastOffsetDelta), leader epoch, producer id, epoch and base
+// sequence, timestamp type, transactional and control flags and
+// MaxTimestamp. The producer state a reload rebuilds from the log rests on
+// these fields.
+func AppendEmpty(dst []byte, h *Header) []byte {
+	spec := BatchSpec{
+		BaseOffset: h.BaseOffset, LeaderEpoch: h.PartitionLeaderEpoch,
+		ProducerID: h.ProducerID, ProducerEpoch: h.ProducerEpoch, BaseSequence: h.BaseSequence,
+		Transactional: h.Transactional(), Control: h.Control(), LogAppendTime: h.LogAppendTime(),
+	}
+	start := len(dst)
+	out := slices.Grow(dst, HeaderSize)[:start+HeaderSize]
+	putHeader(out[start:], &spec, spec.attributes(), h.LastOffsetDelta, -1, h.MaxTimestamp, 0)
+	return out
+}
