@@ -47,7 +47,8 @@
 // Kafka left open) aborts a transaction: the entry goes to the segment of
 // its ABORT marker, after the marker is flushed, and a load that finds an
 // ABORT marker ending a transaction without its entry (a crash in
-// between) writes it. Retention and compaction move it with its segment.
+// between) writes it. Retention and compaction move it with its segment;
+// compaction drops the entry of an ABORT marker it removes.
 //
 // # Durability
 //
@@ -108,7 +109,15 @@
 // (cleaner.go) rewrites closed segments keeping the latest record of each
 // key, and cleans groups of consecutive segments into one, as Kafka's
 // cleaner does: a group's logs and indexes fit one segment's limits, so the
-// small segments a pass leaves behind merge on the next. The cleaner
+// small segments a pass leaves behind merge on the next. It decides
+// records and batches by Kafka's rules (KAFKA-FORMAT.md §9.4-9.5): a pass
+// whose offset map filled leaves what lies past its end as it was; the
+// last data batch of each producer the partition keeps state for stays,
+// as an empty batch (no records) if all its records went, so that a load
+// without a snapshot still finds the producer's sequence and epoch; a
+// COMMIT/ABORT marker whose transaction has no data left gets a delete
+// horizon (now + delete.retention.ms) and goes, with its .txnindex entry,
+// at the first pass after it, as tombstones do. The cleaner
 // writes the new segment whole as the append path would, its .index,
 // .timeindex and text map taking each batch as it is written, and seals
 // it under .cleaned names (NNN.log.cleaned, NNN.index.cleaned, ...). A

@@ -105,8 +105,8 @@ func TestCompactionKeepsProducerState(t *testing.T) {
 	if prods := compactionProducers(t, addr, "ip"); prods[pid] != 1 {
 		t.Fatalf("DescribeProducers after the crash: %v, want producer %d at sequence 1", prods, pid)
 	}
-	if got := m.ok(`cat "$M/ip/0/data"`); got != "k=plain\n" {
-		t.Fatalf("after the crash data reads %q", got)
+	if got := m.ok(`cat "$M/ip/0/data"; cat "$M/ip/0/offset/1"; head -n1 "$M/ip/0/offset/0"`); got != "k=plain\nk=plain\nk=plain\n" {
+		t.Fatalf("after the crash data, offset/1 and offset/0 read %q", got)
 	}
 	// The same client goes on (sequence 2), and a consumer from offset 0
 	// reads past the empty batch.
