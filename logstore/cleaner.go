@@ -173,10 +173,10 @@ func (p *Partition) Compact() (CleanupStats, error) {
 		return st, nil
 	}
 	p.pinViews()
-	r := &cleanRound{m: m, aborted: aborted, cfg: cfg, now: now, end: end,
+	r := &cleanRound{m: m, aborted: aborted, cfg: cfg, now: now, end: end, dec: &dec,
 		active: p.lastRecordsOfActiveProducers(), open: map[int64]bool{}}
 	for _, group := range groupSegments(closed[:rewrite], cfg) {
-		removed, freed, err := p.cleanSegments(group, r, &dec)
+		removed, freed, err := p.cleanSegments(group, r)
 		if err != nil {
 			return st, fmt.Errorf("cleaning %s: %w", group[0].path(logSuffix), err)
 		}
@@ -326,8 +326,8 @@ func groupSegments(segs []*segment, cfg *Config) [][]*segment {
 // it is served as written: nothing reads it again, and no index is ever
 // built in place under a name a reader (segfs verify beside the mount, a
 // Kafka broker after a crash) could open half-built.
-func (p *Partition) cleanSegments(group []*segment, r *cleanRound, dec *record.Decoder) (removed, freed int64, err error) {
-	cfg := r.cfg
+func (p *Partition) cleanSegments(group []*segment, r *cleanRound) (removed, freed int64, err error) {
+	cfg, dec := r.cfg, r.dec
 	old, last := group[0], group[len(group)-1]
 	cleaned := func(suf string) string { return old.path(suf) + cleanedSuffix }
 	swapped := func(suf string) string { return old.path(suf) + swapSuffix }
@@ -432,7 +432,7 @@ func (p *Partition) cleanSegments(group []*segment, r *cleanRound, dec *record.D
 			}
 			return nil
 		}
-		keep, total, all, err := r.retained(dec, b, h)
+		keep, total, all, err := r.retained(b, h)
 		if err != nil {
 			return err
 		}
@@ -653,6 +653,10 @@ type cleanRound struct {
 	removedAborts map[int64]bool
 	// horizon is the latest delete horizon of a tombstone or marker kept.
 	horizon int64
+	// Reused from batch to batch.
+	dec  *record.Decoder
+	bl   record.Builder
+	keep []keptRecord
 }
 
 // lastRecord is where an active producer's state sits in the log: the last
@@ -714,10 +718,13 @@ type keptRecord struct {
 // retained decides the records of the data batch b below the round's end
 // (KAFKA-FORMAT.md §9.4): a keyed record stays if no later offset of its
 // key is in the map, a tombstone until its batch's delete horizon has
-// passed; keyless records go. It returns those kept (copied), how many
-// the batch holds, and what the whole batch renders.
-func (r *cleanRound) retained(dec *record.Decoder, b []byte, h *record.Header) (keep []keptRecord, total int, all record.TextStats, err error) {
-	err = dec.Records(b, func(rec *record.Record) error {
+// passed; keyless records go. It returns those kept (copied; valid until
+// the next call), how many the batch holds, and what the whole batch
+// renders.
+func (r *cleanRound) retained(b []byte, h *record.Header) (keep []keptRecord, total int, all record.TextStats, err error) {
+	keep = r.keep[:0]
+	defer func() { r.keep = keep }()
+	err = r.dec.Records(b, func(rec *record.Record) error {
 		total++
 		all.AddRecord(rec)
 		if rec.Key == nil {
@@ -768,12 +775,11 @@ func (r *cleanRound) rebuild(dst []byte, h *record.Header, keep []keptRecord, ho
 		// looked for a record that no longer exists and found none.
 		spec.MaxTimestamp = h.MaxTimestamp
 	}
-	var bl record.Builder
-	bl.Reset(spec)
+	r.bl.Reset(spec)
 	for _, k := range keep {
-		bl.AddAt(k.delta, k.ts, k.key, k.value, k.hdrs)
+		r.bl.AddAt(k.delta, k.ts, k.key, k.value, k.hdrs)
 	}
-	return bl.Build(dst)
+	return r.bl.Build(dst)
 }
 
 // cleanMarker decides a control batch below the round's end, as Kafka's
@@ -803,8 +809,7 @@ func (r *cleanRound) cleanMarker(b []byte, h *record.Header, copyBatch func([]by
 	}
 	if !h.HasDeleteHorizon() {
 		var keep []keptRecord
-		var dec record.Decoder
-		if err := dec.Records(b, func(rec *record.Record) error {
+		if err := r.dec.Records(b, func(rec *record.Record) error {
 			keep = append(keep, copyRecord(rec))
 			return nil
 		}); err != nil {
