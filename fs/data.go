@@ -549,10 +549,11 @@ func (n *textNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetA
 }
 
 // Flush releases the closing process's POSIX locks on the file (locks.go).
-// Otherwise it pushes nothing: no handle of data or offset/N holds anything for
-// close to push (a WRITE is answered once its lines are appended; an
-// unfinished line waits for RELEASE). It reports, though, an unfinished
-// line that RELEASE will not be able to store (dataHandle.flush). It must
+// Otherwise it pushes only what a writer asked to be durable: a WRITE is
+// answered once its lines are appended, and an unfinished line waits for
+// RELEASE, unless the writer opened O_SYNC/O_DSYNC or fsynced it
+// (dataHandle.flush). It reports an unfinished line that RELEASE will not
+// be able to store. It must
 // not answer ENOSYS, although that would save a round trip per close: the
 // kernel would then stop sending FLUSH for every file of the mount
 // (fc->no_flush), and config reports an invalid unfinished line at
@@ -576,28 +577,97 @@ func (n *textNode) Flush(ctx context.Context, f gofs.FileHandle) syscall.Errno {
 // sent for every close of every dup. A shell ignores close(2)'s error,
 // so `printf 'no key' >> data` still loses it silently; a write(2) cannot
 // refuse it earlier, as the separator may still follow.
+//
+// A writer that asked for durability, by opening O_SYNC or O_DSYNC or by
+// an fsync while the line was unfinished, has the line stored and synced
+// here, before close(2) returns: stored at RELEASE, after close(2)
+// returned, nothing synced it, and a power cut lost the last line of
+// `os.write(fd, b"no newline"); os.close(fd)` on an O_DSYNC descriptor.
+// The server cannot tell the last close from a dup's, so for such a
+// writer any close(2) ends the line, and bytes written through a dup
+// still open start a new one.
 func (h *dataHandle) flush() syscall.Errno {
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	if !h.asm.pending() {
+	pending, durable := h.asm.pending(), h.syncOpen || h.owesSync
+	if pending {
+		if len(h.asm.partial) > h.maxLine() {
+			h.mu.Unlock()
+			return syscall.EMSGSIZE // max.message.bytes lowered since it was taken
+		}
+		if cfg := h.node.part.Topic().Config(); cfg.KeyError(h.asm.partial) != nil {
+			h.mu.Unlock()
+			return syscall.EINVAL
+		}
+		if !durable {
+			// If this was the last close, RELEASE stores the line;
+			// until then, the partition's other requests wait for it
+			// (closers).
+			h.node.fs.closers.flushed(h)
+		}
+	}
+	owed := h.owesSync // a WRITE may have completed the line an fsync found
+	h.mu.Unlock()
+	if (pending && durable) || owed {
+		return h.syncClose()
+	}
+	return 0
+}
+
+// syncClose stores the unfinished line, if any, and syncs the partition,
+// for a FLUSH of a writer that asked for durability (flush). A failed
+// append leaves the line pending, as a failed WRITE does, and fails
+// close(2); RELEASE tries it once more.
+func (h *dataHandle) syncClose() syscall.Errno {
+	f := h.node.fs
+	f.gate.RLock()
+	if f.closing {
+		// stopWrites stored the line; the unmount syncs it.
+		f.gate.RUnlock()
 		return 0
 	}
-	if len(h.asm.partial) > h.maxLine() {
-		return syscall.EMSGSIZE // max.message.bytes lowered since it was taken
+	h.mu.Lock()
+	stored := false
+	if h.asm.pending() {
+		line := append(append([]byte(nil), h.asm.partial...), '\n')
+		if _, _, err := h.node.part.AppendLines(line); err != nil {
+			h.mu.Unlock()
+			f.gate.RUnlock()
+			f.log.Warn("unfinished line at close not appended", "topic", h.node.part.Topic().Name(),
+				"partition", h.node.part.Num(), "bytes", len(line), "err", err)
+			return toErrno(err)
+		}
+		h.asm.take()
+		stored = true
 	}
-	cfg := h.node.part.Topic().Config()
-	if cfg.KeyError(h.asm.partial) != nil {
-		return syscall.EINVAL
+	h.owesSync = false
+	h.mu.Unlock()
+	f.gate.RUnlock()
+	if stored {
+		// Stored before close(2) returns: nothing need wait for RELEASE.
+		f.closers.done(h)
+		f.notify.invalidateOthers(h.node)
 	}
-	// If this was the last close, RELEASE stores the line; until then,
-	// the partition's other requests wait for it (closers).
-	h.node.fs.closers.flushed(h)
+	if err := h.node.part.Flush(); err != nil {
+		f.log.Warn("fsync at close failed", "topic", h.node.part.Topic().Name(), "partition", h.node.part.Num(), "err", err)
+		return toErrno(err)
+	}
 	return 0
 }
 
 // Fsync makes everything appended to the partition so far durable. It is
 // never ENOSYS: the kernel would then report every later fsync as success.
+// An unfinished line of the handle is not a record yet, and stays
+// unfinished: storing it here would split a line its writer is still
+// writing into two records. The handle's close(2) stores and syncs it
+// (dataHandle.flush).
 func (n *textNode) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) syscall.Errno {
+	if h, ok := f.(*dataHandle); ok {
+		h.mu.Lock()
+		if h.asm.pending() {
+			h.owesSync = true
+		}
+		h.mu.Unlock()
+	}
 	if err := n.part.Flush(); err != nil {
 		n.fs.log.Warn("fsync failed", "topic", n.part.Topic().Name(), "partition", n.part.Num(), "err", err)
 		return toErrno(err)
@@ -672,7 +742,8 @@ func (n *textNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uin
 		}
 		return nil, 0, errno
 	}
-	h := &dataHandle{node: n}
+	// O_SYNC includes O_DSYNC's bit, and F_SETFL cannot change either.
+	h := &dataHandle{node: n, syncOpen: flags&syscall.O_DSYNC != 0}
 	if acc == syscall.O_RDWR {
 		v, errno := n.acquire()
 		if errno != 0 {
@@ -695,8 +766,17 @@ type dataHandle struct {
 	node *textNode
 	view *logstore.TextView // O_RDWR only
 
+	// syncOpen: opened O_SYNC or O_DSYNC, so its close(2) stores and
+	// syncs the unfinished line (flush).
+	syncOpen bool
+
 	mu  sync.Mutex
 	asm lineAssembler
+	// owesSync: an fsync (or a synchronous WRITE, syncwrite.go) found an
+	// unfinished line, which it could not sync, not being a record yet;
+	// the next close(2) stores and syncs it, or syncs the record a later
+	// WRITE completed it into.
+	owesSync bool
 }
 
 // maxLine is the longest line the handle takes (Config.MaxLineBytes): a

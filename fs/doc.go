@@ -96,7 +96,12 @@
 // The reply is sent after the append returned: a write(2) that returned
 // is in the segment file. A WRITE from a file opened O_SYNC or O_DSYNC, or a
 // pwritev2 with RWF_DSYNC, is answered after the FSYNC fsync(2) would send
-// (syncwrite.go): for direct I/O the kernel leaves that sync to the server. A line too long for a batch of its own
+// (syncwrite.go): for direct I/O the kernel leaves that sync to the server.
+// The unfinished line of such a file, or of one fsynced while the line was
+// unfinished (fsync leaves it unfinished: it is not a record yet), is
+// stored and synced at FLUSH instead of RELEASE, so that it is on disk
+// when close(2) returns; for these files any close of a dup ends the
+// line. A line too long for a batch of its own
 // (Config.MaxLineBytes: the smaller of max.message.bytes and segment.bytes,
 // less the batch header and the most framing a record has) fails the
 // write(2) that brings it with EMSGSIZE, also while it is unfinished, and

@@ -59,3 +59,91 @@ os.pwritev(fd, [b"rwf ", b"dsync\n"], 0, os.RWF_DSYNC)
 		t.Fatalf("after the power cut data = %q, want %q (every synchronous write returned before it)", got, want)
 	}
 }
+
+// TestMountSyncWriteUnfinishedLine: an unfinished last line, which becomes a
+// record only when its descriptor is closed, is on disk when close(2)
+// returns if its writer asked for durability: the file was opened O_DSYNC
+// or O_SYNC, or was fsynced while the line was unfinished. The kernel
+// sends RELEASE, which stored the line, after close(2) returned, and
+// nothing synced it: a power cut right after `os.write(fd, b"no newline");
+// os.close(fd)` on an O_DSYNC descriptor lost the line.
+//
+// fsync(2) itself does not make an unfinished line a record: it is not
+// one yet, and ending it there would split a line the writer is still
+// writing into two records (Kafka's consumers would see two messages).
+// The fsync owes it, though, and the close pays: "fsync mid-line" below is
+// one record, and the close that ends "fsynced tail" syncs it.
+//
+// FLUSH, where the line is stored, comes for every close of every dup of
+// the open file: for such a descriptor any close(2) ends the line, since
+// the server cannot tell the last close from the others. So the dup's
+// close below stores "dup" as a record of its own, and the bytes written
+// after it start a new line.
+func TestMountSyncWriteUnfinishedLine(t *testing.T) {
+	disk := faultLoopDisk(t, "xfs", 320)
+	m := mntAt(t, filepath.Join(disk.dir, "data"))
+	m.ok(`mkdir "$M/s"`)
+	want := ""
+	// Each case is followed by a power cut: a later synced write would
+	// sync the line of an earlier case too.
+	for _, c := range []struct{ name, py, adds string }{
+		{"O_DSYNC", `
+fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_DSYNC)
+os.write(fd, b"no newline")
+os.close(fd)
+`, "no newline\n"},
+		{"O_SYNC", `
+fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_SYNC)
+os.write(fd, b"sync line\nsync tail")
+os.close(fd)
+`, "sync line\nsync tail\n"},
+		{"fsync", `
+fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+os.write(fd, b"fsync ")
+os.fsync(fd)
+if text().endswith(b"fsync \n"):
+    sys.exit("fsync made the unfinished line a record: %r" % text())
+os.write(fd, b"mid-line\nfsynced tail")
+os.fsync(fd)
+os.close(fd)
+`, "fsync mid-line\nfsynced tail\n"},
+	} {
+		m.ok(`python3 -c '
+import os, sys
+path = sys.argv[1]
+def text():
+    with open(path, "rb") as f:
+        return f.read()
+` + c.py + `' "$M/s/0/data"`)
+		want += c.adds
+		if got := m.ok(`cat "$M/s/0/data"`); got != want {
+			t.Fatalf("%s: data = %q, want %q", c.name, got, want)
+		}
+		// The power cut, at once.
+		disk.shutdown()
+		m.kill9()
+		disk.cycle()
+		m.mount()
+		if got := m.ok(`cat "$M/s/0/data"`); got != want {
+			t.Fatalf("%s: after the power cut data = %q, want %q (close(2) returned before it)", c.name, got, want)
+		}
+	}
+
+	// A dup's close ends the line, and syncs it.
+	m.ok(`python3 -c '
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND | os.O_DSYNC)
+os.write(fd, b"dup")
+os.close(os.dup(fd))
+with open(sys.argv[2]) as f:
+    st = dict(l.strip().split("=", 1) for l in f if "=" in l)
+if st["recovery.point"] != st["log.end.offset"] or st["log.end.offset"] != "6":
+    sys.exit("after the dup was closed, status says %r: the line is not on disk" % st)
+os.write(fd, b"after dup\n")
+os.close(fd)
+' "$M/s/0/data" "$M/s/0/status"`)
+	want += "dup\nafter dup\n"
+	if got := m.ok(`cat "$M/s/0/data"`); got != want {
+		t.Fatalf("data = %q, want %q", got, want)
+	}
+}
