@@ -129,6 +129,9 @@ func runMount(c *ucli.Context) error {
 		}
 		return fmt.Errorf("mount: %w", err)
 	}
+	if err := notPartitionDir(realData); err != nil {
+		return fmt.Errorf("mount: %w", err)
+	}
 	// mount(2) comes after the store has opened (and recovered) the data
 	// directory; a machine without FUSE (a container without the device)
 	// is told so first.

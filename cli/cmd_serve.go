@@ -67,6 +67,9 @@ func runServe(c *ucli.Context) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	dir := args[0]
+	if err := notPartitionDir(dir); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
 	if c.Int("partitions") < 1 {
 		return errors.New("serve: --partitions must be at least 1")
 	}

@@ -416,6 +416,9 @@ func listPartitions(dataDir string) ([]*partitionDir, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("%s is not a directory", dataDir)
 	}
+	if err := notPartitionDir(dataDir); err != nil {
+		return nil, err
+	}
 	ents, err := os.ReadDir(dataDir)
 	if err != nil {
 		return nil, err
@@ -442,6 +445,35 @@ func listPartitions(dataDir string) ([]*partitionDir, error) {
 		return parts[i].Partition < parts[j].Partition
 	})
 	return parts, nil
+}
+
+// notPartitionDir refuses, as a data directory, a directory that holds
+// segment files itself: a partition directory, or a copy of a mount's
+// segments/ (`rsync -a MOUNT/orders/0/segments/ copy/`). Read as a data
+// directory it has no partition, so verify, get-offsets and log-dirs
+// reported nothing and exited 0, and a mount served an empty filesystem
+// and wrote the data directory's files among the segments. A Kafka log
+// directory never holds segments at its top. A directory that cannot be
+// read passes: the caller reports it, or creates it.
+func notPartitionDir(dir string) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	for _, e := range ents {
+		if _, suffix, ok := segmentStem(e.Name()); !ok || suffix != logSuffix || !e.Type().IsRegular() {
+			continue
+		}
+		where := "the data directory is the one holding TOPIC-PARTITION directories"
+		if abs, err := filepath.Abs(dir); err == nil {
+			if _, _, ok := parsePartitionDirName(filepath.Base(abs)); ok {
+				where = "its data directory is " + filepath.Dir(abs)
+			}
+		}
+		return fmt.Errorf("%s holds segment files (%s): it is a partition directory or a copy of one, not a data directory; %s (dump-log reads segment files)",
+			dir, e.Name(), where)
+	}
+	return nil
 }
 
 // listSegments groups the .log/.index/.timeindex files of a partition
