@@ -315,11 +315,32 @@ func lookupText(ctx context.Context, f *fsys, parent *gofs.Inode, p *logstore.Pa
 // the kernel drop the page cache even when its own i_size already grew
 // (a direct-I/O append through another handle grows i_size but leaves a
 // cached, zero-padded last page behind).
+//
+// It moves to the partition's last append (the active segment's mtime),
+// as a file's mtime is, not to the moment this node noticed the growth: a
+// `stat` long after `echo x >> data` showed the stat's own time, so `ls
+// -lt`, `find -newer` and make saw a quiet partition as just written
+// whenever it was first looked at again (and an older time after a
+// remount). If the segment's mtime did not move past the mtime reported
+// before (two appends within one tick of the backing filesystem's clock),
+// the mtime moves by a nanosecond, so that the kernel still drops its
+// cache.
 func (n *textNode) attr(a *fuse.Attr, size int64) {
+	n.mu.Lock()
+	changed := size != n.lastSize
+	n.mu.Unlock()
+	var appended time.Time
+	if changed {
+		appended = n.part.LastModified() // a stat: outside n.mu
+	}
 	n.mu.Lock()
 	if size != n.lastSize {
 		n.lastSize = size
-		n.mtime = time.Now()
+		if appended.After(n.mtime) {
+			n.mtime = appended
+		} else {
+			n.mtime = n.mtime.Add(time.Nanosecond)
+		}
 	}
 	mtime := n.mtime
 	n.mu.Unlock()

@@ -250,3 +250,23 @@ func TestMountTimeLinkSetattr(t *testing.T) {
 		t.Fatalf("time/0 reads %q", got)
 	}
 }
+
+// TestMountDataMtimeNoticedLate: an append that no one stats at once still
+// gives data and offset/N the append's time as mtime when they are next
+// looked at. They took the time of that look: `echo x >> data; sleep 2;
+// stat data` showed the stat's time, two seconds after the append (and the
+// segment file's), so `ls -lt` and `find -newer` took a quiet partition for
+// one just written whenever it was first looked at again.
+func TestMountDataMtimeNoticedLate(t *testing.T) {
+	m := mntNew(t)
+	m.ok(`mkdir "$M/q" && stat "$M/q/0/data" "$M/q/0/offset/0" > /dev/null`)
+	seg := filepath.Join(m.data, "q-0", "00000000000000000000.log")
+	// The append comes a tick of the clock after the segment was created,
+	// and the stat well after the append.
+	m.ok(`sleep 1.1 && echo x >> "$M/q/0/data" && sleep 1.5`)
+	got := m.ok(`stat -c %.9Y "$M/q/0/data" "$M/q/0/offset/0" "` + seg + `"`)
+	l := mntLines(got)
+	if len(l) != 3 || l[0] != l[2] || l[1] != l[2] {
+		t.Fatalf("mtimes of data, offset/0, and the segment file in the data directory:\n%swant the segment's (the append's) for all three", got)
+	}
+}
