@@ -2,6 +2,7 @@ package tests
 
 import (
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -63,7 +64,8 @@ os.pwritev(fd, [b"rwf ", b"dsync\n"], 0, os.RWF_DSYNC)
 // TestMountSyncWriteUnfinishedLine: an unfinished last line, which becomes a
 // record only when its descriptor is closed, is on disk when close(2)
 // returns if its writer asked for durability: the file was opened O_DSYNC
-// or O_SYNC, or was fsynced while the line was unfinished. The kernel
+// or O_SYNC, or was fsynced while the line was unfinished (also by a
+// pwritev2 with RWF_DSYNC). The kernel
 // sends RELEASE, which stored the line, after close(2) returned, and
 // nothing synced it: a power cut right after `os.write(fd, b"no newline");
 // os.close(fd)` on an O_DSYNC descriptor lost the line.
@@ -107,6 +109,13 @@ os.write(fd, b"mid-line\nfsynced tail")
 os.fsync(fd)
 os.close(fd)
 `, "fsync mid-line\nfsynced tail\n"},
+		// A pwritev2 with RWF_DSYNC is synced as an fsync would be
+		// (syncwrite.go), and owes its unfinished line as one does.
+		{"RWF_DSYNC", `
+fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+os.pwritev(fd, [b"rwf ", b"partial"], 0, os.RWF_DSYNC)
+os.close(fd)
+`, "rwf partial\n"},
 	} {
 		m.ok(`python3 -c '
 import os, sys
@@ -137,11 +146,11 @@ os.write(fd, b"dup")
 os.close(os.dup(fd))
 with open(sys.argv[2]) as f:
     st = dict(l.strip().split("=", 1) for l in f if "=" in l)
-if st["recovery.point"] != st["log.end.offset"] or st["log.end.offset"] != "6":
+if st["recovery.point"] != st["log.end.offset"] or st["log.end.offset"] != sys.argv[3]:
     sys.exit("after the dup was closed, status says %r: the line is not on disk" % st)
 os.write(fd, b"after dup\n")
 os.close(fd)
-' "$M/s/0/data" "$M/s/0/status"`)
+' "$M/s/0/data" "$M/s/0/status" ` + strconv.Itoa(len(mntLines(want))+1))
 	want += "dup\nafter dup\n"
 	if got := m.ok(`cat "$M/s/0/data"`); got != want {
 		t.Fatalf("data = %q, want %q", got, want)
