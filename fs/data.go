@@ -640,6 +640,9 @@ func (h *dataHandle) flush() syscall.Errno {
 // close(2); RELEASE tries it once more.
 func (h *dataHandle) syncClose() syscall.Errno {
 	f := h.node.fs
+	// The line follows the unfinished line another handle's close(2)
+	// ended, as a WRITE's lines do (closers).
+	f.closers.await(h.node.part, h)
 	f.gate.RLock()
 	if f.closing {
 		// stopWrites stored the line; the unmount syncs it.
