@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -582,7 +584,7 @@ func (n *textNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetA
 func (n *textNode) Flush(ctx context.Context, f gofs.FileHandle) syscall.Errno {
 	n.flushLocks(ctx)
 	if h, ok := f.(*dataHandle); ok {
-		return h.flush()
+		return h.flush(ctx)
 	}
 	return 0
 }
@@ -604,10 +606,15 @@ func (n *textNode) Flush(ctx context.Context, f gofs.FileHandle) syscall.Errno {
 // here, before close(2) returns: stored at RELEASE, after close(2)
 // returned, nothing synced it, and a power cut lost the last line of
 // `os.write(fd, b"no newline"); os.close(fd)` on an O_DSYNC descriptor.
-// The server cannot tell the last close from a dup's, so for such a
-// writer any close(2) ends the line, and bytes written through a dup
-// still open start a new one.
-func (h *dataHandle) flush() syscall.Errno {
+// The server cannot tell the last close from a dup's, so a close(2) by
+// the process that opened the file ends the line, even of a dup (bytes
+// written through a dup still open start a new line). Another process's
+// close does not (closedByOther): a child that inherited the descriptor
+// exits, or a program the writer spawns closes it at exec (close-on-exec,
+// as Python's subprocess and posix_spawn do), in the middle of the
+// writer's line. That line waits for more bytes or RELEASE, which syncs
+// it after storing it.
+func (h *dataHandle) flush(ctx context.Context) syscall.Errno {
 	h.mu.Lock()
 	pending, durable := h.asm.pending(), h.syncOpen || h.owesSync
 	if pending {
@@ -619,17 +626,57 @@ func (h *dataHandle) flush() syscall.Errno {
 			h.mu.Unlock()
 			return syscall.EINVAL
 		}
-		if !durable {
-			// If this was the last close, RELEASE stores the line;
-			// until then, the partition's other requests wait for it
-			// (closers).
-			h.node.fs.closers.flushed(h)
-		}
 	}
-	owed := h.owesSync // a WRITE may have completed the line an fsync found
+	// owesSync without a pending line: a WRITE completed the line an
+	// fsync found, and the close syncs it.
+	if (pending && durable) || h.owesSync {
+		h.mu.Unlock()
+		if !h.closedByOther(ctx) {
+			return h.syncClose()
+		}
+		h.mu.Lock()
+		pending = h.asm.pending()
+	}
+	if pending {
+		// If this was the last close, RELEASE stores the line; until
+		// then, the partition's other requests wait for it (closers).
+		h.node.fs.closers.flushed(h)
+	}
 	h.mu.Unlock()
-	if (pending && durable) || owed {
-		return h.syncClose()
+	return 0
+}
+
+// closedByOther reports whether a FLUSH comes from a process other than
+// the one that opened h (see flush). FUSE names the calling thread; two
+// threads of one process are one process (Go moves a goroutine between
+// threads, so a writer may close on another thread than it opened on).
+// Unknown (a thread that is gone) counts as the opener: its line is
+// stored and synced.
+func (h *dataHandle) closedByOther(ctx context.Context) bool {
+	pid := callerPid(ctx)
+	if pid == 0 || h.opener == 0 || pid == h.opener {
+		return false
+	}
+	a, b := threadGroup(pid), threadGroup(h.opener)
+	return a != 0 && b != 0 && a != b
+}
+
+// threadGroup returns the process (thread group id) of thread tid, from
+// /proc; 0 if it cannot be read (the thread ended). The daemon's pid
+// namespace is the mount's, in which FUSE reports callers.
+func threadGroup(tid uint32) uint32 {
+	b, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(tid), 10) + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "Tgid:"); ok {
+			n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 32)
+			if err != nil {
+				return 0
+			}
+			return uint32(n)
+		}
 	}
 	return 0
 }
@@ -767,7 +814,7 @@ func (n *textNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uin
 		return nil, 0, errno
 	}
 	// O_SYNC includes O_DSYNC's bit, and F_SETFL cannot change either.
-	h := &dataHandle{node: n, syncOpen: flags&syscall.O_DSYNC != 0}
+	h := &dataHandle{node: n, syncOpen: flags&syscall.O_DSYNC != 0, opener: callerPid(ctx)}
 	if acc == syscall.O_RDWR {
 		v, errno := n.acquire()
 		if errno != 0 {
@@ -793,6 +840,7 @@ type dataHandle struct {
 	// syncOpen: opened O_SYNC or O_DSYNC, so its close(2) stores and
 	// syncs the unfinished line (flush).
 	syncOpen bool
+	opener   uint32 // the thread that opened it (closedByOther)
 
 	mu  sync.Mutex
 	asm lineAssembler
@@ -904,31 +952,42 @@ func (h *dataHandle) Lseek(ctx context.Context, off uint64, whence uint32) (uint
 	return seekText(off, whence, size)
 }
 
-// commitPartial appends the unfinished last line, if any, as a record.
+// commitPartial appends the unfinished last line, if any, as a record,
+// and reports whether its writer asked for it to be synced (flush).
 // The caller holds the gate (either side).
-func (h *dataHandle) commitPartial() {
+func (h *dataHandle) commitPartial() (durable bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	line := h.asm.take()
 	if line == nil {
-		return
+		return false
 	}
 	if _, _, err := h.node.part.AppendLines(line); err != nil {
 		h.node.fs.log.Warn("unfinished line at close not appended", "topic", h.node.part.Topic().Name(),
 			"partition", h.node.part.Num(), "bytes", len(line), "err", err)
+		return false
 	}
+	return h.syncOpen || h.owesSync
 }
 
 // Release commits the unfinished last line: the writer has closed its
 // last descriptor of this open. RELEASE arrives after close(2) returned,
-// so that record shows up shortly after, not before, close returns.
+// so that record shows up shortly after, not before, close returns. A
+// line left there by a writer that asked for durability (its last close
+// was another process's: flush) is synced too, shortly after.
 func (h *dataHandle) Release(ctx context.Context) syscall.Errno {
 	f := h.node.fs
 	f.gate.RLock()
+	durable := false
 	if !f.closing {
-		h.commitPartial()
+		durable = h.commitPartial()
 	}
 	f.gate.RUnlock()
+	if durable {
+		if err := h.node.part.Flush(); err != nil {
+			f.log.Warn("fsync at release failed", "topic", h.node.part.Topic().Name(), "partition", h.node.part.Num(), "err", err)
+		}
+	}
 	f.closers.done(h)
 	f.mu.Lock()
 	delete(f.writers, h)

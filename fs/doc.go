@@ -100,8 +100,9 @@
 // The unfinished line of such a file, or of one fsynced while the line was
 // unfinished (fsync leaves it unfinished: it is not a record yet), is
 // stored and synced at FLUSH instead of RELEASE, so that it is on disk
-// when close(2) returns; for these files any close of a dup ends the
-// line. A line too long for a batch of its own
+// when close(2) returns; for these files a close by the process that
+// opened them ends the line, even a dup's (another process's close, as a
+// spawned program's close-on-exec, does not, and RELEASE syncs the line). A line too long for a batch of its own
 // (Config.MaxLineBytes: the smaller of max.message.bytes and segment.bytes,
 // less the batch header and the most framing a record has) fails the
 // write(2) that brings it with EMSGSIZE, also while it is unfinished, and

@@ -77,10 +77,11 @@ os.pwritev(fd, [b"rwf ", b"dsync\n"], 0, os.RWF_DSYNC)
 // one record, and the close that ends "fsynced tail" syncs it.
 //
 // FLUSH, where the line is stored, comes for every close of every dup of
-// the open file: for such a descriptor any close(2) ends the line, since
-// the server cannot tell the last close from the others. So the dup's
-// close below stores "dup" as a record of its own, and the bytes written
-// after it start a new line.
+// the open file, and the server cannot tell the last close from the
+// others: for such a descriptor a close(2) by the process that opened it
+// ends the line. So the dup's close below stores "dup" as a record of its
+// own, and the bytes written after it start a new line. Closes by other
+// processes (a spawned program's close-on-exec) do not end it.
 func TestMountSyncWriteUnfinishedLine(t *testing.T) {
 	disk := faultLoopDisk(t, "xfs", 320)
 	m := mntAt(t, filepath.Join(disk.dir, "data"))
@@ -138,21 +139,42 @@ def text():
 		}
 	}
 
-	// A dup's close ends the line, and syncs it.
+	// A close by the writer ends the line, also a dup's, and syncs it.
+	// A close by another process does not: here Python's subprocess
+	// spawns programs, which close their inherited copy of the
+	// descriptor at exec (close-on-exec), and one of them appends and
+	// closes a line of its own, which is stored first (its close came
+	// first).
 	m.ok(`python3 -c '
-import os, sys
-fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND | os.O_DSYNC)
+import os, subprocess, sys
+path, status, end = sys.argv[1], sys.argv[2], int(sys.argv[3])
+def durable(n):
+    with open(status) as f:
+        st = dict(l.strip().split("=", 1) for l in f if "=" in l)
+    if st["recovery.point"] != st["log.end.offset"] or st["log.end.offset"] != str(n):
+        sys.exit("status says %r, want the log synced up to %d" % (st, n))
+fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_DSYNC)
 os.write(fd, b"dup")
 os.close(os.dup(fd))
-with open(sys.argv[2]) as f:
-    st = dict(l.strip().split("=", 1) for l in f if "=" in l)
-if st["recovery.point"] != st["log.end.offset"] or st["log.end.offset"] != sys.argv[3]:
-    sys.exit("after the dup was closed, status says %r: the line is not on disk" % st)
+durable(end + 1)
 os.write(fd, b"after dup\n")
+os.write(fd, b"spawn ")
+subprocess.run(["true"], check=True)
+os.write(fd, b"kept\n")
+os.write(fd, b"mine")
+subprocess.run(["sh", "-c", "printf theirs >> \"$0\"", path], check=True)
 os.close(fd)
-' "$M/s/0/data" "$M/s/0/status" ` + strconv.Itoa(len(mntLines(want))+1))
-	want += "dup\nafter dup\n"
+durable(end + 5)
+' "$M/s/0/data" "$M/s/0/status" ` + strconv.Itoa(len(mntLines(want))))
+	want += "dup\nafter dup\nspawn kept\ntheirs\nmine\n"
 	if got := m.ok(`cat "$M/s/0/data"`); got != want {
 		t.Fatalf("data = %q, want %q", got, want)
+	}
+	disk.shutdown()
+	m.kill9()
+	disk.cycle()
+	m.mount()
+	if got := m.ok(`cat "$M/s/0/data"`); got != want {
+		t.Fatalf("after the power cut data = %q, want %q", got, want)
 	}
 }
