@@ -58,8 +58,13 @@ func (a *lineAssembler) add(p []byte, limit int) (head, lines, keep []byte, n in
 	last := bytes.LastIndexByte(p, '\n')
 	if last < 0 {
 		if len(a.partial)+len(p) > limit {
+			// Skip the line's tail only if an earlier write() took its
+			// start. A chunk that starts the line and alone exceeds the
+			// limit fails its write(2) whole (no short count), so the
+			// writer does not resend the rest of it: the next chunk is
+			// a new line, which skipping would refuse too.
+			a.skipping = len(a.partial) > 0
 			a.partial = a.partial[:0]
-			a.skipping = true
 			return nil, nil, nil, 0, errLineTooLong{}
 		}
 		return nil, nil, p, len(p), nil

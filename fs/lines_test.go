@@ -218,3 +218,21 @@ func TestTooLongLaterLineKeepsPartial(t *testing.T) {
 		t.Fatalf("after the refused chunk: head %q lines %q keep %q err %v; want \"abcdef\\n\" \"next\\n\"", head, lines, keep, err)
 	}
 }
+
+// TestTooLongFirstChunkSkipsNothing: a chunk that starts a line and alone
+// exceeds the limit fails its write(2) whole, so the writer never resends
+// the rest of that line; the next chunk through the handle (the next
+// write of a logger, or of another process sharing the descriptor) is a
+// line of its own and must be stored. It was refused as the long line's
+// tail.
+func TestTooLongFirstChunkSkipsNothing(t *testing.T) {
+	const limit = 100
+	var a lineAssembler
+	if _, _, _, _, err := a.add([]byte(strings.Repeat("x", 150)), limit); !errors.As(err, new(errLineTooLong)) {
+		t.Fatalf("a 150-byte chunk without a newline: err = %v, want errLineTooLong", err)
+	}
+	head, lines, _, n, err := a.add([]byte("after\n"), limit)
+	if err != nil || head != nil || string(lines) != "after\n" || n != 6 {
+		t.Fatalf("the line after a refused first chunk: %q %q %d %v", head, lines, n, err)
+	}
+}
