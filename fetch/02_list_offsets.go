@@ -5,7 +5,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// ListOffsets (key 2), versions 1-7.
+// ListOffsets (key 2), versions 1-9.
 //
 // Timestamp -1 is the log end offset, or for read_committed (isolation 1)
 // the last stable offset, which is the same unless a data directory copied
@@ -16,25 +16,36 @@ import (
 // librdkafka 2.0 sends it at v2 for `kcat -Q -t T:P:-3`),
 // and ts >= 0 the first offset whose timestamp is >= ts via the time index,
 // or -1 when there is none (Kafka's answer; clients then use the end).
-// Any other negative timestamp is UNSUPPORTED_VERSION, as Kafka's
+// The tiered-storage timestamps are answered as Kafka's UnifiedLog answers
+// them for a topic without remote storage, which every segfs topic is:
+// -4 (earliest local, KIP-405, v8+) is the log start offset, exactly as
+// -2 (the whole log is local), and -5 (latest tiered, KIP-1005, v9+) is
+// offset -1, timestamp -1, leader epoch -1 with no error (nothing has been
+// tiered). kadm's ListLocalLogStartOffsets and ListLatestRemoteOffsets
+// send them at the highest version the broker lists.
+// Any other negative timestamp, and -4 below v8 or -5 below v9, is
+// UNSUPPORTED_VERSION, as Kafka's
 // ReplicaManager.isListOffsetsTimestampUnsupported answers it, before the
-// partition is looked up: -4 (earliest local, KIP-405) needs v8 and -5
-// (latest tiered, KIP-1005) v9, which segfs does not serve (they would
-// answer the log start offset, and -1 as there is no tiered storage); the
-// rest are no special timestamp at all. (Kafka 4.x refuses -3 below v7
-// the same way; segfs answers it, see above.)
+// partition is looked up; the rest are no special timestamp at all
+// (-6, KIP-1023, needs v11). (Kafka 4.x refuses -3 below v7 the same way;
+// segfs answers it, see above.) v10 (KIP-1075, a timeout for remote
+// lookups) is not served.
 // v0's legacy multi-offset form is not served. A partition named more
 // than once in a request is INVALID_REQUEST at each of its entries, as in
 // Kafka. Leader epochs are returned
 // as -1 (unknown): OffsetForLeaderEpoch is not served, so clients have no
 // use for them.
-func init() { register(2, 1, 7, handleListOffsets) }
+func init() { register(2, 1, 9, handleListOffsets) }
 
 // Special timestamps of ListOffsets.
 const (
 	listLatest       = -1
 	listEarliest     = -2
 	listMaxTimestamp = -3
+	// listEarliestLocal (KIP-405) and listLatestTiered (KIP-1005) are
+	// tiered storage's, which segfs has none of.
+	listEarliestLocal = -4
+	listLatestTiered  = -5
 )
 
 func handleListOffsets(c *conn, h *reqHeader, r kmsg.Request) error {
@@ -57,7 +68,7 @@ func handleListOffsets(c *conn, h *reqHeader, r kmsg.Request) error {
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
-			if !specialTimestamp(rp.Timestamp) {
+			if !timestampServed(rp.Timestamp, h.version) {
 				// Kafka checks this before it looks the partition up.
 				sp.ErrorCode = kerr.UnsupportedVersion.Code
 				st.Partitions = append(st.Partitions, sp)
@@ -71,10 +82,19 @@ func handleListOffsets(c *conn, h *reqHeader, r kmsg.Request) error {
 	return c.send(h, resp)
 }
 
-// specialTimestamp reports whether ListOffsets serves ts: a time (>= 0)
-// or one of the special timestamps -1, -2, -3.
-func specialTimestamp(ts int64) bool {
-	return ts >= 0 || ts == listLatest || ts == listEarliest || ts == listMaxTimestamp
+// timestampServed reports whether ListOffsets at version serves ts: a time
+// (>= 0), -1, -2 and -3 at every version, -4 from v8 and -5 from v9 (the
+// versions that introduced them, Kafka's timestampMinSupportedVersion).
+func timestampServed(ts int64, version int16) bool {
+	switch ts {
+	case listLatest, listEarliest, listMaxTimestamp:
+		return true
+	case listEarliestLocal:
+		return version >= 8
+	case listLatestTiered:
+		return version >= 9
+	}
+	return ts >= 0
 }
 
 // reqPartition names one partition of a request.
@@ -117,7 +137,7 @@ func (s *Server) listOffset(topic string, part int32, ts int64, isolation int8, 
 	if isolation == 1 {
 		lso := p.LastStableOffset()
 		defer func() {
-			if ts != listEarliest && sp.Offset >= lso {
+			if ts != listEarliest && ts != listEarliestLocal && sp.Offset >= lso {
 				sp.Timestamp, sp.Offset = -1, -1
 			}
 			if ts == listLatest {
@@ -128,8 +148,14 @@ func (s *Server) listOffset(topic string, part int32, ts int64, isolation int8, 
 	switch {
 	case ts == listLatest:
 		sp.Offset = p.LogEndOffset()
-	case ts == listEarliest:
+	case ts == listEarliest, ts == listEarliestLocal:
+		// Without remote storage the local log is the whole log:
+		// Kafka's UnifiedLog answers -4 as it answers -2.
 		sp.Offset = p.LogStartOffset()
+	case ts == listLatestTiered:
+		// Nothing is tiered: Kafka answers offset -1 with leader epoch
+		// -1 (not "unknown"), timestamp -1, no error.
+		sp.LeaderEpoch = -1
 	case ts == listMaxTimestamp:
 		maxTS, off, ok, err := p.MaxTimestamp()
 		if err != nil {

@@ -288,7 +288,7 @@ func TestListOffsets(t *testing.T) {
 		req.Topics = append(req.Topics, rt)
 		return c.roundTrip(req).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
 	}
-	for v := int16(1); v <= 7; v++ {
+	for v := int16(1); v <= 9; v++ {
 		if p := list(v, "t", -1); p.ErrorCode != 0 || p.Offset != 6 {
 			t.Errorf("v%d latest: %+v", v, p)
 		}
@@ -313,10 +313,13 @@ func TestListOffsets(t *testing.T) {
 	}
 	// Other negative timestamps are UNSUPPORTED_VERSION, as Kafka's
 	// ReplicaManager answers them, before the partition is looked up: -4
-	// and -5 need v8 and v9, which are not served; the rest mean nothing.
-	// segfs answered INVALID_REQUEST.
-	for v := int16(1); v <= 7; v++ {
+	// below v8, -5 below v9, and the rest (which mean nothing) at every
+	// version. segfs answered INVALID_REQUEST.
+	for v := int16(1); v <= 9; v++ {
 		for _, ts := range []int64{-4, -5, -6, -100, math.MinInt64} {
+			if (ts == -4 && v >= 8) || (ts == -5 && v >= 9) {
+				continue
+			}
 			for _, topic := range []string{"t", "nope"} {
 				if p := list(v, topic, ts); p.ErrorCode != kerr.UnsupportedVersion.Code || p.Offset != -1 || p.Timestamp != -1 {
 					t.Errorf("v%d %s timestamp %d: %+v, want UNSUPPORTED_VERSION", v, topic, ts, p)
@@ -324,6 +327,67 @@ func TestListOffsets(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestListOffsetsTiered: v8's -4 (earliest local, KIP-405) and v9's -5
+// (latest tiered, KIP-1005) are answered as Kafka answers them for a topic
+// without remote storage: -4 is the log start offset, as -2, also after
+// DeleteRecords moved it and under read_committed; -5 is offset -1,
+// timestamp -1, leader epoch -1 and no error. An unknown topic is
+// UNKNOWN_TOPIC_OR_PARTITION for both. segfs served ListOffsets up to v7
+// only, so kadm's ListLocalLogStartOffsets and ListLatestRemoteOffsets got
+// UNSUPPORTED_VERSION.
+func TestListOffsetsTiered(t *testing.T) {
+	ts := startServer(t, Config{})
+	createTopic(t, ts, "t", 1)
+	c := dial(t, ts.addr)
+	for range 3 {
+		c.produce(9, "t", 0, produceBatch(t, "a", "b"))
+	}
+	list := func(v int16, topic string, ts int64, isolation int8) kmsg.ListOffsetsResponseTopicPartition {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.Version = v
+		req.ReplicaID = -1
+		req.IsolationLevel = isolation
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Timestamp = ts
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		return c.roundTrip(req).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
+	}
+	check := func(start int64) {
+		t.Helper()
+		for _, iso := range []int8{0, 1} {
+			for v := int16(8); v <= 9; v++ {
+				if p := list(v, "t", -4, iso); p.ErrorCode != 0 || p.Offset != start || p.Timestamp != -1 {
+					t.Errorf("v%d isolation %d earliest local: %+v, want offset %d", v, iso, p, start)
+				}
+				if p := list(v, "t", -2, iso); p.ErrorCode != 0 || p.Offset != start {
+					t.Errorf("v%d isolation %d earliest: %+v, want offset %d", v, iso, p, start)
+				}
+				if p := list(v, "nope", -4, iso); p.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+					t.Errorf("v%d unknown topic, earliest local: %+v", v, p)
+				}
+			}
+			if p := list(9, "t", -5, iso); p.ErrorCode != 0 || p.Offset != -1 || p.Timestamp != -1 || p.LeaderEpoch != -1 {
+				t.Errorf("v9 isolation %d latest tiered: %+v, want offset -1, timestamp -1, epoch -1", iso, p)
+			}
+			if p := list(9, "nope", -5, iso); p.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+				t.Errorf("v9 unknown topic, latest tiered: %+v", p)
+			}
+			if p := list(9, "t", -1, iso); p.ErrorCode != 0 || p.Offset != 6 {
+				t.Errorf("v9 isolation %d latest: %+v", iso, p)
+			}
+		}
+	}
+	check(0)
+	dr := c.roundTrip(deleteRecordsReq(2, "t", map[int32]int64{0: 3})).(*kmsg.DeleteRecordsResponse)
+	if p := onlyPartition(t, dr); p.ErrorCode != 0 || p.LowWatermark != 3 {
+		t.Fatalf("DeleteRecords to 3: %+v", p)
+	}
+	check(3)
 }
 
 func TestMetadata(t *testing.T) {
