@@ -17,8 +17,12 @@ import (
 // leader of every partition with leader epoch 0 and replicas = ISR = [0].
 // Topics: v0 with an empty list and v1+ with a null list mean all topics;
 // an empty list at v1+ means none (kcat -L asks that first, P14). v10+
-// carries the topic UUID (partition.metadata's) and may name topics by ID
-// only. Unknown topics are created when the server allows auto-creation and
+// carries the topic UUID (partition.metadata's); v12 may name topics by ID
+// only. v10 and v11 have the fields but Kafka never served them: a request
+// there naming a topic by ID or without a name is INVALID_REQUEST as a
+// whole, as Kafka's handleTopicMetadataRequest refuses it (each topic of
+// the request answered with that error and no partitions, no brokers).
+// Unknown topics are created when the server allows auto-creation and
 // the request does (AllowAutoTopicCreation, v4+; implied before v4, as in
 // Kafka), else UNKNOWN_TOPIC_OR_PARTITION, or INVALID_TOPIC_EXCEPTION for a
 // name no topic can have, as Kafka answers. Kafka's internal topic names
@@ -39,6 +43,10 @@ func init() { register(3, 0, 12, handleMetadata) }
 func handleMetadata(c *conn, h *reqHeader, r kmsg.Request) error {
 	req := r.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	all := req.Topics == nil || (h.version == 0 && len(req.Topics) == 0)
+	if !all && h.version < 12 && metadataNamesByID(req) {
+		return c.send(h, metadataRefused(req, resp, kerr.InvalidRequest.Code))
+	}
 
 	host, port := c.advertised()
 	b := kmsg.NewMetadataResponseBroker()
@@ -48,7 +56,6 @@ func handleMetadata(c *conn, h *reqHeader, r kmsg.Request) error {
 	resp.ClusterID = &cluster
 	resp.ControllerID = nodeID
 
-	all := req.Topics == nil || (h.version == 0 && len(req.Topics) == 0)
 	if all {
 		for _, t := range c.s.store.Topics() {
 			resp.Topics = append(resp.Topics, metadataTopic(t))
@@ -62,8 +69,8 @@ func handleMetadata(c *conn, h *reqHeader, r kmsg.Request) error {
 			t   *logstore.Topic
 			err error
 		)
-		if h.version >= 10 && (rt.Topic == nil || (*rt.Topic == "" && rt.TopicID != [16]byte{})) {
-			// v10+: by topic ID only. An empty name without an ID is a
+		if h.version >= 12 && (rt.Topic == nil || (*rt.Topic == "" && rt.TopicID != [16]byte{})) {
+			// v12+: by topic ID only. An empty name without an ID is a
 			// name, an invalid one (Kafka's rule too): before v10 there
 			// are no IDs, and an UNKNOWN_TOPIC_ID answer reached
 			// librdkafka's Metadata v4 as an error it cannot name.
@@ -99,6 +106,36 @@ func handleMetadata(c *conn, h *reqHeader, r kmsg.Request) error {
 	}
 	metadataOperations(h, req, resp)
 	return c.send(h, resp)
+}
+
+// metadataNamesByID reports whether a request names a topic by ID or
+// without a name, which Kafka serves from v12 only.
+func metadataNamesByID(req *kmsg.MetadataRequest) bool {
+	for _, rt := range req.Topics {
+		if rt.Topic == nil || rt.TopicID != [16]byte{} {
+			return true
+		}
+	}
+	return false
+}
+
+// metadataRefused turns resp into the answer Kafka gives a Metadata
+// request it refuses as a whole (MetadataRequest.getErrorResponse): every
+// topic asked for, by its name ("" when it had none) and ID, with code and
+// no partitions; no brokers, no cluster ID, no controller.
+func metadataRefused(req *kmsg.MetadataRequest, resp *kmsg.MetadataResponse, code int16) *kmsg.MetadataResponse {
+	for _, rt := range req.Topics {
+		mt := kmsg.NewMetadataResponseTopic()
+		name := ""
+		if rt.Topic != nil {
+			name = *rt.Topic
+		}
+		mt.Topic = &name
+		mt.TopicID = rt.TopicID
+		mt.ErrorCode = code
+		resp.Topics = append(resp.Topics, mt)
+	}
+	return resp
 }
 
 // metadataOperations fills the authorized operations a v8+ request asks

@@ -459,6 +459,74 @@ func TestMetadata(t *testing.T) {
 	}
 }
 
+// TestMetadataByIDBeforeV12: v10 and v11 carry topic IDs and nullable
+// names, but Kafka serves lookups by ID from v12 only; a v10/v11 request
+// naming any topic by ID, or without a name, is refused as a whole
+// (handleTopicMetadataRequest's InvalidRequestException): every topic of
+// the request answered INVALID_REQUEST by its name ("" for none) and ID,
+// with no partitions, no brokers, no cluster ID, controller -1. segfs
+// served them, as at v12.
+func TestMetadataByIDBeforeV12(t *testing.T) {
+	ts := startServer(t, Config{AutoCreateTopics: true})
+	createTopic(t, ts, "a", 2)
+	c := dial(t, ts.addr)
+	topic, _ := ts.store.Topic("a")
+	id := topic.ID()
+	byID := kmsg.NewMetadataRequestTopic()
+	byID.TopicID = id
+	byName := kmsg.NewMetadataRequestTopic()
+	byName.Topic = kmsg.StringPtr("a")
+	both := kmsg.NewMetadataRequestTopic()
+	both.Topic, both.TopicID = kmsg.StringPtr("a"), id
+	noName := kmsg.NewMetadataRequestTopic() // null name, zero ID
+	made := kmsg.NewMetadataRequestTopic()
+	made.Topic = kmsg.StringPtr("made")
+	meta := func(v int16, topics ...kmsg.MetadataRequestTopic) *kmsg.MetadataResponse {
+		req := kmsg.NewPtrMetadataRequest()
+		req.Version = v
+		req.AllowAutoTopicCreation = true
+		req.IncludeTopicAuthorizedOperations = true
+		req.Topics = topics
+		return c.roundTrip(req).(*kmsg.MetadataResponse)
+	}
+	for _, v := range []int16{10, 11} {
+		for _, tc := range []struct {
+			name   string
+			topics []kmsg.MetadataRequestTopic
+			names  []string
+		}{
+			{"by id", []kmsg.MetadataRequestTopic{byID}, []string{""}},
+			{"by name and id", []kmsg.MetadataRequestTopic{both}, []string{"a"}},
+			{"null name", []kmsg.MetadataRequestTopic{noName}, []string{""}},
+			// One topic by ID refuses the others too, and nothing
+			// is auto-created.
+			{"by name, then by id", []kmsg.MetadataRequestTopic{byName, made, byID}, []string{"a", "made", ""}},
+		} {
+			r := meta(v, tc.topics...)
+			if len(r.Brokers) != 0 || r.ClusterID != nil || r.ControllerID != -1 || len(r.Topics) != len(tc.topics) {
+				t.Errorf("v%d %s: brokers %+v, cluster %v, controller %d, %d topics; want a refusal of the %d topics", v, tc.name, r.Brokers, r.ClusterID, r.ControllerID, len(r.Topics), len(tc.topics))
+				continue
+			}
+			for i, mt := range r.Topics {
+				if mt.ErrorCode != kerr.InvalidRequest.Code || mt.Topic == nil || *mt.Topic != tc.names[i] || mt.TopicID != tc.topics[i].TopicID || len(mt.Partitions) != 0 || mt.IsInternal || mt.AuthorizedOperations != math.MinInt32 {
+					t.Errorf("v%d %s: topic %d %+v; want INVALID_REQUEST for %q", v, tc.name, i, mt, tc.names[i])
+				}
+			}
+		}
+		if _, err := ts.store.Topic("made"); err == nil {
+			t.Fatalf("v%d: a refused request auto-created a topic", v)
+		}
+		// By name only: served.
+		if r := meta(v, byName); len(r.Brokers) != 1 || len(r.Topics) != 1 || r.Topics[0].ErrorCode != 0 || len(r.Topics[0].Partitions) != 2 || r.Topics[0].TopicID != id {
+			t.Errorf("v%d by name: %+v", v, r)
+		}
+	}
+	// v12 serves IDs.
+	if r := meta(12, byID); len(r.Topics) != 1 || r.Topics[0].ErrorCode != 0 || r.Topics[0].Topic == nil || *r.Topics[0].Topic != "a" {
+		t.Errorf("v12 by id: %+v", r.Topics)
+	}
+}
+
 func TestAdvertise(t *testing.T) {
 	ts := startServer(t, Config{Advertise: "kafka.example:1234"})
 	c := dial(t, ts.addr)
