@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/segfs/segfs/logstore"
+	"github.com/segfs/segfs/logstore/record"
 )
 
 // Produce (key 0), versions 3-12, advertised as 0-12.
@@ -31,7 +32,14 @@ import (
 // idempotent sequence/epoch with duplicate detection), stamps offsets and
 // appends it as it came. What the protocol decides stays here:
 //
-//   - acks must be 0, 1 or -1 (else INVALID_REQUIRED_ACKS). On one node -1
+//   - acks must be 0, 1 or -1 (else INVALID_REQUIRED_ACKS, checked where
+//     Kafka checks it: in ReplicaManager.appendRecords, which
+//     handleProduceRequest calls only with the partitions that exist and
+//     whose record set has a valid shape (ProduceRequest.validateRecords).
+//     So an unknown topic or partition is UNKNOWN_TOPIC_OR_PARTITION
+//     whatever the acks, and is not auto-created; a short, multi-batch,
+//     zstd-below-v7 or transactional record set gets its own error
+//     first. segfs checked acks before anything else). On one node -1
 //     means the same as 1: appended, and flushed if the topic's flush
 //     settings say so (the store's job), unless the topic's
 //     min.insync.replicas is above 1: then, as on a Kafka cluster whose
@@ -133,11 +141,10 @@ func handleProduce(c *conn, h *reqHeader, r kmsg.Request) error {
 
 // produce appends one partition's record set and fills sp.
 func (s *Server) produce(req *kmsg.ProduceRequest, topic string, rp *kmsg.ProduceRequestTopicPartition, h *reqHeader, sp *kmsg.ProduceResponseTopicPartition) {
-	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
-		sp.ErrorCode = kerr.InvalidRequiredAcks.Code
-		return
-	}
-	create := s.cfg.AutoCreateTopics && rp.Partition >= 0 && int(rp.Partition) < s.store.DefaultPartitions()
+	acksValid := req.Acks == 0 || req.Acks == 1 || req.Acks == -1
+	// A request Kafka would refuse creates nothing: Kafka never creates a
+	// topic on Produce, and an unknown one is answered before the acks.
+	create := acksValid && s.cfg.AutoCreateTopics && rp.Partition >= 0 && int(rp.Partition) < s.store.DefaultPartitions()
 	t, err := s.topic(topic, create)
 	if err != nil {
 		sp.ErrorCode = errorCode(err)
@@ -154,12 +161,26 @@ func (s *Server) produce(req *kmsg.ProduceRequest, topic string, rp *kmsg.Produc
 		return
 	}
 	attrs := binary.BigEndian.Uint16(b[batchAttributesPos:])
+	// Kafka's ProduceRequest.validateRecords, before the transaction
+	// verification and the acks.
+	if attrs&attrCodecMask == codecZstd && h.version < 7 {
+		sp.ErrorCode = kerr.UnsupportedCompressionType.Code
+		return
+	}
 	if attrs&attrTransactional != 0 {
 		sp.ErrorCode = kerr.InvalidTxnState.Code
 		return
 	}
-	if attrs&attrCodecMask == codecZstd && h.version < 7 {
-		sp.ErrorCode = kerr.UnsupportedCompressionType.Code
+	if !acksValid {
+		// The one-batch rule of validateRecords comes first; AppendBatch
+		// checks it the same way for valid acks.
+		if size, err := record.PeekSize(b); err != nil || size > int64(len(b)) {
+			sp.ErrorCode = kerr.CorruptMessage.Code
+		} else if size != int64(len(b)) {
+			sp.ErrorCode = kerr.InvalidRecord.Code
+		} else {
+			sp.ErrorCode = kerr.InvalidRequiredAcks.Code
+		}
 		return
 	}
 	if isInternalTopic(topic) && h.clientID != adminClientID {

@@ -196,3 +196,76 @@ func TestProduceMinInsyncReplicas(t *testing.T) {
 		t.Errorf("acks=all, min.insync.replicas=1: %v at %d", kerr.ErrorForCode(sp.ErrorCode), sp.BaseOffset)
 	}
 }
+
+// TestProduceInvalidAcksOrder: acks other than 0, 1, -1 are checked where
+// Kafka 4 checks them, in ReplicaManager.appendRecords, which
+// handleProduceRequest calls only with the partitions that exist and whose
+// record set passes ProduceRequest.validateRecords. So an unknown topic or
+// partition answers UNKNOWN_TOPIC_OR_PARTITION (and with auto-creation on
+// is not created), a record set of two batches INVALID_RECORD, a zstd one
+// below v7 UNSUPPORTED_COMPRESSION_TYPE, a transactional one its
+// (verification) error; the acks come before the internal-topic and
+// min.insync.replicas checks and the append. segfs answered
+// INVALID_REQUIRED_ACKS for all of them.
+func TestProduceInvalidAcksOrder(t *testing.T) {
+	ts := startServer(t, Config{AutoCreateTopics: true})
+	createTopic(t, ts, "t", 1)
+	if _, err := ts.store.CreateTopic("isr", 1, map[string]string{"min.insync.replicas": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.store.CreateTopic("__consumer_offsets", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, ts.addr)
+	good := produceBatch(t, "x")
+	two := append(slices.Clone(good), good...)
+	zstd := slices.Clone(good)
+	zstd[batchAttributesPos+1] |= codecZstd
+	txn := slices.Clone(good)
+	txn[batchAttributesPos+1] |= attrTransactional
+	cases := []struct {
+		name    string
+		version int16
+		topic   string
+		part    int32
+		batch   []byte
+		want    *kerr.Error
+	}{
+		{"unknown topic (auto-creation on)", 9, "ghost", 0, good, kerr.UnknownTopicOrPartition},
+		{"unknown partition", 9, "t", 5, good, kerr.UnknownTopicOrPartition},
+		{"unknown topic, v3", 3, "ghost", 0, good, kerr.UnknownTopicOrPartition},
+		{"unknown topic, v12", 12, "ghost", 0, good, kerr.UnknownTopicOrPartition},
+		{"short record set", 9, "t", 0, good[:30], kerr.CorruptMessage},
+		{"two batches", 9, "t", 0, two, kerr.InvalidRecord},
+		{"zstd at v5", 5, "t", 0, zstd, kerr.UnsupportedCompressionType},
+		{"transactional", 9, "t", 0, txn, kerr.InvalidTxnState},
+		{"existing partition", 9, "t", 0, good, kerr.InvalidRequiredAcks},
+		{"existing partition, v3", 3, "t", 0, good, kerr.InvalidRequiredAcks},
+		{"min.insync.replicas=2", 9, "isr", 0, good, kerr.InvalidRequiredAcks},
+		{"internal topic", 9, "__consumer_offsets", 0, good, kerr.InvalidRequiredAcks},
+	}
+	for _, acks := range []int16{5, 2, -2} {
+		for _, tc := range cases {
+			req := kmsg.NewPtrProduceRequest()
+			req.Version, req.Acks, req.TimeoutMillis = tc.version, acks, 5000
+			rt := kmsg.NewProduceRequestTopic()
+			rt.Topic = tc.topic
+			rp := kmsg.NewProduceRequestTopicPartition()
+			rp.Partition, rp.Records = tc.part, slices.Clone(tc.batch)
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+			sp := c.roundTrip(req).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+			if sp.ErrorCode != tc.want.Code || sp.BaseOffset != -1 {
+				t.Errorf("acks=%d, %s: %v at %d, want %s", acks, tc.name, kerr.ErrorForCode(sp.ErrorCode), sp.BaseOffset, tc.want.Message)
+			}
+		}
+	}
+	if _, err := ts.store.Topic("ghost"); err == nil {
+		t.Error("a produce refused for its acks auto-created its topic")
+	}
+	for _, topic := range []string{"t", "isr", "__consumer_offsets"} {
+		if p, _ := ts.store.Partition(topic, 0); p.LogEndOffset() != 0 {
+			t.Errorf("%s/0: log end %d after refused produces", topic, p.LogEndOffset())
+		}
+	}
+}
