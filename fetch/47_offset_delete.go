@@ -18,12 +18,34 @@ import (
 // not the consumer one is NON_EMPTY_GROUP. A partition without a commit
 // is answered without error. A failed write of the offsets file is
 // COORDINATOR_NOT_AVAILABLE for the partitions it would have deleted.
+// A partition that does not exist (unknown topic or partition) is
+// UNKNOWN_TOPIC_OR_PARTITION and deletes nothing, as Kafka's
+// handleOffsetDeleteRequest answers it before the group coordinator sees
+// the request, whose group-level error still wins (segfs answered such a
+// partition without error, or GROUP_SUBSCRIBED_TO_TOPIC, and deleted its
+// offsets).
 func init() { register(47, 0, 0, handleOffsetDelete) }
 
 func handleOffsetDelete(c *conn, h *reqHeader, r kmsg.Request) error {
 	req := r.(*kmsg.OffsetDeleteRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
-	code, codes, op := c.s.groups.deleteOffsets(req.Group, req.Topics)
+	// The partitions that exist go to the coordinator; known[i][j] is
+	// the error of the others.
+	known := make([][]int16, len(req.Topics))
+	var existing []kmsg.OffsetDeleteRequestTopic
+	for i, t := range req.Topics {
+		known[i] = make([]int16, len(t.Partitions))
+		et := kmsg.OffsetDeleteRequestTopic{Topic: t.Topic}
+		for j, p := range t.Partitions {
+			if _, err := c.s.store.Partition(t.Topic, p.Partition); err != nil {
+				known[i][j] = kerr.UnknownTopicOrPartition.Code
+				continue
+			}
+			et.Partitions = append(et.Partitions, p)
+		}
+		existing = append(existing, et)
+	}
+	code, codes, op := c.s.groups.deleteOffsets(req.Group, existing)
 	resp.ErrorCode = code
 	if code != 0 {
 		return c.send(h, resp)
@@ -38,11 +60,16 @@ func handleOffsetDelete(c *conn, h *reqHeader, r kmsg.Request) error {
 	for i, t := range req.Topics {
 		rt := kmsg.NewOffsetDeleteResponseTopic()
 		rt.Topic = t.Topic
+		k := 0 // index in existing[i]
 		for j, p := range t.Partitions {
 			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
-			rp.Partition, rp.ErrorCode = p.Partition, codes[i][j]
+			rp.Partition, rp.ErrorCode = p.Partition, known[i][j]
 			if rp.ErrorCode == 0 {
-				rp.ErrorCode = writeErr
+				rp.ErrorCode = codes[i][k]
+				k++
+				if rp.ErrorCode == 0 {
+					rp.ErrorCode = writeErr
+				}
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
