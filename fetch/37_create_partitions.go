@@ -26,10 +26,15 @@ import (
 // the other; a partition a mkdir adds before counts towards the new
 // count (a mkdir during one waits for it). A
 // request adding more than maxRecordsPerOp
-// partitions in all is POLICY_VIOLATION for every topic in it,
-// validate_only too, as Kafka's controller refuses a request that would
-// make more metadata records than that (19_create_topics.go): without the
-// bound, a count of 2147483647 had segfs add partitions for days.
+// partitions in all is POLICY_VIOLATION for every topic in it that would
+// add partitions, validate_only too, as Kafka's controller refuses a
+// request that would make more metadata records than that
+// (19_create_topics.go): without the bound, a count of 2147483647 had
+// segfs add partitions for days. A topic of such a request that adds none
+// keeps its own error (UNKNOWN_TOPIC_OR_PARTITION, INVALID_PARTITIONS,
+// INVALID_REPLICA_ASSIGNMENT for an assignment of the wrong length), as
+// Kafka's ReplicationControlManager.createPartitions finds it before it
+// makes any record (segfs answered those POLICY_VIOLATION too).
 func init() { register(37, 0, 3, handleCreatePartitions) }
 
 func handleCreatePartitions(c *conn, h *reqHeader, r kmsg.Request) error {
@@ -52,7 +57,7 @@ func handleCreatePartitions(c *conn, h *reqHeader, r kmsg.Request) error {
 		var msg string
 		if count[rt.Topic] > 1 {
 			st.ErrorCode, msg = kerr.InvalidRequest.Code, "Duplicate topic name."
-		} else if tooLarge {
+		} else if tooLarge && c.s.partitionRecords(rt) > 0 {
 			st.ErrorCode, msg = kerr.PolicyViolation.Code, tooLargeOpMessage
 		} else {
 			st.ErrorCode, msg = c.s.createPartitions(rt, req.ValidateOnly)
@@ -71,21 +76,28 @@ func handleCreatePartitions(c *conn, h *reqHeader, r kmsg.Request) error {
 // for its length.
 func (s *Server) newPartitionRecords(topics []kmsg.CreatePartitionsRequestTopic, count map[string]int) int64 {
 	var records int64
-	for _, rt := range topics {
-		if count[rt.Topic] > 1 {
+	for i := range topics {
+		if count[topics[i].Topic] > 1 {
 			continue
 		}
-		t, err := s.store.Topic(rt.Topic)
-		if err != nil {
-			continue
-		}
-		add := int64(rt.Count) - int64(t.PartitionCount())
-		if add <= 0 || (rt.Assignment != nil && int64(len(rt.Assignment)) != add) {
-			continue
-		}
-		records += add
+		records += s.partitionRecords(&topics[i])
 	}
 	return records
+}
+
+// partitionRecords is the number of PartitionRecords one topic of a
+// CreatePartitions request makes: none for a topic that does not exist,
+// does not grow, or has an assignment of the wrong length.
+func (s *Server) partitionRecords(rt *kmsg.CreatePartitionsRequestTopic) int64 {
+	t, err := s.store.Topic(rt.Topic)
+	if err != nil {
+		return 0
+	}
+	add := int64(rt.Count) - int64(t.PartitionCount())
+	if add <= 0 || (rt.Assignment != nil && int64(len(rt.Assignment)) != add) {
+		return 0
+	}
+	return add
 }
 
 func (s *Server) createPartitions(rt *kmsg.CreatePartitionsRequestTopic, validateOnly bool) (int16, string) {

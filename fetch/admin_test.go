@@ -1017,6 +1017,21 @@ func TestAdminTooLargeOp(t *testing.T) {
 			t.Errorf("%s has %d partitions after a refused request", name, tp.PartitionCount())
 		}
 	}
+	// A topic of a too large request that adds no partitions keeps its
+	// own error, as Kafka's controller finds it before it makes a record:
+	// an unknown topic, a count that does not grow, an assignment of the
+	// wrong length. segfs answered them POLICY_VIOLATION.
+	for _, validateOnly := range []bool{true, false} {
+		odd := growTo("grow2", 4, []int32{0}) // 3 new partitions, 1 assignment
+		gotP = createPartitions(t, cl, validateOnly, growTo("nosuch", 5), growTo("grow", 10002), growTo("exists", 1), odd)
+		wantAdminCode(t, "unknown topic in a too large request", gotP["nosuch"].ErrorCode, gotP["nosuch"].ErrorMessage, kerr.UnknownTopicOrPartition)
+		policy("grow in a too large request", gotP["grow"].ErrorCode, gotP["grow"].ErrorMessage)
+		wantAdminCode(t, "no increase in a too large request", gotP["exists"].ErrorCode, gotP["exists"].ErrorMessage, kerr.InvalidPartitions)
+		wantAdminCode(t, "short assignment in a too large request", gotP["grow2"].ErrorCode, gotP["grow2"].ErrorMessage, kerr.InvalidReplicaAssignment)
+		if tp, _ := ts.store.Topic("grow"); tp.PartitionCount() != 1 {
+			t.Errorf("grow has %d partitions after a refused request", tp.PartitionCount())
+		}
+	}
 	// A refused request leaves the server serving: a small one passes.
 	if st := createPartitions(t, cl, false, growTo("grow", 3))["grow"]; st.ErrorCode != 0 {
 		t.Errorf("adding 2 partitions: %s", errName(st.ErrorCode))
