@@ -23,7 +23,9 @@ import (
 // `kafka-transactions.sh abort --start-offset` takes. As in Kafka's
 // handleDescribeProducersRequest, a topic that does not exist answers
 // UNKNOWN_TOPIC_OR_PARTITION for each partition asked, with Kafka's
-// message, an invalid name INVALID_TOPIC_EXCEPTION, and an unknown
+// message, a name no topic can have ("", "a/b") INVALID_TOPIC_EXCEPTION
+// with what is wrong with it (checked first, as Kafka's
+// checkValidTopic), and an unknown
 // partition of a known topic UNKNOWN_TOPIC_OR_PARTITION without a message
 // (Kafka's ReplicaManager.activeProducerState). Partitions are answered
 // in request order, a partition named twice twice, as Kafka does.
@@ -35,12 +37,22 @@ func handleDescribeProducers(c *conn, h *reqHeader, r kmsg.Request) error {
 	for _, rt := range req.Topics {
 		st := kmsg.NewDescribeProducersResponseTopic()
 		st.Topic = rt.Topic
-		t, terr := c.s.store.Topic(rt.Topic)
-		var topicMsg *string
-		if terr != nil {
+		var (
+			t        *logstore.Topic
+			topicErr int16
+			topicMsg *string
+		)
+		if err := logstore.ValidateTopicName(rt.Topic); err != nil {
+			// Kafka's checkValidTopic, before the topic is looked up:
+			// the message says what is wrong with the name. segfs
+			// answered UNKNOWN_TOPIC_OR_PARTITION.
+			m := err.Error()
+			topicErr, topicMsg = kerr.InvalidTopicException.Code, &m
+		} else if t, err = c.s.store.Topic(rt.Topic); err != nil {
+			topicErr = errorCode(err)
 			// Kafka's ApiError for a topic-level error carries the
 			// error's default message.
-			if ke, ok := kerr.ErrorForCode(errorCode(terr)).(*kerr.Error); ok {
+			if ke, ok := kerr.ErrorForCode(topicErr).(*kerr.Error); ok {
 				m := ke.Description
 				topicMsg = &m
 			}
@@ -48,8 +60,8 @@ func handleDescribeProducers(c *conn, h *reqHeader, r kmsg.Request) error {
 		for _, part := range rt.Partitions {
 			sp := kmsg.NewDescribeProducersResponseTopicPartition()
 			sp.Partition = part
-			if terr != nil {
-				sp.ErrorCode, sp.ErrorMessage = errorCode(terr), topicMsg
+			if topicErr != 0 {
+				sp.ErrorCode, sp.ErrorMessage = topicErr, topicMsg
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
