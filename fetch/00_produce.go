@@ -49,7 +49,12 @@ import (
 //     handleProduceRequest does the same).
 //   - Transactions are not served: a transactional batch gets
 //     INVALID_TXN_STATE (as kfake answers a producer without an open
-//     transaction).
+//     transaction). A request holding one without a transactional id
+//     is refused whole first, every partition
+//     TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka's
+//     handleProduceRequest refuses it before it looks at anything else
+//     (segfs answered each partition on its own: an unknown topic
+//     UNKNOWN_TOPIC_OR_PARTITION, the rest INVALID_TXN_STATE).
 //   - zstd batches need Produce v7+ (UNSUPPORTED_COMPRESSION_TYPE), as in
 //     Kafka.
 //   - Kafka's internal topics (__consumer_offsets, __transaction_state,
@@ -109,6 +114,9 @@ const (
 func handleProduce(c *conn, h *reqHeader, r kmsg.Request) error {
 	req := r.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	// Kafka's first check (RequestUtils.hasTransactionalRecords): without
+	// a transactional id no transactional batch can be authorized.
+	refused := req.TransactionID == nil && hasTransactionalBatch(req)
 	for i := range req.Topics {
 		rt := &req.Topics[i]
 		st := kmsg.NewProduceResponseTopic()
@@ -118,7 +126,11 @@ func handleProduce(c *conn, h *reqHeader, r kmsg.Request) error {
 			sp := kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
-			c.s.produce(req, rt.Topic, rp, h, &sp)
+			if refused {
+				sp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+			} else {
+				c.s.produce(req, rt.Topic, rp, h, &sp)
+			}
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
@@ -137,6 +149,28 @@ func handleProduce(c *conn, h *reqHeader, r kmsg.Request) error {
 		return nil
 	}
 	return c.send(h, resp)
+}
+
+// hasTransactionalBatch reports whether the first batch of some
+// partition's record set is transactional, as Kafka's
+// RequestUtils.hasTransactionalRecords reads it: only a batch the record
+// set holds whole counts.
+func hasTransactionalBatch(req *kmsg.ProduceRequest) bool {
+	for _, rt := range req.Topics {
+		for _, rp := range rt.Partitions {
+			b := rp.Records
+			if len(b) < batchHeaderSize {
+				continue
+			}
+			if size, err := record.PeekSize(b); err != nil || size > int64(len(b)) {
+				continue
+			}
+			if binary.BigEndian.Uint16(b[batchAttributesPos:])&attrTransactional != 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // produce appends one partition's record set and fills sp.

@@ -562,7 +562,9 @@ func TestProduceErrors(t *testing.T) {
 		{"unknown partition", "t", 3, good, kerr.UnknownTopicOrPartition},
 		{"crc mismatch", "t", 0, corrupt, kerr.CorruptMessage},
 		{"short", "t", 0, good[:30], kerr.CorruptMessage},
-		{"transactional", "t", 0, txn, kerr.InvalidTxnState},
+		// Without a transactional id, refused as unauthorized (see
+		// TestProduceTransactionalWithoutID).
+		{"transactional", "t", 0, txn, kerr.TransactionalIDAuthorizationFailed},
 	}
 	for _, tc := range cases {
 		sp := c.produce(9, tc.topic, tc.part, tc.batch)

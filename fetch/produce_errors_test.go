@@ -248,6 +248,7 @@ func TestProduceInvalidAcksOrder(t *testing.T) {
 		for _, tc := range cases {
 			req := kmsg.NewPtrProduceRequest()
 			req.Version, req.Acks, req.TimeoutMillis = tc.version, acks, 5000
+			req.TransactionID = kmsg.StringPtr("tx") // else the transactional batch is refused first
 			rt := kmsg.NewProduceRequestTopic()
 			rt.Topic = tc.topic
 			rp := kmsg.NewProduceRequestTopicPartition()
@@ -267,5 +268,73 @@ func TestProduceInvalidAcksOrder(t *testing.T) {
 		if p, _ := ts.store.Partition(topic, 0); p.LogEndOffset() != 0 {
 			t.Errorf("%s/0: log end %d after refused produces", topic, p.LogEndOffset())
 		}
+	}
+}
+
+// TestProduceTransactionalWithoutID: a Produce holding a transactional
+// batch but no transactional id is refused whole, every partition
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED with no message and nothing
+// appended, whatever else is wrong with it (an unknown topic, invalid
+// acks), as Kafka's handleProduceRequest refuses it before anything else;
+// with acks=0 the connection is closed. With a transactional id the
+// partitions are answered one by one as before. segfs answered an unknown
+// topic UNKNOWN_TOPIC_OR_PARTITION and the batch INVALID_TXN_STATE.
+func TestProduceTransactionalWithoutID(t *testing.T) {
+	ts := startServer(t, Config{AutoCreateTopics: true})
+	createTopic(t, ts, "t", 1)
+	c := dial(t, ts.addr)
+	txn := produceBatch(t, "x")
+	txn[batchAttributesPos+1] |= attrTransactional
+	mk := func(version, acks int16, id *string) *kmsg.ProduceRequest {
+		req := kmsg.NewPtrProduceRequest()
+		req.Version, req.Acks, req.TimeoutMillis, req.TransactionID = version, acks, 5000, id
+		for _, tp := range []struct {
+			topic string
+			batch []byte
+		}{{"ghost", produceBatch(t, "g")}, {"t", txn}, {"t", produceBatch(t, "plain")}} {
+			rt := kmsg.NewProduceRequestTopic()
+			rt.Topic = tp.topic
+			rp := kmsg.NewProduceRequestTopicPartition()
+			rp.Records = slices.Clone(tp.batch)
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+		}
+		return req
+	}
+	for _, v := range []int16{3, 9, 12} {
+		for _, acks := range []int16{-1, 1, 5} {
+			resp := c.roundTrip(mk(v, acks, nil)).(*kmsg.ProduceResponse)
+			n := 0
+			for _, rt := range resp.Topics {
+				for _, rp := range rt.Partitions {
+					n++
+					if rp.ErrorCode != kerr.TransactionalIDAuthorizationFailed.Code || rp.BaseOffset != -1 || rp.ErrorMessage != nil {
+						t.Errorf("v%d acks=%d %s/%d: %v at %d, %v; want TRANSACTIONAL_ID_AUTHORIZATION_FAILED", v, acks, rt.Topic, rp.Partition, kerr.ErrorForCode(rp.ErrorCode), rp.BaseOffset, rp.ErrorMessage)
+					}
+				}
+			}
+			if n != 3 {
+				t.Fatalf("v%d: %d partitions answered: %+v", v, n, resp)
+			}
+		}
+	}
+	if _, err := ts.store.Topic("ghost"); err == nil {
+		t.Error("a refused request auto-created a topic")
+	}
+	if p, _ := ts.store.Partition("t", 0); p.LogEndOffset() != 0 {
+		t.Errorf("t/0: log end %d after refused requests", p.LogEndOffset())
+	}
+	// acks=0: no answer can carry the error; the connection is closed.
+	bad := dial(t, ts.addr)
+	bad.send(mk(9, 0, nil))
+	bad.send(kmsg.NewPtrApiVersionsRequest())
+	if _, err := bad.readFrame(); err == nil {
+		t.Error("acks=0 refused produce: the connection stayed open")
+	}
+	// With a transactional id: each partition on its own.
+	resp := c.roundTrip(mk(9, -1, kmsg.StringPtr("tx"))).(*kmsg.ProduceResponse)
+	want := []*kerr.Error{nil, kerr.InvalidTxnState, nil} // ghost is auto-created
+	for i, rt := range resp.Topics {
+		wantCode(t, rt.Topic, rt.Partitions[0].ErrorCode, want[i])
 	}
 }

@@ -121,3 +121,61 @@ func TestKafkaProduceInvalidAcksOrder(t *testing.T) {
 		t.Errorf("acks/0/data holds %s bytes after the refused produce, want 0", got)
 	}
 }
+
+// TestKafkaProduceTransactionalWithoutID: a Produce holding a
+// transactional batch but no transactional id, sent to a mounted daemon
+// beside a plain batch for the same topic and one for a topic that does
+// not exist. Kafka refuses the whole request first, every partition
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED; segfs appended the plain batch,
+// auto-created and wrote the unknown topic, and refused only the
+// transactional batch.
+func TestKafkaProduceTransactionalWithoutID(t *testing.T) {
+	addr := kafkaFreeAddr(t)
+	m := mntNew(t, "--kafka-listen", addr)
+	kafkaWaitListening(t, addr)
+	m.ok(`mkdir "$M/txn"`)
+	build := func(transactional bool) []byte {
+		spec := record.DefaultSpec()
+		if transactional {
+			spec.ProducerID, spec.ProducerEpoch, spec.BaseSequence, spec.Transactional = 7, 0, 0, true
+		}
+		var bl record.Builder
+		bl.Reset(spec)
+		bl.Add(time.Now().UnixMilli(), nil, []byte("x"), nil)
+		b, err := bl.Build(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	req := kmsg.NewPtrProduceRequest()
+	req.Version, req.Acks, req.TimeoutMillis = 9, -1, 10000
+	for _, tp := range []struct {
+		topic string
+		part  int32
+		txn   bool
+	}{{"ghost", 0, false}, {"txn", 0, true}, {"txn", 0, false}} {
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = tp.topic
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition, rp.Records = tp.part, build(tp.txn)
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+	}
+	resp := kafkaRawRequest(t, addr, req).(*kmsg.ProduceResponse)
+	n := 0
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			n++
+			if rp.ErrorCode != kerr.TransactionalIDAuthorizationFailed.Code {
+				t.Errorf("%s/%d: %v, want TRANSACTIONAL_ID_AUTHORIZATION_FAILED", rt.Topic, rp.Partition, kerr.ErrorForCode(rp.ErrorCode))
+			}
+		}
+	}
+	if n != 3 {
+		t.Fatalf("%d partitions answered, want 3: %+v", n, resp)
+	}
+	if got := m.ok(`ls "$M"; wc -c < "$M/txn/0/data"`); got != "txn\n0\n" {
+		t.Errorf("after the refused produce: %q, want only txn, empty", got)
+	}
+}
