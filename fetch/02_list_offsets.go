@@ -137,7 +137,7 @@ func (s *Server) listOffset(topic string, part int32, ts int64, isolation int8, 
 	if isolation == 1 {
 		lso := p.LastStableOffset()
 		defer func() {
-			if ts != listEarliest && ts != listEarliestLocal && sp.Offset >= lso {
+			if ts != listEarliest && sp.Offset >= lso {
 				sp.Timestamp, sp.Offset = -1, -1
 			}
 			if ts == listLatest {
@@ -145,17 +145,26 @@ func (s *Server) listOffset(topic string, part int32, ts int64, isolation int8, 
 			}
 		}()
 	}
+	// The tiered-storage timestamps, as Kafka answers them for a log
+	// without remote storage. (The deferred read_committed clamp above
+	// sees ts as changed here: -4 is exempt from it as -2 is.)
+	switch ts {
+	case listEarliestLocal:
+		// The local log is the whole log: Kafka's UnifiedLog answers -4
+		// exactly as -2, and Partition.fetchOffsetForTimestamp treats
+		// the two alike.
+		ts = listEarliest
+	case listLatestTiered:
+		// Nothing is tiered: offset -1, timestamp -1, and leader epoch
+		// -1 (Kafka's Optional.of(-1), not "unknown"), no error.
+		sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
+		return 0
+	}
 	switch {
 	case ts == listLatest:
 		sp.Offset = p.LogEndOffset()
-	case ts == listEarliest, ts == listEarliestLocal:
-		// Without remote storage the local log is the whole log:
-		// Kafka's UnifiedLog answers -4 as it answers -2.
+	case ts == listEarliest:
 		sp.Offset = p.LogStartOffset()
-	case ts == listLatestTiered:
-		// Nothing is tiered: Kafka answers offset -1 with leader epoch
-		// -1 (not "unknown"), timestamp -1, no error.
-		sp.LeaderEpoch = -1
 	case ts == listMaxTimestamp:
 		maxTS, off, ok, err := p.MaxTimestamp()
 		if err != nil {
