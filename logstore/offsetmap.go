@@ -31,8 +31,9 @@ import (
 //     would not collide again at the next pass.
 //   - Cost: for keys of 3 to 122 bytes, 7-14 ns for both sums against
 //     100-250 ns for MD5 and 90-160 ns for SHA-256 (this machine, AMD
-//     EPYC, Go 1.26; see BenchmarkOffsetMapDigest). MD5 was half of the
-//     map's time in a compaction pass; the rest is the cache miss of each
+//     EPYC, Go 1.26; see BenchmarkOffsetMapDigest). In BenchmarkCompact's
+//     profile MD5 was a third of the map's time and the map a third of
+//     the pass; the rest of the map's time is the cache miss of each
 //     probe, which no digest avoids.
 //
 // The slots are uint64 words, not bytes: no byte-order decoding, and the
