@@ -70,6 +70,7 @@ func (p *Partition) DeleteRecords(offset int64) (int64, error) {
 	p.amu.Unlock()
 	if moved {
 		p.notify()
+		p.truncateEpochsStart(start)
 	}
 	// Persist whenever the checkpoint may be behind, not only when the
 	// start moved: a retry after a failed write finds the start moved

@@ -61,6 +61,7 @@ func (s *Store) loadPartition(t *Topic, n int32, clean bool, recoveryPoint, logS
 	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
 
 	var dec record.Decoder
+	var recEpochs []epochEntry // leader epoch changes in the recovered batches
 	// Unclean: recover from the segment holding the recovery point.
 	recoverFrom := len(bases)
 	if !clean {
@@ -140,8 +141,11 @@ func (s *Store) loadPartition(t *Topic, n int32, clean bool, recoveryPoint, logS
 				}
 			}
 		}
+		recEpochs = append(recEpochs, seg.recEpochs...)
+		seg.recEpochs = nil
 		p.segs = append(p.segs, seg)
 	}
+	wiped := false
 	if n := len(p.segs); n > 0 && p.segs[n-1].next.Load() < logStartCk {
 		// The log ends below the checkpointed log start: records the
 		// checkpoint moved past (DeleteRecords, retention) were lost
@@ -161,6 +165,7 @@ func (s *Store) loadPartition(t *Topic, n int32, clean bool, recoveryPoint, logS
 			seg.release() // removes the .deleted files: nobody reads them yet
 		}
 		p.segs = nil
+		wiped = true
 		for _, off := range listSnapshots(dir) {
 			os.Remove(filepath.Join(dir, segmentName(off)+snapshotSuffix))
 		}
@@ -202,10 +207,13 @@ func (s *Store) loadPartition(t *Topic, n int32, clean bool, recoveryPoint, logS
 		p.recoveryPoint.Store(min(recoveryPoint, leo))
 	}
 	if _, err := os.Stat(filepath.Join(dir, "partition.metadata")); err != nil {
+		// (A Kafka directory from before 2.8 has none; its
+		// leader-epoch-checkpoint is kept.)
 		if err := writePartitionMeta(dir, t.id); err != nil {
 			return nil, err
 		}
 	}
+	p.loadEpochs(recEpochs, wiped, log)
 	p.loadProducers(clean)
 	return p, nil
 }

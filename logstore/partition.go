@@ -50,6 +50,15 @@ type Partition struct {
 
 	cleanMu sync.Mutex // serialises retention and compaction passes
 
+	// Leader epochs (epochs.go). epochs is replaced, never modified in
+	// place, under epochMu; epochFileMu serialises the checkpoint's
+	// writers and is taken before epochMu (after amu).
+	epochFileMu  sync.Mutex
+	epochMu      sync.RWMutex
+	epochs       []epochEntry
+	curEpoch     atomic.Int32 // this leadership's epoch, stamped on appended batches
+	epochPending atomic.Bool  // curEpoch's entry waits for its first batch
+
 	// Appender state (amu).
 	fenceErr  error
 	fenced    atomic.Bool // fenceErr != nil, read without amu (Fenced)
@@ -324,10 +333,18 @@ func (p *Partition) appendLocked(b []byte, h *record.Header, st record.TextStats
 		return 0, ErrClosed
 	}
 	base := p.leo.Load()
+	if p.epochPending.Load() {
+		// The first batch of this leadership: its epoch's entry goes to
+		// disk first (epochs.go). Nothing is written if that fails.
+		if err := p.assignEpochLocked(base); err != nil {
+			return 0, err
+		}
+	}
+	epoch := p.curEpoch.Load()
 	record.SetBaseOffset(b, base)
-	record.SetLeaderEpoch(b, 0)
+	record.SetLeaderEpoch(b, epoch)
 	h.BaseOffset = base
-	h.PartitionLeaderEpoch = 0
+	h.PartitionLeaderEpoch = epoch
 	if err := p.maybeRollLocked(int64(len(b)), h, cfg); err != nil {
 		var wf *writeFailure
 		if errors.As(err, &wf) && !wf.fatal {

@@ -171,6 +171,7 @@ func (p *Partition) deleteOldestLocked(del []*segment, next int64, cfg *Config) 
 		p.logStart.Store(next)
 	}
 	st.NewLogStart = p.logStart.Load()
+	p.truncateEpochsStart(st.NewLogStart)
 	for _, s := range del {
 		st.BytesFreed += s.size.Load()
 		s.markDeleted()

@@ -40,6 +40,9 @@ type segment struct {
 	tidx *index.TimeIndex
 	text textMap
 	txns []AbortedTxn // the imported .txnindex (txnindex.go); fixed once the segment is shared
+	// The leader epoch changes recover met, in order (epoch, first
+	// offset), for the partition's epoch cache (epochs.go: loadEpochs).
+	recEpochs []epochEntry
 
 	size         atomic.Int64 // committed bytes of the .log
 	next         atomic.Int64 // offset after the last batch (base when empty)
@@ -578,6 +581,7 @@ func (s *segment) recover(cfg *Config, writable bool, dec *record.Decoder) (int6
 	}
 	end := fi.Size()
 	s.text = textMap{}
+	s.recEpochs = nil
 	s.maxTs.Store(-1)
 	s.maxTsOffset.Store(s.base)
 	s.lastBatchPos.Store(-1)
@@ -722,6 +726,9 @@ func (s *segment) recoverScan(cfg *Config, end int64, dec *record.Decoder, dense
 				}
 				s.text.add(pos, int64(len(b)), h.BaseOffset, st)
 				s.lastBatchPos.Store(pos)
+				if e := h.PartitionLeaderEpoch; e >= 0 && (len(s.recEpochs) == 0 || s.recEpochs[len(s.recEpochs)-1].epoch != e) {
+					s.recEpochs = append(s.recEpochs, epochEntry{e, h.BaseOffset})
+				}
 				next = h.NextOffset()
 				valid = pos + int64(len(b))
 			}

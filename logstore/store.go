@@ -786,6 +786,12 @@ func (s *Store) createPartition(t *Topic, n int32) (_ *Partition, err error) {
 	if err := writePartitionMeta(dir, t.id); err != nil {
 		return nil, err
 	}
+	// A new partition is led in epoch 0 from offset 0, its entry written
+	// now, as Kafka's leader assigns it when it is elected.
+	epochs := []epochEntry{{0, 0}}
+	if err := WriteFileAtomic(filepath.Join(dir, epochCheckpointFile), formatEpochCheckpoint(epochs)); err != nil {
+		return nil, err
+	}
 	cfg := t.cfg.Load()
 	seg, err := createSegment(dir, 0, cfg)
 	if err != nil {
@@ -793,6 +799,7 @@ func (s *Store) createPartition(t *Topic, n int32) (_ *Partition, err error) {
 	}
 	p := newPartition(s, t, n, dir)
 	p.segs = []*segment{seg}
+	p.epochs = epochs
 	if err := syncDir(s.dir); err != nil {
 		p.close()
 		return nil, err

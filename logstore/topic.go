@@ -435,15 +435,11 @@ func newTopicID() [16]byte {
 
 func topicIDString(id [16]byte) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
 
-// writePartitionMeta writes partition.metadata and leader-epoch-checkpoint
-// in Kafka's text formats (KAFKA-FORMAT.md §10.2, §10.3). segfs is always
-// leader epoch 0 from offset 0.
+// writePartitionMeta writes partition.metadata in Kafka's text format
+// (KAFKA-FORMAT.md §10.3).
 func writePartitionMeta(dir string, id [16]byte) error {
-	if err := WriteFileAtomic(filepath.Join(dir, "partition.metadata"),
-		[]byte("version: 0\ntopic_id: "+topicIDString(id))); err != nil {
-		return err
-	}
-	return WriteFileAtomic(filepath.Join(dir, "leader-epoch-checkpoint"), []byte("0\n1\n0 0\n"))
+	return WriteFileAtomic(filepath.Join(dir, "partition.metadata"),
+		[]byte("version: 0\ntopic_id: "+topicIDString(id)))
 }
 
 // readPartitionTopicID reads partition.metadata's topic id, if any.
