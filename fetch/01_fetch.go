@@ -48,8 +48,16 @@ import (
 //     partition's change channel, the max_wait timer and shutdown, and reads
 //     again the moment one fires. Any partition error answers at once, as
 //     Kafka does, so clients refresh metadata promptly.
-//   - Current leader epochs are not checked: there is one leader, forever
-//     epoch 0, and clients send -1 or 0.
+//   - CurrentLeaderEpoch (v9+) is checked (checkLeaderEpoch): each open of
+//     a partition is a new leader epoch (logstore/epochs.go), and a client
+//     whose metadata is older gets FENCED_LEADER_EPOCH and refreshes it.
+//   - LastFetchedEpoch (v12+, sent by followers, -1 from consumers) is
+//     checked as Kafka's Partition.readRecords does: an epoch the
+//     partition cannot place is OFFSET_OUT_OF_RANGE, and one whose end
+//     (OffsetForLeaderEpoch's answer) is below the fetch offset, or that
+//     the log has no longer (the answer names an earlier epoch), gets no
+//     records but DivergingEpoch with that answer, so the fetcher
+//     truncates to it.
 //   - Not done: Kafka refuses zstd data to Fetch < v10 with
 //     UNSUPPORTED_COMPRESSION_TYPE; here such clients get the bytes as they
 //     are (only pre-2.1 clients are affected).
@@ -129,9 +137,23 @@ func (s *Server) readFetch(req *kmsg.FetchRequest) *fetchRead {
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
+			code, diverging := fetchEpochs(p, &rp)
+			if code != 0 {
+				// As any failed read: Kafka's ReplicaManager answers
+				// these with -1 for every offset.
+				sp.ErrorCode = code
+				sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+				fr.failed = true
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
 			fr.waits = append(fr.waits, p.Changed())
 			limit := min(int64(rp.PartitionMaxBytes), remaining)
-			if minOne || limit > 0 {
+			if diverging != nil {
+				// Answered at once, with no records.
+				sp.DivergingEpoch = *diverging
+				fr.failed = true
+			} else if minOne || limit > 0 {
 				// read_committed reads below the last stable offset,
 				// as Kafka's FetchIsolation.TXN_COMMITTED does.
 				upper := int64(math.MaxInt64)
@@ -175,6 +197,28 @@ func (s *Server) readFetch(req *kmsg.FetchRequest) *fetchRead {
 		resp.Topics = append(resp.Topics, st)
 	}
 	return fr
+}
+
+// fetchEpochs checks a fetched partition's CurrentLeaderEpoch and
+// LastFetchedEpoch as Kafka's Partition.fetchRecords and readRecords do:
+// an error code, or where the fetcher's log diverged from this one.
+func fetchEpochs(p *logstore.Partition, rp *kmsg.FetchRequestTopicPartition) (int16, *kmsg.FetchResponseTopicPartitionDivergingEpoch) {
+	if code := checkLeaderEpoch(p, rp.CurrentLeaderEpoch); code != 0 {
+		return code, nil
+	}
+	if rp.LastFetchedEpoch < 0 {
+		return 0, nil
+	}
+	e, end, ok := p.EndOffsetForEpoch(rp.LastFetchedEpoch)
+	if !ok || rp.FetchOffset < p.LogStartOffset() {
+		return kerr.OffsetOutOfRange.Code, nil
+	}
+	if e < rp.LastFetchedEpoch || end < rp.FetchOffset {
+		d := kmsg.NewFetchResponseTopicPartitionDivergingEpoch()
+		d.Epoch, d.EndOffset = e, end
+		return 0, &d
+	}
+	return 0, nil
 }
 
 // abortedTxns lists, for a read_committed fetch, the aborted transactions

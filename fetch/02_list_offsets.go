@@ -32,9 +32,14 @@ import (
 // lookups) is not served.
 // v0's legacy multi-offset form is not served. A partition named more
 // than once in a request is INVALID_REQUEST at each of its entries, as in
-// Kafka. Leader epochs are returned
-// as -1 (unknown): OffsetForLeaderEpoch is not served, so clients have no
-// use for them.
+// Kafka. CurrentLeaderEpoch (v4+) is checked as in Fetch
+// (checkLeaderEpoch). The leader epoch answered (v4+) is Kafka's: the
+// partition's current epoch with the log end (-1), the first cached
+// epoch with the log start if it starts there or below (-2), and for a
+// found record (-3, a timestamp) the epoch the leader-epoch cache gives
+// its offset, which is its batch's (Kafka reads the batch's; the two
+// differ only in a log whose batches' epochs go down, which no leader
+// writes); -1 with no offset.
 func init() { register(2, 1, 9, handleListOffsets) }
 
 // Special timestamps of ListOffsets.
@@ -74,7 +79,7 @@ func handleListOffsets(c *conn, h *reqHeader, r kmsg.Request) error {
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
-			sp.ErrorCode = c.s.listOffset(rt.Topic, rp.Partition, rp.Timestamp, req.IsolationLevel, &sp)
+			sp.ErrorCode = c.s.listOffset(rt.Topic, rp.Partition, rp.CurrentLeaderEpoch, rp.Timestamp, req.IsolationLevel, &sp)
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
@@ -127,10 +132,13 @@ func duplicateListPartitions(req *kmsg.ListOffsetsRequest) map[reqPartition]bool
 }
 
 // listOffset fills sp for one partition and returns its error code.
-func (s *Server) listOffset(topic string, part int32, ts int64, isolation int8, sp *kmsg.ListOffsetsResponseTopicPartition) int16 {
+func (s *Server) listOffset(topic string, part, currentEpoch int32, ts int64, isolation int8, sp *kmsg.ListOffsetsResponseTopicPartition) int16 {
 	p, err := s.store.Partition(topic, part)
 	if err != nil {
 		return errorCode(err)
+	}
+	if code := checkLeaderEpoch(p, currentEpoch); code != 0 {
+		return code
 	}
 	// Kafka's Partition.fetchOffsetForTimestamp: read_committed sees the
 	// log up to the last stable offset only.
@@ -138,7 +146,7 @@ func (s *Server) listOffset(topic string, part int32, ts int64, isolation int8, 
 		lso := p.LastStableOffset()
 		defer func() {
 			if ts != listEarliest && sp.Offset >= lso {
-				sp.Timestamp, sp.Offset = -1, -1
+				sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
 			}
 			if ts == listLatest {
 				sp.Offset = lso
@@ -163,8 +171,10 @@ func (s *Server) listOffset(topic string, part int32, ts int64, isolation int8, 
 	switch {
 	case ts == listLatest:
 		sp.Offset = p.LogEndOffset()
+		sp.LeaderEpoch = p.LeaderEpoch()
 	case ts == listEarliest:
 		sp.Offset = p.LogStartOffset()
+		sp.LeaderEpoch = p.EarliestEpoch()
 	case ts == listMaxTimestamp:
 		maxTS, off, ok, err := p.MaxTimestamp()
 		if err != nil {
@@ -172,6 +182,7 @@ func (s *Server) listOffset(topic string, part int32, ts int64, isolation int8, 
 		}
 		if ok {
 			sp.Timestamp, sp.Offset = maxTS, off
+			sp.LeaderEpoch = p.EpochForOffset(off)
 		}
 	default: // ts >= 0: handleListOffsets refused the other negatives
 		off, recTs, ok, err := p.LookupTime(ts)
@@ -181,6 +192,7 @@ func (s *Server) listOffset(topic string, part int32, ts int64, isolation int8, 
 		if ok {
 			// Kafka answers with the found record's own timestamp.
 			sp.Timestamp, sp.Offset = recTs, off
+			sp.LeaderEpoch = p.EpochForOffset(off)
 		}
 	}
 	return 0

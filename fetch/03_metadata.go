@@ -14,7 +14,9 @@ import (
 // Metadata (key 3), versions 0-12.
 //
 // One broker (node 0, the advertised address), which is controller and the
-// leader of every partition with leader epoch 0 and replicas = ISR = [0].
+// leader of every partition, replicas = ISR = [0], with the partition's
+// current leader epoch (one more at each open of the partition:
+// logstore/epochs.go).
 // Topics: v0 with an empty list and v1+ with a null list mean all topics;
 // an empty list at v1+ means none (kcat -L asks that first, P14). v10+
 // carries the topic UUID (partition.metadata's); v12 may name topics by ID
@@ -169,7 +171,7 @@ func metadataTopic(t *logstore.Topic) kmsg.MetadataResponseTopic {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = p.Num()
 		mp.Leader = nodeID
-		mp.LeaderEpoch = 0
+		mp.LeaderEpoch = p.LeaderEpoch()
 		mp.Replicas = []int32{nodeID}
 		mp.ISR = []int32{nodeID}
 		mp.OfflineReplicas = []int32{}

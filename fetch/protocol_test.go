@@ -121,7 +121,7 @@ func TestUnsupportedRequests(t *testing.T) {
 		{"ListTransactions v2 (transactional id pattern)", 66, 2},
 		{"DescribeTransactions v1", 65, 1},
 		{"negative key", -5, 0},
-		{"OffsetForLeaderEpoch (not advertised, P8)", 23, 4},
+		{"OffsetForLeaderEpoch v1 (before KIP-320)", 23, 1},
 		{"GetTelemetrySubscriptions (not advertised, P8)", 71, 0},
 		{"ListOffsets v0 (legacy form)", 2, 0},
 		{"ListOffsets v10 (remote lookup timeout)", 2, 10},
