@@ -20,8 +20,9 @@ import (
 
 // Ranges advertised must be exactly KAFKA-PROTOCOL.md §4.2's first release
 // plus the offset-store, classic group, topic admin, log directory and
-// transaction admin APIs, and KIP-848 consumer groups (ListGroups v5 with
-// group types, ConsumerGroupHeartbeat, ConsumerGroupDescribe).
+// transaction admin APIs, KIP-848 consumer groups (ListGroups v5 with
+// group types, ConsumerGroupHeartbeat, ConsumerGroupDescribe), and
+// OffsetForLeaderEpoch from KIP-320's v2.
 func TestApiVersionsAdvertised(t *testing.T) {
 	ts := startServer(t, Config{})
 	c := dial(t, ts.addr)
@@ -32,6 +33,7 @@ func TestApiVersionsAdvertised(t *testing.T) {
 		19: {0, 7}, 20: {0, 6}, 32: {0, 4}, 33: {0, 2}, 37: {0, 3}, 44: {0, 1}, 60: {0, 2},
 		35: {0, 4}, 65: {0, 0}, 66: {0, 1},
 		68: {0, 1}, 69: {0, 1},
+		23: {2, 4},
 	}
 	for v := int16(0); v <= 3; v++ {
 		req := kmsg.NewPtrApiVersionsRequest()
