@@ -1,0 +1,148 @@
+package tests
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// A power cut loses records a consumer group had already read and
+// committed past, and the offsets are handed out again to new records. The
+// group's next run must not skip them: franz-go, resuming at its committed
+// offset with the leader epoch of the last record it read, asks
+// OffsetForLeaderEpoch for the end of that epoch (KIP-320), learns that
+// the log diverged below its offset, reports ErrDataLoss and reads on from
+// where the log diverged. Before, segfs stamped every batch with epoch 0
+// and did not serve OffsetForLeaderEpoch: the consumer resumed at its
+// offset and silently skipped the new records below it.
+//
+// The power cut is simulated as the fault tests do: the server is killed
+// (SIGKILL: no flush, no clean-shutdown marker) and the active segment cut
+// back to the end of the records the disk had, the second produce's batch
+// being the unflushed tail.
+func TestKafkaTruncationDetectedAfterPowerCut(t *testing.T) {
+	srv := kafkaServe(t, "")
+	const topic, group = "ledger", "epoch-readers"
+	prod := kafkaClient(t, srv.addr, kgo.AllowAutoTopicCreation())
+	kafkaProduce(t, prod, topic, 0, "a0", "a1", "a2", "a3", "a4")
+	log := filepath.Join(srv.data, topic+"-0", "00000000000000000000.log")
+	fi, err := os.Stat(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	durable := fi.Size()
+	kafkaProduce(t, prod, topic, 0, "a5", "a6", "a7", "a8", "a9")
+	prod.Close()
+
+	// consume runs the group until it has read the record last (or 60 s
+	// passed), then leaves it, committing what it read. It returns the
+	// records and the errors its fetches reported.
+	consume := func(addr, last string) (got []string, errs []error) {
+		t.Helper()
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond),
+			kgo.GreedyAutoCommit())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		for !slices.Contains(got, last) {
+			fs := cl.PollFetches(ctx)
+			if ctx.Err() != nil {
+				t.Fatalf("the group read %q (errors %v), never %q", got, errs, last)
+			}
+			fs.EachError(func(_ string, _ int32, err error) { errs = append(errs, err) })
+			fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+		}
+		return got, errs
+	}
+	got, errs := consume(srv.addr, "a9")
+	if want := []string{"a0", "a1", "a2", "a3", "a4", "a5", "a6", "a7", "a8", "a9"}; !slices.Equal(got, want) || len(errs) > 0 {
+		t.Fatalf("first run read %q (errors %v), want %q", got, errs, want)
+	}
+
+	srv.cmd.Process.Kill()
+	<-srv.done
+	if err := os.Truncate(log, durable); err != nil {
+		t.Fatal(err)
+	}
+	srv = kafkaServe(t, srv.data)
+	prod = kafkaClient(t, srv.addr)
+	if offs := kafkaProduce(t, prod, topic, 0, "b5", "b6", "b7", "b8", "b9", "b10"); offs[0] != 5 {
+		t.Fatalf("after the power cut the log continued at %d, want 5", offs[0])
+	}
+
+	got, errs = consume(srv.addr, "b10")
+	if want := []string{"b5", "b6", "b7", "b8", "b9", "b10"}; !slices.Equal(got, want) {
+		t.Fatalf("the group resumed with %q, want %q: it skipped the records written at the offsets the power cut freed (errors %v)", got, want, errs)
+	}
+	var loss *kgo.ErrDataLoss
+	for _, err := range errs {
+		if errors.As(err, &loss) {
+			break
+		}
+	}
+	if loss == nil || loss.ConsumedTo != 10 || loss.ResetTo != 5 {
+		t.Fatalf("no data loss reported from 10 back to 5: errors %v", errs)
+	}
+}
+
+// kcat (librdkafka) keeps consuming across a remount of the mount whose
+// server it uses, although the remount is a new leader epoch (Metadata
+// shows it): a group's stored offset resumes, a full read gets every
+// line.
+func TestKafkaKcatAcrossRemount(t *testing.T) {
+	kafkaNeedKcat(t)
+	addr := kafkaFreeAddr(t)
+	m := mntNew(t, "--kafka-listen", addr)
+	kafkaWaitListening(t, addr)
+	m.ok(`mkdir "$M/jobs" && printf 'j1\nj2\nj3\n' >> "$M/jobs/0/data"`)
+	epoch := func() int32 {
+		t.Helper()
+		cl := kafkaClient(t, addr)
+		defer cl.Close()
+		req := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr("jobs")
+		req.Topics = append(req.Topics, rt)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			t.Fatalf("Metadata: %v %+v", err, resp)
+		}
+		return resp.Topics[0].Partitions[0].LeaderEpoch
+	}
+	consume := func(args ...string) []string {
+		t.Helper()
+		return strings.Fields(kcat(t, addr, "", append([]string{"-C", "-t", "jobs", "-p", "0", "-e", "-q"}, args...)...))
+	}
+	stored := []string{"-o", "stored", "-X", "group.id=workers", "-X", "auto.offset.reset=earliest"}
+	if got := consume(stored...); !slices.Equal(got, []string{"j1", "j2", "j3"}) {
+		t.Fatalf("first run read %q", got)
+	}
+	before := epoch()
+	m.unmount()
+	m.mount("--kafka-listen", addr)
+	kafkaWaitListening(t, addr)
+	if after := epoch(); after != before+1 {
+		t.Errorf("leader epoch %d after a remount, was %d: want one more", after, before)
+	}
+	m.ok(`echo j4 >> "$M/jobs/0/data"`)
+	if got := consume(stored...); !slices.Equal(got, []string{"j4"}) {
+		t.Fatalf("resumed run read %q, want only j4", got)
+	}
+	if got := consume("-o", "beginning"); !slices.Equal(got, []string{"j1", "j2", "j3", "j4"}) {
+		t.Fatalf("a full read after the remount got %q", got)
+	}
+}
