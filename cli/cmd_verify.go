@@ -536,8 +536,11 @@ func (v *verifier) partitionMetadata(p *partitionDir) {
 }
 
 // leaderEpochs checks leader-epoch-checkpoint (KAFKA-FORMAT.md §10.2):
-// version 0, a count, then "epoch startOffset" lines ascending in both,
-// with no start offset past the log end.
+// version 0, a count, then "epoch startOffset" lines ascending in both.
+// An entry starting past the log end is a warning: a power cut that took
+// the unflushed records of an epoch leaves it (the entry is written
+// before the epoch's first batch), and the next start drops it, as
+// Kafka's loader does, and leads a later epoch.
 func (v *verifier) leaderEpochs(p *partitionDir, logEnd int64) {
 	path := filepath.Join(p.Path, "leader-epoch-checkpoint")
 	data, err := os.ReadFile(path)
@@ -574,7 +577,7 @@ func (v *verifier) leaderEpochs(p *partitionDir, logEnd int64) {
 		case ep <= prevEpoch || off < prevOff:
 			v.errorf(path, "line %d: epoch %d at offset %d does not follow epoch %d at offset %d", i+3, ep, off, prevEpoch, prevOff)
 		case off > logEnd:
-			v.errorf(path, "line %d: epoch %d starts at offset %d, past the log end offset %d", i+3, ep, off, logEnd)
+			v.warnf(path, "line %d: epoch %d starts at offset %d, past the log end offset %d: the next start drops it, as Kafka does", i+3, ep, off, logEnd)
 		}
 		prevEpoch, prevOff = ep, off
 	}
