@@ -13,6 +13,17 @@
 // named by key as in franz-go's kfake (00_produce.go, 01_fetch.go, ...),
 // opens with a comment on versions and behaviour.
 //
+// # Leader epochs
+//
+// The server is the leader of every partition, and each open of a
+// partition is a new leader epoch (logstore/epochs.go), as a Kafka
+// broker's restart is. Metadata answers it, batches carry it, Fetch,
+// ListOffsets and OffsetForLeaderEpoch fence requests made with another
+// (FENCED_LEADER_EPOCH for an older one: the client refreshes its
+// metadata), and OffsetForLeaderEpoch (23_offset_for_leader_epoch.go)
+// answers where an epoch ends, by which kgo and librdkafka 2.1+ consumers
+// resuming from a committed offset detect a log truncated under them.
+//
 // # Zero copy
 //
 // A Fetch response is encoded by kmsg with a unique marker in place of each

@@ -50,6 +50,17 @@
 // between) writes it. Retention and compaction move it with its segment;
 // compaction drops the entry of an ABORT marker it removes.
 //
+// # Leader epochs
+//
+// Each open of a partition is a new leadership, as a Kafka broker's
+// restart is: its epoch is one above the latest in leader-epoch-checkpoint
+// (0 for a new partition), appended batches carry it, and its entry is
+// written before its first batch (epochs.go: why that, and no write on an
+// idle open, keeps an epoch that lost records from coming back after a
+// power cut). The cache is loaded, reconciled and truncated as Kafka's
+// loader does; a missing or unreadable checkpoint is rebuilt from the
+// batches, so a Kafka directory keeps its epochs.
+//
 // # Durability
 //
 // An append is a pwrite of one whole batch to the active segment: when
