@@ -149,7 +149,7 @@ func (s *Server) listOffset(topic string, part, currentEpoch int32, ts int64, is
 				sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
 			}
 			if ts == listLatest {
-				sp.Offset = lso
+				sp.Offset, sp.LeaderEpoch = lso, p.LeaderEpoch()
 			}
 		}()
 	}

@@ -27,10 +27,13 @@ func offsetForLeaderEpoch(c *client, version int16, topic string, part, current,
 	return resp.Topics[0].Partitions[0]
 }
 
-func listOffsetEpoch(c *client, ts int64, current int32) kmsg.ListOffsetsResponseTopicPartition {
+func listOffsetEpoch(c *client, ts int64, current int32, isolation ...int8) kmsg.ListOffsetsResponseTopicPartition {
 	c.t.Helper()
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.Version = 7
+	if len(isolation) > 0 {
+		req.IsolationLevel = isolation[0]
+	}
 	req.ReplicaID = -1
 	rt := kmsg.NewListOffsetsRequestTopic()
 	rt.Topic = "t"
@@ -136,6 +139,10 @@ func TestLeaderEpochsServed(t *testing.T) {
 			t.Errorf("ListOffsets(%d, current %d) = %v offset %d epoch %d, want %v %d %d", tc.ts, tc.current,
 				kerr.ErrorForCode(got.ErrorCode), got.Offset, got.LeaderEpoch, kerr.ErrorForCode(tc.code), tc.offset, tc.wantEpoch)
 		}
+	}
+	// read_committed: the last stable offset, with the current epoch.
+	if got := listOffsetEpoch(c, -1, -1, 1); got.ErrorCode != 0 || got.Offset != 7 || got.LeaderEpoch != 1 {
+		t.Errorf("read_committed ListOffsets(-1) = %v offset %d epoch %d", kerr.ErrorForCode(got.ErrorCode), got.Offset, got.LeaderEpoch)
 	}
 	if got := listOffsetEpoch(c, -3, -1); got.Offset < 0 || got.LeaderEpoch != map[bool]int32{true: 1, false: 0}[got.Offset >= 5] {
 		t.Errorf("ListOffsets(-3) = offset %d epoch %d", got.Offset, got.LeaderEpoch)
