@@ -466,3 +466,36 @@ func TestVerifyLogStartPastEnd(t *testing.T) {
 		t.Fatalf("verify: exit %d; want exit 0 and %q\n%s%s", r.Code, want, r.Stdout, r.Stderr)
 	}
 }
+
+// TestVerifyLeaderEpochPastEnd: a leader-epoch-checkpoint entry past the
+// log end is what a power cut leaves when it takes an epoch's unflushed
+// records (the entry is written before the epoch's first batch). The next
+// start drops it, as Kafka's loader does, and leads a later epoch than the
+// lost one: a warning, exit 0. verify called it an error.
+func TestVerifyLeaderEpochPastEnd(t *testing.T) {
+	m := mntNew(t)
+	m.ok(`mkdir "$M/orders" && seq 5 >> "$M/orders/0/data"`)
+	m.unmount()
+	ck := filepath.Join(m.data, "orders-0", "leader-epoch-checkpoint")
+	cliWriteFile(t, ck, "0\n2\n0 0\n1 20\n")
+	r := cliRun(t, "verify", m.data)
+	want := "warning: " + ck + ": line 4: epoch 1 starts at offset 20, past the log end offset 5: the next start drops it, as Kafka does"
+	if r.Code != 0 || !strings.Contains(r.Stdout, want) || strings.Contains(r.Stdout, "error:") {
+		t.Fatalf("verify: exit %d; want exit 0 and %q\n%s%s", r.Code, want, r.Stdout, r.Stderr)
+	}
+	// What verify said is what the mount does: epoch 1 is gone, and the
+	// mount leads epoch 2 from the log end, stamped on its next batch.
+	m.mount()
+	m.ok(`echo 6 >> "$M/orders/0/data"`)
+	m.unmount()
+	b, err := os.ReadFile(ck)
+	if err != nil || string(b) != "0\n2\n0 0\n2 5\n" {
+		t.Errorf("leader-epoch-checkpoint after the start: %q %v", b, err)
+	}
+	if out := cliRun(t, "dump-log", filepath.Join(m.data, "orders-0", "00000000000000000000.log")).Stdout; !strings.Contains(out, "baseOffset: 5 lastOffset: 5 count: 1 baseSequence: -1 lastSequence: -1 producerId: -1 producerEpoch: -1 partitionLeaderEpoch: 2 ") {
+		t.Errorf("the appended batch is not in epoch 2:\n%s", out)
+	}
+	if r := cliRun(t, "verify", m.data); r.Code != 0 || strings.Contains(r.Stdout, "warning:") {
+		t.Errorf("verify after the start: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+}
