@@ -35,22 +35,23 @@ import (
 // just before the first batch of the epoch is appended, so that opening
 // and closing an idle data directory rewrites nothing. Until then readers
 // see it as if it were written (epochView), as Kafka's leader has it from
-// its election. That is safe because nothing a client can have seen ties
-// the epoch to a record: no batch carries it before the entry is on disk,
-// and the only offset it was shown with is the log end (Metadata's
-// epoch, ListOffsets' latest, OffsetForLeaderEpoch's answers for it and
-// for the epoch before). If the process dies before the first append, the
-// next open takes the same epoch again at a log end that is no lower, as
-// long as the log it was shown with was durable. It is after a clean
-// close (which flushes) and below the recovery point. So the entry is
-// written at open, before any client sees the epoch, when the loaded log
-// ends past its recovery point (after a crash, pages the dead process left
-// in the page cache that a power cut may still take: a client could see
-// epoch E at a log end that later shrinks, then records of the same E at
-// the offsets it had passed), and when recovery dropped entries from the
-// end of the cache (a power cut that took records of a later epoch: that
-// epoch must never come back, so the new one is above every epoch the
-// file held, not only those that survive the truncation).
+// its election. A client can only have seen such an epoch with no record
+// under it: no batch carries it before its entry is on disk, and the only
+// offset shown with it is the log end (Metadata's epoch, ListOffsets'
+// latest offset and epoch, OffsetForLeaderEpoch's answers). If the process
+// dies before the first append, the next open takes the same epoch again,
+// from the log end, which matches what clients saw as long as that log end
+// was durable: after a clean close (which flushes), or when the loaded log
+// ends at its recovery point. Otherwise (a crash left records past the
+// recovery point: pages the dead process left in the page cache, which a
+// power cut may still take) the entry is written at open, before any
+// client sees the epoch; lazily, a client could take (log end, E) from
+// ListOffsets and commit it, a power cut then shorten the log, and records
+// of the same E fill the offsets below its commit unnoticed. It is written
+// at open too when recovery dropped entries from the end of the cache (a
+// power cut took records of a later epoch): that epoch must never come
+// back, so the new one is above every epoch the file held, not only those
+// that survive the truncation, and on disk before anything else happens.
 //
 // The cache is loaded as Kafka's loader does it: entries from the file
 // (each assigned, dropping any that break the ascending order), entries
