@@ -2,9 +2,11 @@ package tests
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -144,5 +146,116 @@ func TestKafkaKcatAcrossRemount(t *testing.T) {
 	}
 	if got := consume("-o", "beginning"); !slices.Equal(got, []string{"j1", "j2", "j3", "j4"}) {
 		t.Fatalf("a full read after the remount got %q", got)
+	}
+}
+
+// kafkaEpochsDir writes DATA_DIR/orders-0 as a Kafka broker leaves it
+// after leaderships 5 and 6: offsets 0-4 in epoch 5, 5 in epoch 6 (the
+// epoch stamped into each batch, outside its CRC), no partition.metadata
+// (as before Kafka 2.8), and the given leader-epoch-checkpoint ("" for
+// none).
+func kafkaEpochsDir(t *testing.T, checkpoint string) (dataDir, ckPath string) {
+	t.Helper()
+	dataDir = t.TempDir()
+	pdir := filepath.Join(dataDir, "orders-0")
+	seg := cliWriteSegment(t, pdir, 0, cliThreeBatches())
+	b, err := os.ReadFile(seg.Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, pos := range seg.Positions {
+		epoch := uint32(5)
+		if i == 2 {
+			epoch = 6
+		}
+		binary.BigEndian.PutUint32(b[pos+12:], epoch)
+	}
+	if err := os.WriteFile(seg.Log, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ckPath = filepath.Join(pdir, "leader-epoch-checkpoint")
+	if checkpoint != "" {
+		cliWriteFile(t, ckPath, checkpoint)
+	}
+	return dataDir, ckPath
+}
+
+// A Kafka data directory keeps its leader epochs: segfs leads the next
+// one (7), answers OffsetForLeaderEpoch from them, and a kgo consumer
+// that resumes in epoch 5 past where epoch 5 ended is told of the
+// divergence. A missing checkpoint is rebuilt from the batches. Before,
+// segfs answered epoch 0 everywhere and, finding no partition.metadata,
+// overwrote the checkpoint with "0 0".
+func TestKafkaDirectoryEpochsKept(t *testing.T) {
+	const want = "0\n2\n5 0\n6 5\n"
+	for _, ck := range []string{want, ""} {
+		dataDir, ckPath := kafkaEpochsDir(t, ck)
+		srv := kafkaServe(t, dataDir)
+		cl := kafkaClient(t, srv.addr)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+
+		meta := kmsg.NewPtrMetadataRequest()
+		mt := kmsg.NewMetadataRequestTopic()
+		mt.Topic = kmsg.StringPtr("orders")
+		meta.Topics = append(meta.Topics, mt)
+		mresp, err := meta.RequestWith(ctx, cl)
+		if err != nil || len(mresp.Topics) != 1 || len(mresp.Topics[0].Partitions) != 1 {
+			t.Fatalf("Metadata: %v %+v", err, mresp)
+		}
+		if got := mresp.Topics[0].Partitions[0].LeaderEpoch; got != 7 {
+			t.Errorf("checkpoint %q: leader epoch %d, want 7", ck, got)
+		}
+		for epoch, end := range map[int32]int64{5: 5, 6: 6} {
+			req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+			req.ReplicaID = -1
+			rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
+			rt.Topic = "orders"
+			rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+			rp.CurrentLeaderEpoch, rp.LeaderEpoch = 7, epoch
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+				t.Fatalf("OffsetForLeaderEpoch: %v %+v", err, resp)
+			}
+			if got := resp.Topics[0].Partitions[0]; got.ErrorCode != 0 || got.LeaderEpoch != epoch || got.EndOffset != end {
+				t.Errorf("checkpoint %q: end of epoch %d: error %d, epoch %d at %d; want %d", ck, epoch, got.ErrorCode, got.LeaderEpoch, got.EndOffset, end)
+			}
+		}
+
+		// A consumer that read epoch 5 up to offset 6: the log it read
+		// ended epoch 5 at 5 here, so it diverged there.
+		cons := kafkaClient(t, srv.addr, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
+			"orders": {0: kgo.NewOffset().At(6).WithEpoch(5)},
+		}))
+		var loss *kgo.ErrDataLoss
+		for loss == nil {
+			fs := cons.PollFetches(ctx)
+			if ctx.Err() != nil {
+				t.Fatalf("checkpoint %q: no data loss reported for offset 6 of epoch 5", ck)
+			}
+			fs.EachError(func(_ string, _ int32, err error) {
+				if !errors.As(err, &loss) {
+					t.Fatalf("fetch: %v", err)
+				}
+			})
+		}
+		if loss.ConsumedTo != 6 || loss.ResetTo != 5 {
+			t.Errorf("checkpoint %q: data loss %v, want from 6 back to 5", ck, loss)
+		}
+		cons.Close()
+
+		kafkaProduce(t, cl, "orders", 0, "new")
+		cl.Close()
+		srv.stop()
+		b, err := os.ReadFile(ckPath)
+		if err != nil || string(b) != "0\n3\n5 0\n6 5\n7 6\n" {
+			t.Errorf("checkpoint %q: after a produce: %q %v", ck, b, err)
+		}
+		logs, _ := filepath.Glob(filepath.Join(dataDir, "orders-0", "*.log"))
+		if out := cliRun(t, append([]string{"dump-log"}, logs...)...).Stdout; !regexp.MustCompile(`(?m)^baseOffset: 6 lastOffset: 6 .* partitionLeaderEpoch: 7 `).MatchString(out) {
+			t.Errorf("checkpoint %q: the produced batch is not in epoch 7:\n%s", ck, out)
+		}
 	}
 }
