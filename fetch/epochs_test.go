@@ -183,3 +183,38 @@ func TestLeaderEpochsServed(t *testing.T) {
 		t.Errorf("Fetch with an unknown last epoch: %v", kerr.ErrorForCode(got.ErrorCode))
 	}
 }
+
+// A committed offset keeps its leader epoch (OffsetCommit v6+,
+// OffsetFetch v5+) across a restart: the epoch a consumer resumes with
+// and checks with OffsetForLeaderEpoch.
+func TestCommittedLeaderEpochRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	ts := startServerDir(t, dir, Config{})
+	createTopic(t, ts, "t", 1)
+	c := dial(t, ts.addr)
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Version, req.Group, req.Generation = 8, "g", -1
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	rt.Topic = "t"
+	rp := kmsg.NewOffsetCommitRequestTopicPartition()
+	rp.Partition, rp.Offset, rp.LeaderEpoch = 0, 10, 4
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	if code := c.roundTrip(req).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatalf("commit: %v", kerr.ErrorForCode(code))
+	}
+	ts.stop()
+	ts = startServerDir(t, dir, Config{})
+	c = dial(t, ts.addr)
+	for _, v := range []int16{5, 7} {
+		f := kmsg.NewPtrOffsetFetchRequest()
+		f.Version, f.Group = v, "g"
+		ft := kmsg.NewOffsetFetchRequestTopic()
+		ft.Topic, ft.Partitions = "t", []int32{0}
+		f.Topics = append(f.Topics, ft)
+		got := c.roundTrip(f).(*kmsg.OffsetFetchResponse).Topics[0].Partitions[0]
+		if got.ErrorCode != 0 || got.Offset != 10 || got.LeaderEpoch != 4 {
+			t.Errorf("OffsetFetch v%d: %v offset %d epoch %d, want 10 4", v, kerr.ErrorForCode(got.ErrorCode), got.Offset, got.LeaderEpoch)
+		}
+	}
+}
