@@ -116,7 +116,8 @@ func (p *Partition) Compact() (CleanupStats, error) {
 		return st, nil
 	}
 
-	m := p.store.offsetMap()
+	m := p.store.acquireOffsetMap()
+	defer p.store.releaseOffsetMap()
 	m.reset()
 	var dec record.Decoder
 	aborted := p.abortedIn(segs)

@@ -88,6 +88,9 @@ type Store struct {
 	nextPID int64
 	pidCap  int64
 
+	// omMu guards om for a whole cleaning pass (acquireOffsetMap): one
+	// map serves every partition's passes, which the cleaner loop runs
+	// one at a time, but Partition.Compact may also be called directly.
 	omMu sync.Mutex
 	om   *offsetMap
 
@@ -887,15 +890,20 @@ func (s *Store) AllocateProducerID() (int64, error) {
 
 func (s *Store) markDirty() { s.dirty.Store(true) }
 
-// offsetMap returns the cleaner's map, allocated once at its fixed size.
-func (s *Store) offsetMap() *offsetMap {
+// acquireOffsetMap returns the cleaner's map, allocated once at its fixed
+// size, for the caller's pass alone: two passes sharing it at once (two
+// partitions compacted concurrently) reset and filled each other's
+// entries, and a record could be kept or dropped by another partition's
+// keys. The caller calls releaseOffsetMap when the pass is done with it.
+func (s *Store) acquireOffsetMap() *offsetMap {
 	s.omMu.Lock()
-	defer s.omMu.Unlock()
 	if s.om == nil {
 		s.om = newOffsetMap(s.opts.CleanerBufferBytes)
 	}
 	return s.om
 }
+
+func (s *Store) releaseOffsetMap() { s.omMu.Unlock() }
 
 // writeCheckpoints writes the recovery-point and log-start checkpoints of
 // every partition.
