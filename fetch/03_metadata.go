@@ -20,7 +20,8 @@ import (
 // Topics: v0 with an empty list and v1+ with a null list mean all topics;
 // an empty list at v1+ means none (kcat -L asks that first, P14). v10+
 // carries the topic UUID (partition.metadata's); v12 may name topics by ID
-// only. v10 and v11 have the fields but Kafka never served them: a request
+// only, and a v12 request naming any topic by a non-zero ID is answered by
+// its IDs alone (metadataByIDs). v10 and v11 have the fields but Kafka never served them: a request
 // there naming a topic by ID or without a name is INVALID_REQUEST as a
 // whole, as Kafka's handleTopicMetadataRequest refuses it (each topic of
 // the request answered with that error and no partitions, no brokers).
@@ -65,28 +66,28 @@ func handleMetadata(c *conn, h *reqHeader, r kmsg.Request) error {
 		metadataOperations(h, req, resp)
 		return c.send(h, resp)
 	}
+	if h.version >= 12 && metadataAnyID(req) {
+		metadataByIDs(c, req, resp)
+		metadataOperations(h, req, resp)
+		return c.send(h, resp)
+	}
 	create := c.s.cfg.AutoCreateTopics && (h.version < 4 || req.AllowAutoTopicCreation)
 	for _, rt := range req.Topics {
-		var (
-			t   *logstore.Topic
-			err error
-		)
-		if h.version >= 12 && (rt.Topic == nil || (*rt.Topic == "" && rt.TopicID != [16]byte{})) {
-			// v12+: by topic ID only. An empty name without an ID is a
-			// name, an invalid one (Kafka's rule too): before v10 there
-			// are no IDs, and an UNKNOWN_TOPIC_ID answer reached
+		if rt.Topic == nil {
+			// v12+, no name and (metadataAnyID being false) the zero
+			// ID: no topic has it. Kafka 4 hands the null name to its
+			// name lookup and validation, which have no answer for it
+			// (Topic.validate dereferences it); segfs answers this
+			// entry alone, UNKNOWN_TOPIC_ID. An empty name without an ID is
+			// a name, an invalid one (Kafka's rule too): before v10
+			// there are no IDs, and an UNKNOWN_TOPIC_ID answer reached
 			// librdkafka's Metadata v4 as an error it cannot name.
-			t = c.s.topicByID(rt.TopicID)
-			if t == nil {
-				mt := kmsg.NewMetadataResponseTopic()
-				mt.TopicID = rt.TopicID
-				mt.ErrorCode = kerr.UnknownTopicID.Code
-				resp.Topics = append(resp.Topics, mt)
-				continue
-			}
-		} else {
-			t, err = c.s.topic(*rt.Topic, create)
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.ErrorCode = kerr.UnknownTopicID.Code
+			resp.Topics = append(resp.Topics, mt)
+			continue
 		}
+		t, err := c.s.topic(*rt.Topic, create)
 		if err != nil {
 			mt := kmsg.NewMetadataResponseTopic()
 			mt.Topic = rt.Topic
@@ -108,6 +109,46 @@ func handleMetadata(c *conn, h *reqHeader, r kmsg.Request) error {
 	}
 	metadataOperations(h, req, resp)
 	return c.send(h, resp)
+}
+
+// metadataAnyID reports whether a request names any topic by a non-zero
+// topic ID.
+func metadataAnyID(req *kmsg.MetadataRequest) bool {
+	for _, rt := range req.Topics {
+		if rt.TopicID != [16]byte{} {
+			return true
+		}
+	}
+	return false
+}
+
+// metadataByIDs answers a v12+ request naming some topic by ID as Kafka's
+// handleTopicMetadataRequest does (useTopicId): only the non-zero IDs
+// count, each once; every name in the request is ignored, so nothing is
+// auto-created even when the request allows it. Unknown IDs come first,
+// UNKNOWN_TOPIC_ID with the ID and a null name, then the known topics.
+// segfs had answered the names too and created the unknown ones.
+func metadataByIDs(c *conn, req *kmsg.MetadataRequest, resp *kmsg.MetadataResponse) {
+	seen := make(map[[16]byte]bool, len(req.Topics))
+	var known []*logstore.Topic
+	for _, rt := range req.Topics {
+		id := rt.TopicID
+		if id == ([16]byte{}) || seen[id] {
+			continue
+		}
+		seen[id] = true
+		if t := c.s.topicByID(id); t != nil {
+			known = append(known, t)
+			continue
+		}
+		mt := kmsg.NewMetadataResponseTopic()
+		mt.TopicID = id
+		mt.ErrorCode = kerr.UnknownTopicID.Code
+		resp.Topics = append(resp.Topics, mt)
+	}
+	for _, t := range known {
+		resp.Topics = append(resp.Topics, metadataTopic(t))
+	}
 }
 
 // metadataNamesByID reports whether a request names a topic by ID or
