@@ -26,7 +26,9 @@ import (
 // that names a generation for a group that never had members gets
 // UNKNOWN_MEMBER_ID when the group has committed offsets (it exists, with
 // no members), else GROUP_ID_NOT_FOUND (v9+) or ILLEGAL_GENERATION (before
-// v9), Kafka's OffsetMetadataManager answers. v0's
+// v9), Kafka's OffsetMetadataManager answers. The empty group id is a
+// group like any other (Kafka 4 refuses only a null one), so a simple
+// commit to "" is stored (groups.go validateCommit). v0's
 // ZooKeeper storage is treated like the rest. Offsets expire as in Kafka
 // (expiry.go): a retention after their commit, or after their group
 // became Empty; v1's explicit commit timestamp is the commit time they

@@ -10,8 +10,9 @@ import (
 // For admin tools (kafka-consumer-groups.sh --delete, kadm DeleteGroups):
 // deletes a group's membership state and committed offsets, durably,
 // before answering. As Kafka: only a group without members can go
-// (NON_EMPTY_GROUP otherwise), an unknown group is GROUP_ID_NOT_FOUND, an
-// empty group id INVALID_GROUP_ID. A failed write of the offsets file is
+// (NON_EMPTY_GROUP otherwise), an unknown group is GROUP_ID_NOT_FOUND. The
+// empty group id is a group name here (Kafka 4 refuses only a null one):
+// simple commits may have given it offsets. A failed write of the offsets file is
 // COORDINATOR_NOT_AVAILABLE (retriable); the offsets are then still
 // there. A group named more than once is deleted and answered once, as
 // Kafka's handleDeleteGroupsRequest takes the names distinct (segfs

@@ -1069,10 +1069,14 @@ func (g *group) record() *classicGroupMeta {
 }
 
 // validateCommit is commit's check; gs.mu is held.
+//
+// The empty group id is a group like any other here: Kafka 4's
+// GroupCoordinatorService.commitOffsets refuses only a null one ("for
+// backwards compatibility"), so a simple commit (generation -1) to ""
+// is stored, and one naming a generation is refused as for any group
+// nobody joined. segfs answered INVALID_GROUP_ID. JoinGroup, SyncGroup,
+// Heartbeat, LeaveGroup and OffsetDelete refuse "" as Kafka does.
 func (gs *groups) validateCommit(r commitRequest) int16 {
-	if r.group == "" {
-		return kerr.InvalidGroupID.Code
-	}
 	if cg := gs.consumers[r.group]; cg != nil {
 		// Unlike a classic member's, a consumer group member's commit does
 		// not extend its session: only heartbeats do, as in Kafka.
@@ -1121,12 +1125,13 @@ func (gs *groups) validateCommit(r commitRequest) int16 {
 // record in the offsets file. The offsets' removal is
 // staged under the lock, so no commit or join can slip between the check
 // and the deletion; the caller waits for it outside the lock.
+//
+// The empty group id can be deleted like any other (its offsets come from
+// simple commits, validateCommit): Kafka 4's
+// GroupCoordinatorService.deleteGroups refuses only a null one.
 func (gs *groups) deleteGroup(name string) (int16, *offsetsOp) {
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
-	if name == "" {
-		return kerr.InvalidGroupID.Code, nil
-	}
 	g := gs.byName[name]
 	cg := gs.consumers[name]
 	hasOffsets := gs.s.offsets.hasGroupStaged(name)

@@ -64,3 +64,74 @@ func TestMetadataIDsIgnoreNames(t *testing.T) {
 		t.Errorf(`topic "b" not auto-created by name: %v`, err)
 	}
 }
+
+// The empty group id is a group for the APIs Kafka 4's group coordinator
+// refuses only a null id for: a simple commit (generation -1) to "" is
+// stored (segfs answered INVALID_GROUP_ID), OffsetFetch reads it back,
+// ListGroups lists "" and DescribeGroups describes it as Empty, all of it
+// across a restart (the offsets file keeps "" as a group name), and
+// DeleteGroups deletes it. JoinGroup, Heartbeat and OffsetDelete still
+// refuse "", as Kafka does.
+func TestEmptyGroupIDSimpleCommit(t *testing.T) {
+	dir := t.TempDir()
+	ts := startServerDir(t, dir, Config{})
+	createTopic(t, ts, "t", 1)
+	c := dial(t, ts.addr)
+
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.Version, commit.Group, commit.Generation = 9, "", -1
+	ct := kmsg.NewOffsetCommitRequestTopic()
+	ct.Topic = "t"
+	cp := kmsg.NewOffsetCommitRequestTopicPartition()
+	cp.Partition, cp.Offset, cp.Metadata = 0, 7, kmsg.StringPtr("m")
+	ct.Partitions = append(ct.Partitions, cp)
+	commit.Topics = append(commit.Topics, ct)
+	wantCode(t, `simple commit to ""`, c.roundTrip(commit).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode, nil)
+
+	check := func(when string, c *client) {
+		t.Helper()
+		if o, _ := fetchOffset(c, "", "t", 0); o != 7 {
+			t.Errorf(`%s: OffsetFetch "" t/0 = %d, want 7`, when, o)
+		}
+		lr := kmsg.NewPtrListGroupsRequest()
+		lr.Version = 5
+		lg := c.roundTrip(lr).(*kmsg.ListGroupsResponse)
+		if len(lg.Groups) != 1 || lg.Groups[0].Group != "" || lg.Groups[0].GroupState != "Empty" {
+			t.Errorf(`%s: ListGroups = %+v, want the group "" (Empty)`, when, lg.Groups)
+		}
+		dg := kmsg.NewPtrDescribeGroupsRequest()
+		dg.Groups = []string{""}
+		d := c.roundTrip(dg).(*kmsg.DescribeGroupsResponse)
+		if len(d.Groups) != 1 || d.Groups[0].ErrorCode != 0 || d.Groups[0].State != "Empty" {
+			t.Errorf(`%s: DescribeGroups "" = %+v, want Empty`, when, d.Groups)
+		}
+	}
+	check("after the commit", c)
+
+	ts.stop()
+	ts = startServerDir(t, dir, Config{})
+	c = dial(t, ts.addr)
+	check("after a restart", c)
+
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Version, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis, join.ProtocolType = 5, 10000, 10000, "consumer"
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0}}}
+	wantCode(t, `JoinGroup ""`, c.roundTrip(join).(*kmsg.JoinGroupResponse).ErrorCode, kerr.InvalidGroupID)
+	hb := kmsg.NewPtrHeartbeatRequest()
+	hb.MemberID, hb.Generation = "m", 1
+	wantCode(t, `Heartbeat ""`, c.roundTrip(hb).(*kmsg.HeartbeatResponse).ErrorCode, kerr.InvalidGroupID)
+	od := kmsg.NewPtrOffsetDeleteRequest()
+	od.Topics = []kmsg.OffsetDeleteRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}}}
+	wantCode(t, `OffsetDelete ""`, c.roundTrip(od).(*kmsg.OffsetDeleteResponse).ErrorCode, kerr.InvalidGroupID)
+
+	del := kmsg.NewPtrDeleteGroupsRequest()
+	del.Groups = []string{""}
+	r := c.roundTrip(del).(*kmsg.DeleteGroupsResponse)
+	if len(r.Groups) != 1 {
+		t.Fatalf("DeleteGroups: %+v", r)
+	}
+	wantCode(t, `DeleteGroups ""`, r.Groups[0].ErrorCode, nil)
+	if o, _ := fetchOffset(c, "", "t", 0); o != -1 {
+		t.Errorf(`OffsetFetch "" t/0 after DeleteGroups = %d, want -1`, o)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -59,5 +60,79 @@ func TestKafkaMetadataIDsIgnoreNames(t *testing.T) {
 	}
 	if got := m.ok(`ls "$M"`); got != "a\n" {
 		t.Errorf("ls $M = %q, want only a (b must not be auto-created)", got)
+	}
+}
+
+// TestKafkaEmptyGroupIDCommit: franz-go commits an offset for the empty
+// group id with generation -1 (a simple commit, as an admin client's
+// alter-offsets sends), which Kafka 4 stores: it refuses only a null
+// group id. segfs answered INVALID_GROUP_ID. The commit survives a
+// restart of `segfs serve` (the offsets file keeps "" as a group name),
+// ListGroups shows the group "", and DeleteGroups removes it.
+func TestKafkaEmptyGroupIDCommit(t *testing.T) {
+	srv := kafkaServe(t, "")
+	cl := kafkaClient(t, srv.addr, kgo.AllowAutoTopicCreation())
+	kafkaProduce(t, cl, "t", 0, "a", "b", "c")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.Group, commit.Generation = "", -1
+	ct := kmsg.NewOffsetCommitRequestTopic()
+	ct.Topic = "t"
+	cp := kmsg.NewOffsetCommitRequestTopicPartition()
+	cp.Partition, cp.Offset = 0, 2
+	ct.Partitions = append(ct.Partitions, cp)
+	commit.Topics = append(commit.Topics, ct)
+	cr, err := commit.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := cr.Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatalf(`commit for group "": %v`, kerr.ErrorForCode(code))
+	}
+
+	srv.stop()
+	srv = kafkaServe(t, srv.data)
+	cl = kafkaClient(t, srv.addr)
+
+	fetch := func() int64 {
+		t.Helper()
+		req := kmsg.NewPtrOffsetFetchRequest()
+		rg := kmsg.NewOffsetFetchRequestGroup()
+		rg.Group = ""
+		rg.Topics = []kmsg.OffsetFetchRequestGroupTopic{{Topic: "t", Partitions: []int32{0}}}
+		req.Groups = append(req.Groups, rg)
+		req.Group, req.Topics = "", []kmsg.OffsetFetchRequestTopic{{Topic: "t", Partitions: []int32{0}}}
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Groups) == 1 {
+			return resp.Groups[0].Topics[0].Partitions[0].Offset
+		}
+		return resp.Topics[0].Partitions[0].Offset
+	}
+	if got := fetch(); got != 2 {
+		t.Errorf(`OffsetFetch group "" after a restart: %d, want 2`, got)
+	}
+	lr, err := kmsg.NewPtrListGroupsRequest().RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lr.Groups) != 1 || lr.Groups[0].Group != "" {
+		t.Errorf(`ListGroups after a restart: %+v, want the group ""`, lr.Groups)
+	}
+	del := kmsg.NewPtrDeleteGroupsRequest()
+	del.Groups = []string{""}
+	dr, err := del.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dr.Groups) != 1 || dr.Groups[0].ErrorCode != 0 {
+		t.Errorf(`DeleteGroups "": %+v`, dr.Groups)
+	}
+	if got := fetch(); got != -1 {
+		t.Errorf(`OffsetFetch group "" after DeleteGroups: %d, want -1`, got)
 	}
 }
