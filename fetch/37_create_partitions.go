@@ -11,7 +11,7 @@ import (
 //
 // The same path as `mkdir MOUNT/T/N` (Topic.AddPartition), one partition
 // after the other up to the new count. As Kafka's controller answers:
-// UNKNOWN_TOPIC_OR_PARTITION for a topic that does not exist,
+// UNKNOWN_TOPIC_OR_PARTITION (no message) for a topic that does not exist,
 // INVALID_PARTITIONS for a count that does not grow, and for an
 // assignment INVALID_REPLICA_ASSIGNMENT unless it has one entry per new
 // partition, each naming node 0 alone. A topic named twice is
@@ -62,7 +62,7 @@ func handleCreatePartitions(c *conn, h *reqHeader, r kmsg.Request) error {
 		} else {
 			st.ErrorCode, msg = c.s.createPartitions(rt, req.ValidateOnly)
 		}
-		if st.ErrorCode != 0 {
+		if msg != "" {
 			st.ErrorMessage = &msg
 		}
 		resp.Topics = append(resp.Topics, st)
@@ -103,7 +103,10 @@ func (s *Server) partitionRecords(rt *kmsg.CreatePartitionsRequestTopic) int64 {
 func (s *Server) createPartitions(rt *kmsg.CreatePartitionsRequestTopic, validateOnly bool) (int16, string) {
 	t, err := s.store.Topic(rt.Topic)
 	if err != nil {
-		return kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("Topic %s does not exist.", rt.Topic)
+		// No message, as Kafka's controller throws
+		// UnknownTopicOrPartitionException without one: clients print
+		// the code's own text. segfs sent "Topic X does not exist.".
+		return kerr.UnknownTopicOrPartition.Code, ""
 	}
 	s.adminMu.Lock()
 	defer s.adminMu.Unlock()

@@ -2,6 +2,10 @@ package tests
 
 import (
 	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -134,5 +138,46 @@ func TestKafkaEmptyGroupIDCommit(t *testing.T) {
 	}
 	if got := fetch(); got != -1 {
 		t.Errorf(`OffsetFetch group "" after DeleteGroups: %d, want -1`, got)
+	}
+}
+
+// pythonCreatePartitions asks CreatePartitions for topic argv[2] and prints
+// the error librdkafka reports for it, or "ok".
+const pythonCreatePartitions = `
+import sys
+from confluent_kafka.admin import AdminClient, NewPartitions
+a = AdminClient({"bootstrap.servers": sys.argv[1]})
+for t, f in a.create_partitions([NewPartitions(sys.argv[2], 3)], request_timeout=20).items():
+    try:
+        f.result()
+        print("ok")
+    except Exception as e:
+        print(e)
+`
+
+// TestKafkaPythonCreatePartitionsUnknownTopic: confluent-kafka's
+// AdminClient grows a topic that does not exist. Kafka's controller
+// answers UNKNOWN_TOPIC_OR_PARTITION without a message, so librdkafka
+// prints the code's own text, "Broker: Unknown topic or partition"; segfs
+// sent "Topic nosuch does not exist.", which librdkafka printed instead.
+func TestKafkaPythonCreatePartitionsUnknownTopic(t *testing.T) {
+	const python = "/usr/bin/python3"
+	if err := exec.Command(python, "-c", "import confluent_kafka").Run(); err != nil {
+		t.Skip("confluent-kafka-python not installed (apt-get install python3-confluent-kafka); CI installs it")
+	}
+	script := filepath.Join(t.TempDir(), "cp.py")
+	if err := os.WriteFile(script, []byte(pythonCreatePartitions), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := kafkaServe(t, "")
+	out, err := exec.Command("timeout", "-k", "5", "60", python, script, srv.addr, "nosuch").CombinedOutput()
+	if err != nil {
+		t.Fatalf("python: %v\n%s", err, out)
+	}
+	if got := strings.TrimSpace(string(out)); !strings.Contains(got, `str="Broker: Unknown topic or partition"`) {
+		t.Errorf("create_partitions nosuch: %s; want librdkafka's own text for UNKNOWN_TOPIC_OR_PARTITION", got)
+	}
+	if _, err := os.Stat(filepath.Join(srv.data, "nosuch-0")); err == nil {
+		t.Error("nosuch-0 was created")
 	}
 }
