@@ -5,7 +5,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// ListOffsets (key 2), versions 1-9.
+// ListOffsets (key 2), versions 1-10.
 //
 // Timestamp -1 is the log end offset, or for read_committed (isolation 1)
 // the last stable offset, which is the same unless a data directory copied
@@ -28,8 +28,8 @@ import (
 // ReplicaManager.isListOffsetsTimestampUnsupported answers it, before the
 // partition is looked up; the rest are no special timestamp at all
 // (-6, KIP-1023, needs v11). (Kafka 4.x refuses -3 below v7 the same way;
-// segfs answers it, see above.) v10 (KIP-1075, a timeout for remote
-// lookups) is not served.
+// segfs answers it, see above.) v10 (KIP-1075) only adds a timeout for
+// remote lookups, which no segfs topic makes: answered as v9, as Kafka 4.0.
 // v0's legacy multi-offset form is not served. A partition named more
 // than once in a request is INVALID_REQUEST at each of its entries, as in
 // Kafka. CurrentLeaderEpoch (v4+) is checked as in Fetch
@@ -40,7 +40,7 @@ import (
 // its offset, which is its batch's (Kafka reads the batch's; the two
 // differ only in a log whose batches' epochs go down, which no leader
 // writes); -1 with no offset.
-func init() { register(2, 1, 9, handleListOffsets) }
+func init() { register(2, 1, 10, handleListOffsets) }
 
 // Special timestamps of ListOffsets.
 const (

@@ -135,3 +135,47 @@ func TestEmptyGroupIDSimpleCommit(t *testing.T) {
 		t.Errorf(`OffsetFetch "" t/0 after DeleteGroups = %d, want -1`, o)
 	}
 }
+
+// ListOffsets v10 (KIP-1075) adds only TimeoutMs, for lookups in remote
+// storage, which no segfs topic has: Kafka 4.0 serves v10 and segfs
+// answers it exactly as v9, whatever the timeout (0 included), for every
+// kind of timestamp, an unknown partition too. segfs did not advertise
+// v10, so clients that know it stayed at v9.
+func TestListOffsetsV10AsV9(t *testing.T) {
+	ts := startServer(t, Config{})
+	createTopic(t, ts, "t", 1)
+	c := dial(t, ts.addr)
+	c.produce(9, "t", 0, produceBatch(t, "a", "b"))
+	c.produce(9, "t", 0, produceBatch(t, "c"))
+
+	list := func(v int16, timeout int32, partition int32, timestamp int64) kmsg.ListOffsetsResponseTopicPartition {
+		t.Helper()
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.Version, req.ReplicaID, req.TimeoutMillis = v, -1, timeout
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = "t"
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = partition, timestamp, -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp := c.roundTrip(req).(*kmsg.ListOffsetsResponse)
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			t.Fatalf("v%d %d: %+v", v, timestamp, resp)
+		}
+		return resp.Topics[0].Partitions[0]
+	}
+	for _, partition := range []int32{0, 5} {
+		for _, timestamp := range []int64{-1, -2, -3, -4, -5, -7, 0, 1 << 62} {
+			want := list(9, 0, partition, timestamp)
+			for _, timeout := range []int32{0, 30000} {
+				got := list(10, timeout, partition, timestamp)
+				if got.ErrorCode != want.ErrorCode || got.Offset != want.Offset || got.Timestamp != want.Timestamp || got.LeaderEpoch != want.LeaderEpoch {
+					t.Errorf("partition %d timestamp %d timeout %d: v10 %+v, v9 %+v", partition, timestamp, timeout, got, want)
+				}
+			}
+		}
+	}
+	if p := list(10, 0, 0, -1); p.ErrorCode != 0 || p.Offset != 3 {
+		t.Errorf("v10 latest: %v offset %d, want 3", kerr.ErrorForCode(p.ErrorCode), p.Offset)
+	}
+}

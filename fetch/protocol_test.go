@@ -27,7 +27,7 @@ func TestApiVersionsAdvertised(t *testing.T) {
 	ts := startServer(t, Config{})
 	c := dial(t, ts.addr)
 	want := map[int16][2]int16{
-		0: {0, 12}, 1: {4, 12}, 2: {1, 9}, 3: {0, 12}, 8: {0, 9}, 9: {0, 9}, 10: {0, 4}, 18: {0, 3}, 22: {0, 4}, 27: {0, 1}, 61: {0, 0},
+		0: {0, 12}, 1: {4, 12}, 2: {1, 10}, 3: {0, 12}, 8: {0, 9}, 9: {0, 9}, 10: {0, 4}, 18: {0, 3}, 22: {0, 4}, 27: {0, 1}, 61: {0, 0},
 		11: {0, 9}, 12: {0, 4}, 13: {0, 5}, 14: {0, 5}, 15: {0, 5}, 16: {0, 5}, 21: {0, 2},
 		42: {0, 2}, 47: {0, 0},
 		19: {0, 7}, 20: {0, 6}, 32: {0, 4}, 33: {0, 2}, 37: {0, 3}, 44: {0, 1}, 60: {0, 2},
@@ -126,7 +126,7 @@ func TestUnsupportedRequests(t *testing.T) {
 		{"OffsetForLeaderEpoch v1 (before KIP-320)", 23, 1},
 		{"GetTelemetrySubscriptions (not advertised, P8)", 71, 0},
 		{"ListOffsets v0 (legacy form)", 2, 0},
-		{"ListOffsets v10 (remote lookup timeout)", 2, 10},
+		{"ListOffsets v11 (earliest pending upload)", 2, 11},
 		{"Metadata v13", 3, 13},
 	}
 	for i, tc := range cases {

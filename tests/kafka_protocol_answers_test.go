@@ -181,3 +181,42 @@ func TestKafkaPythonCreatePartitionsUnknownTopic(t *testing.T) {
 		t.Error("nosuch-0 was created")
 	}
 }
+
+// TestKafkaListOffsetsV10: franz-go lists a mounted partition's offsets
+// at the highest ListOffsets version both sides know. Kafka 4.0 serves
+// v10 (KIP-1075: a timeout for remote-storage lookups, which a topic
+// without remote storage never makes); segfs now does too and answers as
+// at v9: latest = the number of lines written, earliest 0, and the first
+// record at or after timestamp 0 is offset 0.
+func TestKafkaListOffsetsV10(t *testing.T) {
+	addr := kafkaFreeAddr(t)
+	m := mntNew(t, "--kafka-listen", addr)
+	kafkaWaitListening(t, addr)
+	m.ok(`mkdir "$M/lo" && printf 'a\nb\nc\n' >> "$M/lo/0/data"`)
+	cl := kafkaClient(t, addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for ts, want := range map[int64]int64{-1: 3, -2: 0, 0: 0} {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.ReplicaID, req.TimeoutMillis = -1, 15000
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = "lo"
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Timestamp = ts
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatalf("ListOffsets at %d: %v", ts, err)
+		}
+		if resp.Version != 10 {
+			t.Errorf("ListOffsets at %d went at v%d, want v10", ts, resp.Version)
+		}
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			t.Fatalf("ListOffsets at %d: %+v", ts, resp)
+		}
+		if p := resp.Topics[0].Partitions[0]; p.ErrorCode != 0 || p.Offset != want {
+			t.Errorf("ListOffsets at %d: %v offset %d, want %d", ts, kerr.ErrorForCode(p.ErrorCode), p.Offset, want)
+		}
+	}
+}
