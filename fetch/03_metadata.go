@@ -72,7 +72,16 @@ func handleMetadata(c *conn, h *reqHeader, r kmsg.Request) error {
 		return c.send(h, resp)
 	}
 	create := c.s.cfg.AutoCreateTopics && (h.version < 4 || req.AllowAutoTopicCreation)
+	// Each name is answered once, as Kafka's handleTopicMetadataRequest
+	// takes the request's names as a set.
+	named := make(map[string]bool, len(req.Topics))
 	for _, rt := range req.Topics {
+		if rt.Topic != nil {
+			if named[*rt.Topic] {
+				continue
+			}
+			named[*rt.Topic] = true
+		}
 		if rt.Topic == nil {
 			// v12+, no name and (metadataAnyID being false) the zero
 			// ID: no topic has it. Kafka 4 hands the null name to its
