@@ -63,18 +63,20 @@ func handleConsumerGroupHeartbeat(c *conn, h *reqHeader, r kmsg.Request) error {
 // coordinator.
 func (c *conn) consumerGroupHeartbeat(h *reqHeader, req *kmsg.ConsumerGroupHeartbeatRequest) cgResult {
 	invalid := func(msg string) cgResult { return cgResult{err: kerr.InvalidRequest.Code, msg: msg} }
-	if req.Group == "" {
-		return cgResult{err: kerr.InvalidGroupID.Code, msg: "GroupId can't be empty."}
-	}
+	// Kafka's order and rule (throwIfEmptyString): the member id first,
+	// then the group id, instance id and rack id, each refused when
+	// blank (empty or only characters up to a space, Java's trim()),
+	// all INVALID_REQUEST. segfs answered an empty group id
+	// INVALID_GROUP_ID before the member id, and took a blank id for one.
 	memberID := req.MemberID
 	switch {
-	case h.version >= 1 && memberID == "":
+	case (h.version >= 1 || req.MemberEpoch > 0 || req.MemberEpoch == leaveGroupEpoch) && blank(memberID):
 		return invalid("MemberId can't be empty.")
-	case memberID == "" && (req.MemberEpoch > 0 || req.MemberEpoch == leaveGroupEpoch):
-		return invalid("MemberId can't be empty.")
-	case req.InstanceID != nil && *req.InstanceID == "":
+	case blank(req.Group):
+		return invalid("GroupId can't be empty.")
+	case req.InstanceID != nil && blank(*req.InstanceID):
 		return invalid("InstanceId can't be empty.")
-	case req.RackID != nil && *req.RackID == "":
+	case req.RackID != nil && blank(*req.RackID):
 		return invalid("RackId can't be empty.")
 	}
 	switch {
@@ -136,4 +138,16 @@ func newMemberUUID() string {
 	var u [16]byte
 	rand.Read(u[:])
 	return base64.RawURLEncoding.EncodeToString(u[:])
+}
+
+// blank reports whether s is empty once Java's String.trim() has removed
+// every character up to U+0020 from its ends: Kafka's test for an id
+// that "can't be empty".
+func blank(s string) bool {
+	for _, r := range s {
+		if r > ' ' {
+			return false
+		}
+	}
+	return true
 }

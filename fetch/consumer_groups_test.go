@@ -195,7 +195,7 @@ func TestConsumerGroupHeartbeatErrors(t *testing.T) {
 		h    cgh
 		want *kerr.Error
 	}{
-		{"empty group", cgh{member: "m", topics: []string{"t"}}, kerr.InvalidGroupID},
+		{"empty group", cgh{member: "m", topics: []string{"t"}}, kerr.InvalidRequest},
 		{"empty member id at v1", cgh{group: "g", topics: []string{"t"}}, kerr.InvalidRequest},
 		{"join without subscription", cgh{group: "g", member: "m"}, kerr.InvalidRequest},
 		{"join with owned partitions", cgh{group: "g", member: "m", topics: []string{"t"}, owned: map[[16]byte][]int32{ids["t"]: {0}}}, kerr.InvalidRequest},

@@ -181,3 +181,38 @@ func TestListOffsetsV10AsV9(t *testing.T) {
 		t.Errorf("v10 latest: %v offset %d, want 3", kerr.ErrorForCode(p.ErrorCode), p.Offset)
 	}
 }
+
+// ConsumerGroupHeartbeat with an empty or blank group id: Kafka 4's
+// throwIfConsumerGroupHeartbeatRequestIsInvalid answers INVALID_REQUEST
+// "GroupId can't be empty." after checking the member id, and takes an id
+// of only spaces (Java's trim()) as empty, for the member, instance and
+// rack ids too. segfs answered INVALID_GROUP_ID before the member id and
+// let blank ids through: a group named "  " was created.
+func TestConsumerGroupHeartbeatBlankIDs(t *testing.T) {
+	_, c, _, _ := newCGServer(t, Config{}, map[string]int{"t": 1})
+	str := func(s string) *string { return &s }
+	for _, tc := range []struct {
+		what string
+		h    cgh
+		msg  string
+	}{
+		{"empty group", cgh{member: "m", topics: []string{"t"}}, "GroupId can't be empty."},
+		{"blank group", cgh{group: " \t", member: "m", topics: []string{"t"}}, "GroupId can't be empty."},
+		{"empty group and member", cgh{topics: []string{"t"}}, "MemberId can't be empty."},
+		{"blank member", cgh{group: "g", member: "  ", topics: []string{"t"}}, "MemberId can't be empty."},
+		{"blank instance id", cgh{group: "g", member: "m", topics: []string{"t"}, instance: str(" ")}, "InstanceId can't be empty."},
+	} {
+		r := c.cgh(tc.h)
+		m := "<nil>"
+		if r.ErrorMessage != nil {
+			m = *r.ErrorMessage
+		}
+		if r.ErrorCode != kerr.InvalidRequest.Code || m != tc.msg {
+			t.Errorf("%s: %v %q, want INVALID_REQUEST %q", tc.what, kerr.ErrorForCode(r.ErrorCode), m, tc.msg)
+		}
+	}
+	lg := c.roundTrip(&kmsg.ListGroupsRequest{Version: 5}).(*kmsg.ListGroupsResponse)
+	if len(lg.Groups) != 0 {
+		t.Errorf("refused heartbeats left groups behind: %+v", lg.Groups)
+	}
+}
