@@ -239,6 +239,7 @@ func BenchmarkAppendBatch(b *testing.B) {
 		hdrs  []record.RecordHeader
 	}{
 		{"none", record.CodecNone, "producer", nil},
+		{"snappy", record.CodecSnappy, "producer", nil}, // franz-go's default codec
 		{"zstd", record.CodecZstd, "producer", nil},
 		{"lz4", record.CodecLZ4, "producer", nil},
 		{"gzip", record.CodecGzip, "producer", nil},

@@ -115,3 +115,58 @@ func BenchmarkBuild(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkWalkProduced compares the produce walk of a franz-go-sized
+// batch (7598 records of 100 bytes, uncompressed and snappy: 1 MiB
+// before compression) through Walk with a callback applying the produce
+// rules, as AppendBatch did, and through WalkProduced.
+func BenchmarkWalkProduced(b *testing.B) {
+	for _, c := range []Codec{CodecNone, CodecSnappy} {
+		spec := DefaultSpec()
+		spec.Codec = c
+		var bl Builder
+		bl.Reset(spec)
+		val := bytes.Repeat([]byte{'p'}, 100)
+		const n = 7598
+		for i := range n {
+			bl.Add(1700000000000+int64(i/1000), nil, val, nil)
+		}
+		batch, err := bl.Build(nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		pr := &ProduceRules{CheckTimestamps: true, Now: 1700000000000, Before: 1 << 40, After: 3600000}
+		var d Decoder
+		b.Run(c.String()+"/Walk", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				var i int32
+				maxTs := int64(-1)
+				_, err := d.Walk(batch, func(r *Record) error {
+					if r.OffsetDelta != i || (pr.NeedKey && r.Key == nil) {
+						return ErrCorrupt
+					}
+					if diff := pr.Now - r.Timestamp; diff > pr.Before || -diff > pr.After {
+						return ErrCorrupt
+					}
+					maxTs = max(maxTs, r.Timestamp)
+					i++
+					return nil
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/record")
+		})
+		b.Run(c.String()+"/WalkProduced", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, ok := d.WalkProduced(batch, pr); !ok {
+					b.Fatal("refused")
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/record")
+		})
+	}
+}

@@ -148,3 +148,151 @@ func TestWalkNoAlloc(t *testing.T) {
 		}
 	}
 }
+
+// checkWalkProduced asserts that WalkProduced passes b under pr exactly
+// when Walk does with pr applied to each record (offset delta = index, a
+// key if pr.NeedKey, the timestamp bounds) and b is a data batch without
+// the LogAppendTime attribute, and that it then returns Walk's Stats and
+// Region and the largest record timestamp.
+func checkWalkProduced(t testing.TB, d *Decoder, b []byte, pr *ProduceRules) {
+	t.Helper()
+	var n int32
+	maxTs := int64(-1)
+	refused := false
+	w, err := d.Walk(b, func(r *Record) error {
+		if r.OffsetDelta != n {
+			refused = true
+		}
+		if pr.NeedKey && r.Key == nil {
+			refused = true
+		}
+		if pr.CheckTimestamps && r.Timestamp != -1 {
+			if diff := pr.Now - r.Timestamp; diff > pr.Before || -diff > pr.After {
+				refused = true
+			}
+		}
+		maxTs = max(maxTs, r.Timestamp)
+		n++
+		return nil
+	})
+	h, herr := ParseHeader(b)
+	want := err == nil && !refused && herr == nil && !h.Control() && !h.LogAppendTime()
+	wantSt, wantRegion := w.Stats, bytes.Clone(w.Region)
+	var d2 Decoder // not d: its buffer holds nothing Walk's result needs now, but keep them apart
+	gw, gmax, ok := d2.WalkProduced(b, pr)
+	if ok != want {
+		t.Fatalf("WalkProduced ok=%v, Walk with the rules: err %v, refused %v (control %v, LogAppendTime %v)", ok, err, refused, h.Control(), h.LogAppendTime())
+	}
+	if !ok {
+		return
+	}
+	if gw.Stats != wantSt || gmax != maxTs || !bytes.Equal(gw.Region, wantRegion) {
+		t.Fatalf("WalkProduced stats %+v max %d region %d bytes; Walk %+v max %d region %d bytes", gw.Stats, gmax, len(gw.Region), wantSt, maxTs, len(wantRegion))
+	}
+}
+
+// TestWalkProducedDifferential compares WalkProduced with Walk and the
+// produce rules applied record by record, over random batches of every
+// codec, whole and damaged, under random rules: keys required or not,
+// timestamp bounds that take all, some or none of the records, the
+// wrapping extremes (a bound of MaxInt64) included.
+func TestWalkProducedDifferential(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	var d Decoder
+	bounds := []int64{math.MaxInt64, 0, 1 << 40, 1 << 41}
+	rules := func(b []byte) *ProduceRules {
+		pr := &ProduceRules{NeedKey: r.IntN(3) == 0, CheckTimestamps: r.IntN(4) != 0}
+		pr.Before, pr.After = bounds[r.IntN(len(bounds))], bounds[r.IntN(len(bounds))]
+		if r.IntN(3) == 0 {
+			pr.Before, pr.After = r.Int64N(1<<42), r.Int64N(1<<42)
+		}
+		pr.Now = r.Int64N(1<<42) - 1<<41
+		if h, err := ParseHeader(b); err == nil && r.IntN(2) == 0 {
+			pr.Now = h.BaseTimestamp
+		}
+		if r.IntN(8) == 0 {
+			pr.Now = math.MinInt64 + r.Int64N(1<<20)
+		}
+		return pr
+	}
+	for i := range 3000 {
+		b := randBatch(r, allCodecs[i%len(allCodecs)])
+		if r.IntN(2) == 0 {
+			// A producer's batch: base offset 0, no LogAppendTime.
+			b = rebase(t, b)
+		}
+		checkWalkProduced(t, &d, b, rules(b))
+		checkWalkProduced(t, &d, b, &ProduceRules{})
+		bad := bytes.Clone(b)
+		for range 1 + r.IntN(3) {
+			bad[HeaderSize+r.IntN(len(bad)-HeaderSize)] ^= byte(1 + r.IntN(255))
+		}
+		if r.IntN(4) == 0 {
+			bad[offRecordCount+3] ^= byte(1 + r.IntN(3))
+		}
+		refreshCRC(bad)
+		checkWalkProduced(t, &d, bad, rules(bad))
+		checkWalkProduced(t, &d, bad, &ProduceRules{})
+	}
+	seeds, _ := splitBatches(t, readTestdata(t, kafkaSegment))
+	for _, b := range seeds {
+		checkWalkProduced(t, &d, b, &ProduceRules{})
+		checkWalkProduced(t, &d, b, rules(b))
+	}
+}
+
+// rebase rebuilds b as a producer sends it: its records at base offset 0,
+// CreateTime, as a data batch.
+func rebase(t testing.TB, b []byte) []byte {
+	t.Helper()
+	h, err := ParseHeader(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := DefaultSpec()
+	spec.Codec = h.Codec()
+	var bl Builder
+	bl.Reset(spec)
+	var d Decoder
+	if err := d.Records(b, func(r *Record) error {
+		bl.Add(r.Timestamp, r.Key, r.Value, r.Headers)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := bl.Build(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestWalkProducedNoAlloc: WalkProduced allocates nothing once the
+// decoder's buffer has grown.
+func TestWalkProducedNoAlloc(t *testing.T) {
+	for _, c := range allCodecs {
+		if raceEnabled && c != CodecNone {
+			continue
+		}
+		spec := DefaultSpec()
+		spec.Codec = c
+		var bl Builder
+		bl.Reset(spec)
+		for j := range 1000 {
+			bl.Add(int64(j), nil, line100, nil)
+		}
+		b, err := bl.Build(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d Decoder
+		pr := &ProduceRules{CheckTimestamps: true, Now: 500, Before: 1000, After: 1000}
+		if allocs := testing.AllocsPerRun(20, func() {
+			if _, _, ok := d.WalkProduced(b, pr); !ok {
+				t.Fatal("refused")
+			}
+		}); allocs != 0 {
+			t.Errorf("%v: WalkProduced: %v allocs for a batch of 1000 records", c, allocs)
+		}
+	}
+}
