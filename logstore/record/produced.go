@@ -52,8 +52,15 @@ func (d *Decoder) WalkProduced(b []byte, pr *ProduceRules) (w Walked, maxTs int6
 // (every varint, length and header; the region used up exactly), that
 // record i has offset delta i, and pr, and sums their stats and largest
 // timestamp (base + delta). It returns false if any check fails.
-func walkProduced(s []byte, n int, base int64, pr *ProduceRules) (st TextStats, maxTs int64, ok bool) {
-	maxTs = -1
+//
+// Positions are absolute in s, each record's fields bounded by its end,
+// and the sums and rules are locals, so that the loop keeps them in
+// registers.
+func walkProduced(s []byte, n int, base int64, pr *ProduceRules) (TextStats, int64, bool) {
+	var lines, valueBytes, keyed, keyBytes int64
+	needKey, check := pr.NeedKey, pr.CheckTimestamps
+	now, before, after := pr.Now, pr.Before, pr.After
+	maxTs := int64(-1)
 	off := 0
 	for i := 0; i < n; i++ {
 		// One- and two-byte varints (lengths and deltas below 8 KiB) are
@@ -65,112 +72,121 @@ func walkProduced(s []byte, n int, base int64, pr *ProduceRules) (st TextStats, 
 			length = zz(s[off])
 		} else if length, m = varint2(s, off); m <= 0 {
 			if length, m = readVarint(s[off:]); m <= 0 {
-				return st, 0, false
+				return TextStats{}, 0, false
 			}
 		}
 		p := off + m
 		if length < 1 || int(length) > len(s)-p {
-			return st, 0, false // length 0 cannot hold the attributes
+			return TextStats{}, 0, false // length 0 cannot hold the attributes
 		}
-		rec := s[p : p+int(length)]
-		off = p + int(length)
-		q := 1 // attributes
+		end := p + int(length)
+		rec := s[:end] // fields end with the record: past it is "runs past the end"
+		q := p + 1     // after the attributes
 		var tsDelta int64
-		if q < len(rec) && rec[q] < 0x80 {
+		if q < end && rec[q] < 0x80 {
 			tsDelta = int64(zz(rec[q]))
 			q++
 		} else {
 			if tsDelta, m = readVarlong(rec[q:]); m <= 0 {
-				return st, 0, false
+				return TextStats{}, 0, false
 			}
 			q += m
 		}
 		var delta int32
-		if q < len(rec) && rec[q] < 0x80 {
+		if q < end && rec[q] < 0x80 {
 			delta = zz(rec[q])
 			q++
 		} else {
 			if delta, m = varint2(rec, q); m <= 0 {
 				if delta, m = readVarint(rec[q:]); m <= 0 {
-					return st, 0, false
+					return TextStats{}, 0, false
 				}
 			}
 			q += m
 		}
 		if delta != int32(i) {
-			return st, 0, false
+			return TextStats{}, 0, false
 		}
 		var klen int32
-		if q < len(rec) && rec[q] < 0x80 {
+		if q < end && rec[q] < 0x80 {
 			klen = zz(rec[q])
 			q++
 		} else {
 			if klen, m = varint2(rec, q); m <= 0 {
 				if klen, m = readVarint(rec[q:]); m <= 0 {
-					return st, 0, false
+					return TextStats{}, 0, false
 				}
 			}
 			q += m
 		}
 		if klen > 0 {
-			if int(klen) > len(rec)-q {
-				return st, 0, false
+			if int(klen) > end-q {
+				return TextStats{}, 0, false
 			}
 			q += int(klen)
-		} else if klen < -1 || (klen == -1 && pr.NeedKey) {
-			return st, 0, false
+			keyed++
+			keyBytes += int64(klen)
+		} else if klen == 0 {
+			keyed++
+		} else if klen < -1 || needKey {
+			return TextStats{}, 0, false
 		}
 		var vlen int32
-		if q < len(rec) && rec[q] < 0x80 {
+		if q < end && rec[q] < 0x80 {
 			vlen = zz(rec[q])
 			q++
 		} else {
 			if vlen, m = varint2(rec, q); m <= 0 {
 				if vlen, m = readVarint(rec[q:]); m <= 0 {
-					return st, 0, false
+					return TextStats{}, 0, false
 				}
 			}
 			q += m
 		}
 		if vlen > 0 {
-			if int(vlen) > len(rec)-q {
-				return st, 0, false
+			if int(vlen) > end-q {
+				return TextStats{}, 0, false
 			}
 			q += int(vlen)
+			valueBytes += int64(vlen)
 		} else if vlen < -1 {
-			return st, 0, false
+			return TextStats{}, 0, false
 		}
 		// Headers: the count, then a key (never null) and value each.
-		if q != len(rec)-1 || rec[q] != 0 {
+		if q != end-1 || rec[q] != 0 {
 			count, m := varintAt(rec, q)
 			if m <= 0 {
-				return st, 0, false
+				return TextStats{}, 0, false
 			}
 			q += m
-			if count < 0 || int(count) > (len(rec)-q)/2 {
-				return st, 0, false
+			if count < 0 || int(count) > (end-q)/2 {
+				return TextStats{}, 0, false
 			}
 			for j := int32(0); j < count; j++ {
 				kl, qk, good := bytesLen(rec, q)
 				if !good || kl < 0 {
-					return st, 0, false
+					return TextStats{}, 0, false
 				}
 				if _, q, good = bytesLen(rec, qk); !good {
-					return st, 0, false
+					return TextStats{}, 0, false
 				}
 			}
-			if q != len(rec) {
-				return st, 0, false
+			if q != end {
+				return TextStats{}, 0, false
 			}
 		}
 		ts := base + tsDelta
-		if pr.CheckTimestamps && ts != -1 {
-			if diff := pr.Now - ts; diff > pr.Before || -diff > pr.After {
-				return st, 0, false
+		if check && ts != -1 {
+			if diff := now - ts; diff > before || -diff > after {
+				return TextStats{}, 0, false
 			}
 		}
 		maxTs = max(maxTs, ts)
-		st.count(klen, vlen)
+		lines++
+		off = end
 	}
-	return st, maxTs, off == len(s)
+	if off != len(s) {
+		return TextStats{}, 0, false
+	}
+	return TextStats{Lines: lines, ValueBytes: valueBytes, Keyed: keyed, KeyBytes: keyBytes}, maxTs, true
 }
