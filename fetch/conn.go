@@ -119,12 +119,16 @@ func (c *conn) serve() {
 			c.s.log.Warn("fetch: closing connection: bad frame size", "remote", c.remote, "size", size, "max", c.s.cfg.MaxRequestBytes)
 			return
 		}
-		frame, err := readFrame(c.nc, int(size))
+		frame, err := readFrame(c.nc, int(size), getFrame())
 		if err != nil {
 			c.s.log.Debug("fetch: read frame", "remote", c.remote, "err", err)
 			return
 		}
-		if err := c.handle(frame); err != nil {
+		err = c.handle(frame)
+		if binary.BigEndian.Uint16(frame) == produceKey {
+			putFrame(frame)
+		}
+		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				err = fmt.Errorf("the client read nothing of its response for %v: %w", c.s.cfg.MaxWriteIdle, err)
 			}
@@ -141,10 +145,14 @@ func (c *conn) serve() {
 	}
 }
 
-// readFrame reads size bytes, growing the buffer as data arrives so that a
-// client claiming 100 MiB and sending 10 bytes costs 64 KiB, not 100 MiB.
-func readFrame(r io.Reader, size int) ([]byte, error) {
-	buf := make([]byte, 0, min(size, firstFrameChunk))
+// readFrame reads size bytes into buf (whose contents do not matter),
+// growing it as data arrives so that a client claiming 100 MiB and
+// sending 10 bytes costs 64 KiB, not 100 MiB.
+func readFrame(r io.Reader, size int, buf []byte) ([]byte, error) {
+	if cap(buf) < min(size, firstFrameChunk) {
+		buf = make([]byte, 0, min(size, firstFrameChunk))
+	}
+	buf = buf[:0]
 	for len(buf) < size {
 		if len(buf) == cap(buf) {
 			buf = slices.Grow(buf, min(size-len(buf), cap(buf)))
@@ -159,6 +167,41 @@ func readFrame(r io.Reader, size int) ([]byte, error) {
 		}
 	}
 	return buf, nil
+}
+
+// Frames of Produce requests are reused: under a producer's load each is
+// up to a batch's size (franz-go's default 1 MB), and allocating and
+// zeroing one per request was garbage the collector then had to find.
+// Only Produce frames come back, once handled: its handler keeps no slice
+// of the frame (AppendBatch copies the records into the segment file, or
+// recompresses them into the partition's buffer, and kmsg copies every
+// string), which other requests do not promise (JoinGroup's and
+// SyncGroup's byte fields alias the frame and stay in the group). A frame
+// goes back after its response is written, so nothing the response
+// refers to can be overwritten. The pool, not the connection, holds them,
+// so an idle connection holds none.
+var produceFrames sync.Pool // of *[]byte
+
+const (
+	produceKey     = 0
+	maxPooledFrame = 4 << 20 // larger frames (a rare huge batch) are not kept
+)
+
+// getFrame returns a buffer for the next frame: a Produce frame handled
+// earlier, or nil.
+func getFrame() []byte {
+	if p, ok := produceFrames.Get().(*[]byte); ok {
+		return *p
+	}
+	return nil
+}
+
+// putFrame hands the frame of a handled Produce request back for reuse.
+func putFrame(b []byte) {
+	if cap(b) <= maxPooledFrame {
+		b = b[:0]
+		produceFrames.Put(&b)
+	}
 }
 
 // parseHeader decodes the fixed part of a request header and returns the

@@ -1063,3 +1063,48 @@ func TestFetchUnknownOffsets(t *testing.T) {
 		}
 	}
 }
+
+// Produce frames are reused (produceFrames): batches of shrinking and
+// growing sizes on one connection, a refused one among them, and other
+// connections producing at the same time, each store exactly their own
+// records, and a fetch returns every value as produced.
+func TestProduceFramesReused(t *testing.T) {
+	ts := startServer(t, Config{})
+	createTopic(t, ts, "reuse", 3)
+	sizes := []int{300, 3, 120, 1, 600, 40}
+	errs := make(chan error, 3)
+	for part := range int32(3) {
+		go func() {
+			c := dial(t, ts.addr)
+			var want []string
+			for round, n := range sizes {
+				vals := make([]string, n)
+				for i := range vals {
+					vals[i] = fmt.Sprintf("p%d-r%d-%d-%s", part, round, i, strings.Repeat(string(rune('a'+round)), 200+i%7))
+				}
+				bad := produceBatch(t, "x")
+				bad[len(bad)-1] ^= 1 // CRC no longer matches: refused, nothing stored
+				if sp := c.produce(9, "reuse", part, bad); sp.ErrorCode != kerr.CorruptMessage.Code {
+					errs <- fmt.Errorf("partition %d round %d: corrupt batch answered %d", part, round, sp.ErrorCode)
+					return
+				}
+				if sp := c.produce(9, "reuse", part, produceBatch(t, vals...)); sp.ErrorCode != 0 || sp.BaseOffset != int64(len(want)) {
+					errs <- fmt.Errorf("partition %d round %d: error %d base %d, want base %d", part, round, sp.ErrorCode, sp.BaseOffset, len(want))
+					return
+				}
+				want = append(want, vals...)
+			}
+			resp := c.roundTrip(fetchReq(12, "reuse", part, 0, 0, 0, 16<<20, 16<<20)).(*kmsg.FetchResponse)
+			if got := values(t, resp.Topics[0].Partitions[0].RecordBatches, 0); !slices.Equal(got, want) {
+				errs <- fmt.Errorf("partition %d: fetched %d values, want %d (or they differ)", part, len(got), len(want))
+				return
+			}
+			errs <- nil
+		}()
+	}
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
