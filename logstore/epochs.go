@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -282,6 +283,17 @@ func (p *Partition) loadEpochs(recovered []epochEntry, wiped bool, log *slog.Log
 	cur := int32(0)
 	if len(es) > 0 {
 		cur = es[len(es)-1].epoch + 1
+		if es[len(es)-1].epoch == math.MaxInt32 {
+			// Kafka's epoch is an int32 and has no room for another
+			// leadership (a Kafka data directory's checkpoint can get
+			// there). Wrapping to a negative epoch stamped batches
+			// with it and wrote a checkpoint that no load parses,
+			// which lost every cached epoch; the last epoch goes on
+			// instead, which only costs the detection of a
+			// truncation by a later power cut.
+			cur = math.MaxInt32
+			log.Warn("leader epoch at its maximum: this leadership keeps it", "file", path, "epoch", cur)
+		}
 	}
 	leo, start := p.leo.Load(), p.logStart.Load()
 	n := len(es)

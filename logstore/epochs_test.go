@@ -2,6 +2,7 @@ package logstore
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -456,5 +457,35 @@ func TestEpochsWrittenAtUncleanOpen(t *testing.T) {
 	// it, as Kafka's assign does, and epoch 1 is answered by epoch 0.
 	if e, off, _ := p.EndOffsetForEpoch(1); e != 0 || off != 3 {
 		t.Errorf("end of the empty epoch 1 = %d %d, want 0 3", e, off)
+	}
+}
+
+// Kafka's leader epoch is an int32. A Kafka data directory whose latest
+// epoch is 2^31-2 gets 2^31-1 at its next open; the open after that has no
+// epoch left to bump to, and keeps 2^31-1 with the cache as it was. The
+// bump wrapped to -2^31: batches were stamped with a negative epoch, and
+// the checkpoint was rewritten as that one entry, which the next load
+// could not parse, so every cached epoch was lost.
+func TestEpochsAtInt32Max(t *testing.T) {
+	dir := kafkaEpochDir(t, "0\n2\n5 0\n2147483646 3\n")
+	pdir := filepath.Join(dir, "k-0")
+	const want = "0\n3\n5 0\n2147483646 3\n2147483647 5\n"
+	for i := range 3 {
+		s := openStore(t, dir, nil)
+		p := mustPartition(t, s, "k")
+		if p.LeaderEpoch() != math.MaxInt32 {
+			t.Fatalf("open %d: epoch %d, want %d", i, p.LeaderEpoch(), math.MaxInt32)
+		}
+		appendN(t, p, 1, "x")
+		if got := batchEpochs(t, p); got[len(got)-1] != (epochEntry{math.MaxInt32, int64(5 + i)}) {
+			t.Errorf("open %d: batches %v", i, got)
+		}
+		if e, off, ok := p.EndOffsetForEpoch(2147483646); !ok || e != 2147483646 || off != 5 {
+			t.Errorf("open %d: end of epoch 2^31-2 = %d %d %v, want 5", i, e, off, ok)
+		}
+		s.Close()
+		if got := readCheckpoint(t, pdir); got != want {
+			t.Fatalf("open %d: checkpoint %q, want %q", i, got, want)
+		}
 	}
 }
