@@ -84,7 +84,8 @@ func checkMarkersMatchTxnIndex(t *testing.T, p *Partition, what string) {
 // and without them (the state rebuilt from the log). The reload must hold
 // every record the completed pass keeps, a .txnindex entry for every
 // ABORT marker left and none for a removed one, the producers' epochs and
-// last sequences, and a last stable offset at the log end; the next pass
+// last sequences, and the last stable offset (the first offset of a
+// transaction left open in the active segment); the next pass
 // must leave the partition as the completed pass did. Each case is run
 // with the recovery point at the log end (closed segments trusted) and
 // below the cleaned segments (the loader recovers them, empty batches and
@@ -179,6 +180,40 @@ func TestCompactionCrashRemovingMarkers(t *testing.T) {
 		p.AppendLines([]byte("m=plain\n"))
 		clock.ms.Add(2000)
 		p.AppendLines([]byte("z=3\n")) // rolls
+		// Producer 800's transaction, left open by the broker that wrote
+		// the directory, in the active segment: the last stable offset
+		// is its first offset. (segfs refuses transactional Produce; such
+		// a transaction comes from a Kafka data directory, and the load
+		// finds it.)
+		{
+			spec := record.DefaultSpec()
+			spec.BaseOffset = p.LogEndOffset()
+			spec.ProducerID, spec.ProducerEpoch, spec.BaseSequence, spec.Transactional = 800, 0, 0, true
+			var bl record.Builder
+			bl.Reset(spec)
+			bl.Add(clock.ms.Load(), []byte("o"), []byte("open"), nil)
+			raw, err := bl.Build(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			active := p.active().path(logSuffix)
+			s.abandon()
+			f, err := os.OpenFile(active, os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = f.Write(raw)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s, err = Open(dir, opts); err != nil {
+				t.Fatal(err)
+			}
+			p = mustPartition(t, s, "mk")
+		}
 		if flush {
 			if err := s.Flush(); err != nil {
 				t.Fatal(err)
@@ -249,8 +284,8 @@ func TestCompactionCrashRemovingMarkers(t *testing.T) {
 			done := run(t, c.flush, c.dropSnapshots, c.groups, func(string) error { return nil })
 			// The completed pass removed the markers of 500 and 600, kept
 			// 700's empty, and 42's last batch empty.
-			if done.after.text != "k=newer\nz=2\nm=plain\nz=3\n" || len(done.after.aborts) != 0 ||
-				done.after.producers != "42/e0/s1/t-1 700/e1/s-1/t-1" || done.after.lso != done.after.leo ||
+			if done.after.text != "k=newer\nz=2\nm=plain\nz=3\no=open\n" || len(done.after.aborts) != 0 ||
+				done.after.producers != "42/e0/s1/t-1 700/e1/s-1/t-1 800/e0/s0/t13" || done.after.lso != 13 || done.after.leo != 14 ||
 				!strings.Contains(done.after.batches, "6:0:true") || !strings.Contains(done.after.batches, ":0:false") {
 				t.Fatalf("after the completed pass and a reload:\n%v", done.after)
 			}
@@ -273,7 +308,7 @@ func TestCompactionCrashRemovingMarkers(t *testing.T) {
 						t.Errorf("crash at step %d (%s): %q, which the completed pass keeps, is lost: %q", crashAt, at, line, got.after.text)
 					}
 				}
-				if got.after.producers != done.after.producers || got.after.lso != got.after.leo || got.after.leo != done.after.leo {
+				if got.after.producers != done.after.producers || got.after.lso != done.after.lso || got.after.leo != done.after.leo {
 					t.Errorf("crash at step %d (%s): after the reload\n%v\nwant producers and offsets as after the completed pass\n%v", crashAt, at, got.after, done.after)
 				}
 				if got.next.String() != done.next.String() {
