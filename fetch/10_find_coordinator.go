@@ -9,14 +9,20 @@ import (
 //
 // The coordinator of every group is this node. v4 batches keys
 // (CoordinatorKeys, franz-go uses it); earlier versions ask for one key.
-// Transaction coordinators (type 1) are refused with INVALID_REQUEST (and,
-// v1+, an error message saying why), as InitProducerId refuses a
-// transactional id: transactions are not served. The error must not be a
-// retriable one such as COORDINATOR_NOT_AVAILABLE, or a transactional
-// producer retries FindCoordinator until its own timeout and reports only
-// that (franz-go "context deadline exceeded", librdkafka _TIMED_OUT). It
-// also carries the only explanation a client gets: InitProducerId's
-// answer has no message field. Admin clients look the transaction
+// Transaction coordinators (type 1) are refused with
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED and, v1+, an error message saying
+// why: transactions are not served. That is Kafka's answer to a client
+// that may not use its transactional id, and the one code at this step
+// that every client takes as final. librdkafka (kcat, confluent-kafka)
+// retries FindCoordinator on any other error, INVALID_REQUEST included,
+// every 500 ms until init_transactions gives up with only "Timed out
+// waiting for operation to finish"; franz-go and the Java client stop at
+// any non-retriable code (a retriable one such as
+// COORDINATOR_NOT_AVAILABLE has them loop too). With this refusal
+// librdkafka fails at once and prints the message. InitProducerId
+// refuses a transactional id with the same code, as Kafka does, but its
+// answer has no message field, so this one carries the only explanation
+// a client gets. Admin clients look the transaction
 // coordinator up here before DescribeTransactions, so `kafka-transactions.sh
 // describe` stops at this refusal; ListTransactions goes to every broker
 // without a lookup, and find-hanging needs no other transaction API (see
@@ -37,7 +43,7 @@ func handleFindCoordinator(c *conn, h *reqHeader, r kmsg.Request) error {
 	code := int16(0)
 	var msg *string
 	if req.CoordinatorType != coordinatorTypeGroup {
-		code = kerr.InvalidRequest.Code
+		code = kerr.TransactionalIDAuthorizationFailed.Code
 		m := noTransactionsMsg
 		msg = &m
 	}

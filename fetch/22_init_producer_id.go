@@ -14,7 +14,10 @@ import (
 // old id's sequence state apart. Listing this key is what makes franz-go
 // idempotent at all (it silently falls back otherwise) and librdkafka's
 // enable.idempotence work. Transactions are not served: a transactional id
-// is refused with INVALID_REQUEST. v5 (KIP-890 epoch bumps) is not served.
+// is refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED, Kafka's answer to
+// a client that may not use it, as FindCoordinator refuses its
+// coordinator (10_find_coordinator.go). v5 (KIP-890 epoch bumps) is not
+// served.
 func init() { register(22, 0, 4, handleInitProducerID) }
 
 func handleInitProducerID(c *conn, h *reqHeader, r kmsg.Request) error {
@@ -22,7 +25,7 @@ func handleInitProducerID(c *conn, h *reqHeader, r kmsg.Request) error {
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if req.TransactionalID != nil {
-		resp.ErrorCode = kerr.InvalidRequest.Code
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		return c.send(h, resp)
 	}
 	id, err := c.s.store.AllocateProducerID()

@@ -624,8 +624,8 @@ func TestInitProducerID(t *testing.T) {
 	}
 	req := kmsg.NewPtrInitProducerIDRequest()
 	req.TransactionalID = kmsg.StringPtr("txn")
-	if r := c.roundTrip(req).(*kmsg.InitProducerIDResponse); r.ErrorCode == 0 {
-		t.Fatal("transactional id accepted")
+	if r := c.roundTrip(req).(*kmsg.InitProducerIDResponse); r.ErrorCode != kerr.TransactionalIDAuthorizationFailed.Code {
+		t.Fatalf("transactional id: error %v, want TRANSACTIONAL_ID_AUTHORIZATION_FAILED", kerr.ErrorForCode(r.ErrorCode))
 	}
 }
 
@@ -785,9 +785,10 @@ func TestOffsetCommitFetch(t *testing.T) {
 			t.Errorf("find coordinator v4: %+v", r.Coordinators)
 		}
 	}
-	// A transaction coordinator is refused with an error clients do not
-	// retry: with COORDINATOR_NOT_AVAILABLE a transactional producer
-	// looped on FindCoordinator until its own timeout. (v0 has no
+	// A transaction coordinator is refused with the one error every
+	// client takes as final: with COORDINATOR_NOT_AVAILABLE a
+	// transactional producer looped on FindCoordinator until its own
+	// timeout, and librdkafka loops on INVALID_REQUEST too. (v0 has no
 	// coordinator type: it always asks for a group.)
 	for v := int16(1); v <= 4; v++ {
 		req := kmsg.NewPtrFindCoordinatorRequest()
@@ -804,8 +805,8 @@ func TestOffsetCommitFetch(t *testing.T) {
 			code, msg, node = r.Coordinators[0].ErrorCode, r.Coordinators[0].ErrorMessage, r.Coordinators[0].NodeID
 		}
 		err := kerr.ErrorForCode(code)
-		if err == nil || kerr.IsRetriable(err) || node != -1 {
-			t.Errorf("txn coordinator v%d: error %v node %d, want a non-retriable error and node -1", v, err, node)
+		if err != kerr.TransactionalIDAuthorizationFailed || node != -1 {
+			t.Errorf("txn coordinator v%d: error %v node %d, want TRANSACTIONAL_ID_AUTHORIZATION_FAILED and node -1", v, err, node)
 		}
 		if msg == nil || !strings.Contains(*msg, "transactions") {
 			t.Errorf("txn coordinator v%d: error message %v does not say why", v, msg)
