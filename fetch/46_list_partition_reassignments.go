@@ -8,8 +8,9 @@ import (
 // Admin.listPartitionReassignments, which `kafka-reassign-partitions.sh
 // --list` and `--verify`, kadm's ListPartitionReassignments and UIs use.
 //
-// A single node has no reassignment in progress (segfs serves no
-// AlterPartitionReassignments), so the answer is the one Kafka's
+// A single node never has a reassignment in progress (the only target
+// AlterPartitionReassignments accepts is the current one, and it completes
+// at once), so the answer is the one Kafka's
 // controller (ReplicationControlManager.listPartitionReassignments) gives
 // when none is ongoing: no error, no message and no topics, whether all
 // topics are asked for (null) or some are, known or not (the controller

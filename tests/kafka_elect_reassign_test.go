@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -81,5 +82,65 @@ func TestKafkaElectLeadersAndReassignments(t *testing.T) {
 		if resp.ErrorCode != 0 || len(resp.Topics) != 0 {
 			t.Fatalf("ListPartitionReassignments %v: error %d, topics %+v", topics, resp.ErrorCode, resp.Topics)
 		}
+	}
+}
+
+// `kafka-reassign-partitions.sh --execute` and `--cancel` on a single
+// broker: moving a partition to the replica it has, node 0 (what
+// `--generate` proposes), succeeds at once and nothing is left in
+// progress; another broker is INVALID_REPLICA_ASSIGNMENT; cancelling is
+// NO_REASSIGNMENT_IN_PROGRESS; an unknown partition or topic is
+// UNKNOWN_TOPIC_OR_PARTITION. The key used to be unadvertised, so the
+// client refused the call before sending ("broker is too old").
+func TestKafkaAlterPartitionReassignments(t *testing.T) {
+	srv := kafkaServe(t, "", "--partitions", "2")
+	cl := kafkaClient(t, srv.addr, kgo.AllowAutoTopicCreation())
+	kafkaProduce(t, cl, "orders", 1, "o1")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	req := kmsg.NewPtrAlterPartitionAssignmentsRequest()
+	rt := kmsg.NewAlterPartitionAssignmentsRequestTopic()
+	rt.Topic = "orders"
+	for _, p := range []struct {
+		part     int32
+		replicas []int32
+	}{{0, []int32{0}}, {1, []int32{1}}, {1, nil}, {9, []int32{0}}} {
+		rp := kmsg.NewAlterPartitionAssignmentsRequestTopicPartition()
+		rp.Partition, rp.Replicas = p.part, p.replicas
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	nosuch := kmsg.NewAlterPartitionAssignmentsRequestTopic()
+	nosuch.Topic = "nosuch"
+	np := kmsg.NewAlterPartitionAssignmentsRequestTopicPartition()
+	np.Replicas = []int32{0}
+	nosuch.Partitions = append(nosuch.Partitions, np)
+	req.Topics = append(req.Topics, nosuch)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatalf("AlterPartitionReassignments: %v", err)
+	}
+	var got []int16
+	for _, rt := range resp.Topics {
+		for _, p := range rt.Partitions {
+			got = append(got, p.ErrorCode)
+		}
+	}
+	want := []int16{0, kerr.InvalidReplicaAssignment.Code, kerr.NoReassignmentInProgress.Code,
+		kerr.UnknownTopicOrPartition.Code, kerr.UnknownTopicOrPartition.Code}
+	if resp.ErrorCode != 0 || !slices.Equal(got, want) {
+		t.Fatalf("AlterPartitionReassignments: error %d, partition codes %v, want %v", resp.ErrorCode, got, want)
+	}
+
+	// Nothing is left in progress, and the partition still works.
+	lr := kmsg.NewPtrListPartitionReassignmentsRequest()
+	lresp, err := lr.RequestWith(ctx, cl)
+	if err != nil || len(lresp.Topics) != 0 {
+		t.Fatalf("ListPartitionReassignments after the move: %v %+v", err, lresp)
+	}
+	kafkaProduce(t, cl, "orders", 0, "o2")
+	if vals := recordValues(kafkaConsume(t, srv.addr, "orders", 0, 0, 1)); !slices.Equal(vals, []string{"o2"}) {
+		t.Fatalf("orders/0 after the move reads %q", vals)
 	}
 }
