@@ -113,6 +113,9 @@ func TestUnsupportedRequests(t *testing.T) {
 	}{
 		{"unknown key", 1000, 0},
 		{"key kmsg knows, not served (AddPartitionsToTxn)", 24, 0},
+		{"DescribeAcls v0 (removed by KIP-896)", 29, 0},
+		{"CreateAcls v0", 30, 0},
+		{"DeleteAcls v0", 31, 0},
 		{"ConsumerGroupHeartbeat v2", 68, 2},
 		{"JoinGroup v10", 11, 10},
 		{"Fetch v13 (topic ids)", 1, 13},
