@@ -1,6 +1,8 @@
 package fetch
 
 import (
+	"strings"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -16,13 +18,16 @@ import (
 // that every client takes as final. librdkafka (kcat, confluent-kafka)
 // retries FindCoordinator on any other error, INVALID_REQUEST included,
 // every 500 ms until init_transactions gives up with only "Timed out
-// waiting for operation to finish"; franz-go and the Java client stop at
-// any non-retriable code (a retriable one such as
-// COORDINATOR_NOT_AVAILABLE has them loop too). With this refusal
-// librdkafka fails at once and prints the message. InitProducerId
-// refuses a transactional id with the same code, as Kafka does, but its
-// answer has no message field, so this one carries the only explanation
-// a client gets. Admin clients look the transaction
+// waiting for operation to finish, retry call to resume"; with this code
+// it fails at once and prints the message. franz-go and the Java client
+// stop at any non-retriable code (a retriable one such as
+// COORDINATOR_NOT_AVAILABLE has them loop too). The price: the Java
+// producer, which printed the message with an unexpected code, reports
+// only "Transactional Id authorization failed", so each refusal is also
+// logged with the transactional id and the client's address.
+// InitProducerId refuses a transactional id with the same code, as Kafka
+// does, but its answer has no message field, so this one carries the only
+// explanation a client gets. Admin clients look the transaction
 // coordinator up here before DescribeTransactions, so `kafka-transactions.sh
 // describe` stops at this refusal; ListTransactions goes to every broker
 // without a lookup, and find-hanging needs no other transaction API (see
@@ -46,6 +51,11 @@ func handleFindCoordinator(c *conn, h *reqHeader, r kmsg.Request) error {
 		code = kerr.TransactionalIDAuthorizationFailed.Code
 		m := noTransactionsMsg
 		msg = &m
+		key := req.CoordinatorKey
+		if h.version >= 4 {
+			key = strings.Join(req.CoordinatorKeys, ",")
+		}
+		c.s.log.Info("fetch: transactional producer refused: "+noTransactionsMsg, "remote", c.remote, "transactional_id", key)
 	}
 	if h.version < 4 {
 		resp.ErrorCode, resp.ErrorMessage = code, msg

@@ -29,6 +29,11 @@ func TestKafkaTransactionalProducerRefused(t *testing.T) {
 		!strings.Contains(errs, "Transactional Id authorization failed") {
 		t.Fatalf("kcat with transactional.id: exit %d\n%s\nwant init_transactions() to fail with %q", code, errs, reason)
 	}
+	// The server says why too, naming the transactional id: the Java
+	// producer shows only the code.
+	if log := srv.stderr(); !strings.Contains(log, reason) || !strings.Contains(log, "tx-kcat") {
+		t.Fatalf("server log does not name the refused transactional id:\n%s", log)
+	}
 
 	// confluent-kafka-python: the same, as a fatal KafkaException.
 	const python = "/usr/bin/python3"
