@@ -95,6 +95,16 @@
 // cleanup.policy lacks delete refuses the request (POLICY_VIOLATION), as
 // Kafka does.
 //
+// # A single broker's cluster answers
+//
+// The cluster tools get what a one-broker Kafka cluster without an
+// authorizer answers, never an unsupported API: ElectLeaders
+// (43_elect_leaders.go) finds no election needed; AlterPartitionReassignments
+// (45) accepts only node 0, the current replica, and completes at once, so
+// ListPartitionReassignments (46) lists none in progress; the ACL APIs
+// (29-31) are SECURITY_DISABLED; DescribeClientQuotas (48) and
+// DescribeUserScramCredentials (50) find no quotas and no users.
+//
 // # Committed offsets
 //
 // OffsetCommit stores offsets in a JSON file of segfs's own name in the data
