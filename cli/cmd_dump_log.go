@@ -516,7 +516,7 @@ func (d *dumper) dumpIndex(path string) error {
 	}
 	sum := d.siblingLog(path, base)
 	if d.opts.sanityOnly {
-		d.reportSanity(path, checkOffsetIndex(path, base, sum))
+		d.reportSanity(path, checkOffsetIndex(path, nil, base, sum))
 		return nil
 	}
 	entries, _ := index.ParseOffsetEntries(raw, base)
@@ -558,7 +558,7 @@ func (d *dumper) dumpTimeIndex(path string) error {
 	}
 	sum := d.siblingLog(path, base)
 	if d.opts.sanityOnly {
-		d.reportSanity(path, checkTimeIndex(path, base, sum))
+		d.reportSanity(path, checkTimeIndex(path, nil, base, sum))
 		return nil
 	}
 	entries, _ := index.ParseTimeEntries(raw, base)

@@ -772,13 +772,17 @@ func zeroTail(b []byte, used, size int) bool {
 // kafka-dump-log --verify-index-only does, a batch ending at the entry's
 // offset starting at the entry's position. An untrimmed zero tail is not a
 // problem: a live segment has one, and recovery rebuilds a crashed one;
-// only the used entries are then checked.
-func checkOffsetIndex(path string, base int64, log *logSummary) indexCheck {
+// only the used entries are then checked. raw, when not nil, is the file's
+// content read earlier (verify reads an active segment's indexes before
+// its log); nil reads the file now.
+func checkOffsetIndex(path string, raw []byte, base int64, log *logSummary) indexCheck {
 	var c indexCheck
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		c.Problems = append(c.Problems, err.Error())
-		return c
+	if raw == nil {
+		var err error
+		if raw, err = os.ReadFile(path); err != nil {
+			c.Problems = append(c.Problems, err.Error())
+			return c
+		}
 	}
 	entries, trailing := index.ParseOffsetEntries(raw, base)
 	if trailing == 0 && zeroTail(raw, 0, index.OffsetEntrySize) {
@@ -845,13 +849,16 @@ func checkOffsetIndex(path string, base int64, log *logSummary) indexCheck {
 // checkTimeIndex checks a .timeindex file against its own rules
 // (index.SanityCheck, CheckOffsets) and against its log as kafka-dump-log
 // does: each entry's offset must be the last offset of a batch (else "not
-// found"), and its timestamp that batch's max timestamp.
-func checkTimeIndex(path string, base int64, log *logSummary) indexCheck {
+// found"), and its timestamp that batch's max timestamp. raw is as for
+// checkOffsetIndex.
+func checkTimeIndex(path string, raw []byte, base int64, log *logSummary) indexCheck {
 	var c indexCheck
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		c.Problems = append(c.Problems, err.Error())
-		return c
+	if raw == nil {
+		var err error
+		if raw, err = os.ReadFile(path); err != nil {
+			c.Problems = append(c.Problems, err.Error())
+			return c
+		}
 	}
 	entries, trailing := index.ParseTimeEntries(raw, base)
 	if trailing == 0 && zeroTail(raw, 0, index.TimeEntrySize) {
