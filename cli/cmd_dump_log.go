@@ -52,13 +52,13 @@ Flags go before the files. Example:
    segfs dump-log --print-data-log ~/.segfs/data/orders-0/00000000000000000000.log
    segfs dump-log --index-sanity-check ~/.segfs/data/orders-0/*.index`,
 		Flags: []ucli.Flag{
-			&ucli.StringSliceFlag{Name: "files", Usage: "comma-separated files to dump (as Kafka's --files; positional FILEs work too)"},
+			&ucli.StringSliceFlag{Name: "files", Usage: "comma-separated `FILES` to dump (as Kafka's --files; positional FILEs work too)"},
 			&ucli.BoolFlag{Name: "deep-iteration", Usage: "print every record inside the batches"},
 			&ucli.BoolFlag{Name: "print-data-log", Usage: "print record keys and payloads (implies --deep-iteration)"},
 			&ucli.BoolFlag{Name: "skip-record-metadata", Usage: "with --print-data-log, print only keys and payloads"},
 			&ucli.BoolFlag{Name: "index-sanity-check", Usage: "check .index/.timeindex files against their own rules and their .log; print only the verdict"},
 			&ucli.BoolFlag{Name: "verify-index-only", Usage: "check index entries against the log, print only problems"},
-			&ucli.Int64Flag{Name: "max-bytes", Value: math.MaxInt32, Usage: "read at most this many bytes of each .log file"},
+			&ucli.Int64Flag{Name: "max-bytes", Value: math.MaxInt32, Usage: "read at most `BYTES` of each .log file"},
 		},
 		Action: runDumpLog,
 	}

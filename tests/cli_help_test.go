@@ -28,6 +28,17 @@ func TestCLIHelp(t *testing.T) {
 			t.Errorf("%s --help: exit %d\n%s", c, r.Code, r.Stdout)
 		}
 	}
+	// Every flag that takes a value names it (DURATION, BYTES, ADDR, ...):
+	// urfave/cli's bare "value" placeholder, shown when a flag's usage
+	// has no `NAME`, tells a user nothing (--unmount-grace showed it).
+	for _, c := range commands {
+		r := cliRun(t, c, "--help")
+		for _, line := range strings.Split(r.Stdout, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), "--") && strings.Contains(line, " value ") {
+				t.Errorf("%s --help: a flag without a named value: %q", c, strings.TrimSpace(line))
+			}
+		}
+	}
 	r = cliRun(t, "--version")
 	if r.Code != 0 || !strings.HasPrefix(r.Stdout, "segfs version ") {
 		t.Errorf("--version: exit %d %q", r.Code, r.Stdout)
