@@ -154,6 +154,11 @@ func (d *dumper) dumpFile(path string) error {
 	case txnIndexSuffix:
 		return d.dumpTxnIndex(path)
 	case snapshotSuffix:
+		// Skipped, but only if it is there: a mistyped or vanished path
+		// exited 0 as if it had been seen.
+		if _, err := os.Stat(path); err != nil {
+			return err
+		}
 		d.notef("Skipping producer snapshot %s: not supported by segfs dump-log", path)
 		return nil
 	default:

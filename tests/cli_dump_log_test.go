@@ -328,13 +328,16 @@ func TestDumpLogProducerAndControl(t *testing.T) {
 // partition directory instead of its files) and a path that does not
 // exist are errors naming the argument, with exit status 1. Both were
 // "Ignoring unknown file" with exit status 0, as if everything checked
-// were sound. A file of another kind is still skipped, as Kafka does.
+// were sound. A file of another kind is still skipped, as Kafka does. So
+// is a producer snapshot, but only one that exists: a missing .snapshot
+// path was "Skipping producer snapshot" with exit status 0.
 func TestDumpLogDirectoryArgument(t *testing.T) {
 	dataDir, _, _ := cliHandBuiltDir(t)
 	pdir := filepath.Join(dataDir, "orders-0")
 	for _, tc := range []struct{ arg, want string }{
 		{pdir, pdir + ": is a directory: give the files in it (" + pdir + "/*.log)"},
 		{filepath.Join(dataDir, "missing.txt"), "no such file or directory"},
+		{filepath.Join(pdir, "00000000000000000099.snapshot"), "no such file or directory"},
 	} {
 		r := cliRun(t, "dump-log", tc.arg)
 		if r.Code != 1 || !strings.Contains(r.Stderr, tc.want) {
@@ -345,5 +348,10 @@ func TestDumpLogDirectoryArgument(t *testing.T) {
 	os.WriteFile(other, []byte("hi\n"), 0o644)
 	if r := cliRun(t, "dump-log", other); r.Code != 0 || !strings.Contains(r.Stderr, "Ignoring unknown file "+other) {
 		t.Errorf("dump-log of an unknown kind of file: exit %d, stderr %q", r.Code, r.Stderr)
+	}
+	snap := filepath.Join(pdir, "00000000000000000008.snapshot")
+	os.WriteFile(snap, []byte{0, 1}, 0o644)
+	if r := cliRun(t, "dump-log", snap); r.Code != 0 || !strings.Contains(r.Stderr, "Skipping producer snapshot "+snap) {
+		t.Errorf("dump-log of a producer snapshot: exit %d, stderr %q", r.Code, r.Stderr)
 	}
 }
