@@ -42,9 +42,11 @@ MOUNTPOINT/TOPIC/N/data is partition N of TOPIC as text, one record a line.
 Neither directory may be inside the other.
 The command returns once the filesystem answers; the daemon keeps serving in
 the background and logs to DATA_DIR/` + daemonLogName + `. With --foreground it
-stays attached and logs to stderr. "umount MOUNTPOINT", SIGINT or SIGTERM
-unmount cleanly: appends in flight finish, then checkpoints and the
-clean-shutdown marker are written. A dead mount left by a killed daemon
+stays attached and logs to stderr. "umount MOUNTPOINT", SIGINT, SIGTERM or
+SIGHUP (the terminal of --foreground went away) unmount cleanly: appends in
+flight finish, then checkpoints and the clean-shutdown marker are written
+(after a signal, files still open there are served for up to
+--unmount-grace first). A dead mount left by a killed daemon
 ("Transport endpoint is not connected") is detached first, and a data
 directory still held by a daemon that is shutting down (umount returns
 before it has exited) is waited for, up to 30 s. After "umount -l" the daemon
