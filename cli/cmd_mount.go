@@ -63,7 +63,7 @@ Example:
 			&ucli.BoolFlag{Name: "foreground", Aliases: []string{"f"}, Usage: "stay attached and log to stderr"},
 			&ucli.IntFlag{Name: "partitions", Value: 1, Usage: "`N` partitions for topics created with mkdir, and with --kafka-listen for auto-created ones (Kafka's num.partitions)"},
 			&ucli.StringFlag{Name: "kafka-listen", Usage: "also serve the Kafka protocol on `ADDR` (host:port)"},
-			&ucli.StringFlag{Name: "advertise", Usage: "`ADDR` Kafka clients are told to connect to"},
+			&ucli.StringFlag{Name: "advertise", Usage: "with --kafka-listen: `ADDR` Kafka clients are told to connect to (default: the address they reached)"},
 			&ucli.BoolFlag{Name: "auto-create-topics", Value: true, Usage: "with --kafka-listen: create unknown topics on produce and metadata requests, as Kafka's auto.create.topics.enable"},
 			&ucli.IntFlag{Name: "max-request-bytes", Value: fetch.DefaultMaxRequestBytes, Usage: "with --kafka-listen: largest request accepted, in `BYTES` (Kafka's socket.request.max.bytes)"},
 			&ucli.BoolFlag{Name: "allow-other", Usage: "let other users use the mount (modes are enforced)"},
