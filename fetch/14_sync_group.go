@@ -31,6 +31,12 @@ func handleSyncGroup(c *conn, h *reqHeader, r kmsg.Request) error {
 	if wait != nil {
 		res = await(c, wait, syncResult{err: kerr.NotCoordinator.Code})
 	}
+	if res.err == 0 {
+		// The generation's record is on disk before anyone holds an
+		// assignment from it (a failed write is logged: the group
+		// carries on in memory, as before segfs kept it).
+		c.s.groups.waitPersistType(req.Group, res.stored)
+	}
 	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
 	resp.ErrorCode = res.err
 	resp.MemberAssignment = []byte{}

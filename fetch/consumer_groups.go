@@ -3,6 +3,7 @@ package fetch
 import (
 	"encoding/hex"
 	"fmt"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -866,12 +867,14 @@ func (g *cgroup) meta() *consumerGroupMeta {
 // temp file, two fsyncs and a rename), which the heartbeat that made it
 // waits for, as it did before for a group with committed offsets.
 //
-// It also keeps a classic group's record (classicGroupMeta) in step: set
-// for a group with committed offsets when it becomes Empty or gets its
-// first member (the time its offsets' retention counts from), removed
-// when the group becomes a consumer group. A classic group known only
-// from the file (after a restart, until a member joins) keeps its
-// record.
+// It also keeps a classic group's record (classicGroupMeta, group.record)
+// in step: its last completed generation (set by SyncGroup and a static
+// member's rejoin, which stage it here), or, for a group with committed
+// offsets, the time it became Empty when it becomes Empty or gets its
+// first member (which its offsets' retention counts from); removed when
+// the group becomes a consumer group, or is Empty without offsets. A
+// classic group known only from the file (after a restart, until a
+// member joins) keeps its record.
 func (gs *groups) persistType(group string) *offsetsOp {
 	var change func(offsetsState) offsetsState
 	add := func(op func(offsetsState) offsetsState) {
@@ -889,8 +892,9 @@ func (gs *groups) persistType(group string) *offsetsOp {
 	st := gs.s.offsets.staged()
 	rec, recorded := st.classics[group]
 	switch g := gs.byName[group]; {
-	case g != nil && len(st.groups[group]) > 0:
-		if want := g.record(); !recorded || rec != *want {
+	case g != nil:
+		want := g.record(len(st.groups[group]) > 0)
+		if want == nil && recorded || want != nil && (!recorded || !reflect.DeepEqual(rec, *want)) {
 			add(classicMetaOp(group, want))
 		}
 	case gs.consumers[group] != nil && recorded:

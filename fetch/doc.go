@@ -158,12 +158,22 @@
 // generation. The first rebalance of an empty group waits
 // Config.GroupInitialRebalanceDelay (1 s; Kafka's
 // group.initial.rebalance.delay.ms is 3 s) for more members to arrive.
-// Membership lives in memory only: Kafka persists it in
-// __consumer_offsets, but on a single node that restarts, forgetting it
-// only makes consumers rejoin (their next Heartbeat or commit gets
-// UNKNOWN_MEMBER_ID), and they resume from their committed offsets, which
-// are durable. Static members (group.instance.id, KIP-345) keep their
-// place across restarts: one that rejoins a Stable group with an unknown
+// Membership survives a restart of the server, as Kafka's
+// GroupMetadata record in __consumer_offsets makes it survive a
+// coordinator's: when the leader's SyncGroup hands out a generation's
+// assignments (and when a static member's rejoin replaces a member id
+// in a Stable group) the group's generation, protocol, leader and
+// members (ids, instance ids, client ids and hosts, timeouts, protocols,
+// assignments) are written to the offsets file, which the SyncGroup
+// answers wait for; an Empty group's record replaces it. Nothing is
+// written at heartbeats or when a rebalance starts. At load the group is
+// Stable with those members, each member's session starting then, so
+// their heartbeats and commits go on being accepted with no rejoin (a
+// member that does not come back times out and the others rebalance);
+// a group that was rebalancing comes back at the last generation it
+// completed, as in Kafka, and one that had not completed any is Empty.
+// Static members (group.instance.id, KIP-345) keep their place across
+// their own restarts: one that rejoins a Stable group with an unknown
 // member id takes a new one and the current generation and assignment,
 // with no rebalance, unless the group's selected protocol would change
 // (a v9 leader gets the members with SkipAssignment, KIP-814). A member

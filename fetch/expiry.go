@@ -48,9 +48,11 @@ import (
 // The times are kept in the offsets file (offsets.go): each offset's
 // commit time, and for a classic group with offsets the time it became
 // Empty (0 while it has members, written when it becomes Empty and when
-// its first member joins). Membership is not persisted, so a classic
-// group recorded with members is Empty from the load that finds it; an
-// offset from a file without a commit time gets the load time. Either is
+// its first member joins). A classic group recorded with members comes
+// back with them (groups.restoreClassics); one recorded as having had
+// members but not which (it had not completed a generation, or an older
+// segfs wrote the file) is Empty from the load that finds it; an offset
+// from a file without a commit time gets the load time. Either is
 // written back at once, so a later restart does not push it on again.
 // The load time never expires anything sooner than a full retention
 // after this server first saw it (an old or restored file loses nothing

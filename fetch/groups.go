@@ -42,9 +42,10 @@ import (
 // channel in their connection's goroutine, so they block only their own
 // connection; timers (sessions, rebalance deadlines) run as time.AfterFunc
 // callbacks that take the mutex and recheck that they still apply.
-// Membership is not persisted: after a restart every consumer gets
-// UNKNOWN_MEMBER_ID and rejoins, and resumes from its committed offsets,
-// which are durable (offsets.go).
+// Each completed generation is also written to the offsets file
+// (group.stored, classicGroupMeta in offsets.go), as Kafka's storeGroup:
+// a restart restores the group Stable with its members
+// (restoreClassics), so they carry on without rejoining.
 
 // groupState is a classic group's state (Kafka's names).
 type groupState int8
@@ -155,6 +156,15 @@ type group struct {
 	// (expiry.go). The file keeps it for a group with offsets
 	// (classicGroupMeta).
 	emptySince int64
+	// stored is the record of the last completed generation (members,
+	// assignments), what the offsets file keeps and a restart restores;
+	// nil while the group has never completed one since it was last
+	// Empty. It changes only when a generation's assignments are handed
+	// out and when a static member's rejoin replaces a member id in a
+	// Stable group, as Kafka's storeGroup; storeOp is its write, which
+	// SyncGroup answers wait for.
+	stored  *classicGroupMeta
+	storeOp *offsetsOp
 }
 
 // member is one joined member.
@@ -194,6 +204,10 @@ type syncResult struct {
 	protocolType string
 	protocol     string
 	assignment   []byte
+	// stored is the write of the generation's record: the answer waits
+	// for it, so that a member holding its assignment finds its
+	// generation again after a restart.
+	stored *offsetsOp
 }
 
 func errJoin(code int16, memberID string) joinResult {
@@ -278,8 +292,9 @@ func (gs *groups) joinLocked(r joinRequest) (joinResult, <-chan joinResult) {
 			emptySince: gs.s.now().UnixMilli()}
 		if rec, ok := gs.s.offsets.staged().classics[r.group]; ok && rec.EmptySinceMs != 0 {
 			// A group known from the offsets file only (after a
-			// restart) has been Empty since then, not since now.
-			g.emptySince = rec.EmptySinceMs
+			// restart) has been Empty since then, not since now, and
+			// goes on from the generation it reached.
+			g.emptySince, g.generation = rec.EmptySinceMs, rec.Generation
 		}
 		gs.byName[r.group] = g
 	}
@@ -397,6 +412,10 @@ func (gs *groups) replaceStatic(g *group, m *member, newID string, r joinRequest
 		m.clientID, m.host = r.clientID, r.host
 		if g.selectProtocol() == g.protocol {
 			gs.touch(g, m)
+			// The stored generation names the new member id (join
+			// writes it before the answer), or the member's next
+			// heartbeat after a restart would be fenced.
+			g.stored = g.snapshot()
 			res := g.currentJoin(m)
 			if r.skipAssignment {
 				res.skipAssignment = m.id == g.leader
@@ -771,6 +790,7 @@ func (gs *groups) completeJoin(g *group) {
 	g.generation++
 	if len(g.members) == 0 {
 		g.protocol, g.leader, g.subscribed = "", "", nil
+		g.stored = nil
 		g.setState(groupEmpty)
 		// Written by whoever made the group Empty once it is done:
 		// LeaveGroup before its answer, a timer in the background.
@@ -915,6 +935,11 @@ func (gs *groups) sync(req *kmsg.SyncGroupRequest) (syncResult, <-chan syncResul
 				}
 			}
 			g.setState(groupStable)
+			// The generation is complete: its record is staged here
+			// and every answer waits for its write (Kafka's storeGroup
+			// before the SyncGroup responses).
+			g.stored = g.snapshot()
+			g.storeOp = gs.persistType(g.name)
 			for _, mm := range g.members {
 				if mm.syncWait != nil {
 					mm.syncWait <- g.syncAnswer(mm)
@@ -928,7 +953,96 @@ func (gs *groups) sync(req *kmsg.SyncGroupRequest) (syncResult, <-chan syncResul
 }
 
 func (g *group) syncAnswer(m *member) syncResult {
-	return syncResult{protocolType: g.protocolType, protocol: g.protocol, assignment: m.assignment}
+	return syncResult{protocolType: g.protocolType, protocol: g.protocol, assignment: m.assignment, stored: g.storeOp}
+}
+
+// snapshot is the record of g's current generation (Stable): what a
+// restart restores.
+func (g *group) snapshot() *classicGroupMeta {
+	rec := &classicGroupMeta{Generation: g.generation, ProtocolType: g.protocolType, Protocol: g.protocol, Leader: g.leader}
+	for _, m := range g.ordered() {
+		mm := classicMemberMeta{
+			MemberID:           m.id,
+			ClientID:           m.clientID,
+			ClientHost:         m.host,
+			SessionTimeoutMs:   m.session.Milliseconds(),
+			RebalanceTimeoutMs: m.rebalance.Milliseconds(),
+			Assignment:         slices.Clone(m.assignment),
+		}
+		if mm.Assignment == nil {
+			mm.Assignment = []byte{}
+		}
+		if m.instanceID != nil {
+			id := *m.instanceID
+			mm.InstanceID = &id
+		}
+		for _, p := range m.protocols {
+			mm.Protocols = append(mm.Protocols, classicProtoMeta{Name: p.Name, Metadata: slices.Clone(p.Metadata)})
+		}
+		rec.Members = append(rec.Members, mm)
+	}
+	return rec
+}
+
+// restoreClassics recreates, once the offsets file is loaded, the classic
+// groups it records with members, as Kafka's coordinator loads a group
+// from its GroupMetadata record: Stable at the stored generation, with
+// its protocol, leader, members and their assignments, every member's
+// session starting now. A member that heartbeats or commits in that
+// generation carries on as if nothing happened; one that does not come
+// back is removed when its session times out, and the others rebalance.
+// A group that was rebalancing at the restart comes back at the last
+// generation it completed: its members learn of the restart from
+// ILLEGAL_GENERATION or UNKNOWN_MEMBER_ID, as in Kafka, and rejoin.
+func (gs *groups) restoreClassics(recs map[string]classicGroupMeta) {
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	for name, rec := range recs {
+		if len(rec.Members) == 0 || gs.byName[name] != nil || gs.consumers[name] != nil {
+			continue
+		}
+		g := &group{name: name, state: groupStable, generation: rec.Generation, protocolType: rec.ProtocolType,
+			protocol: rec.Protocol, leader: rec.Leader, members: map[string]*member{},
+			pending: map[string]*time.Timer{}, static: map[string]string{}}
+		for _, mm := range rec.Members {
+			if mm.MemberID == "" || g.members[mm.MemberID] != nil {
+				continue
+			}
+			g.seq++
+			m := &member{id: mm.MemberID, clientID: mm.ClientID, host: mm.ClientHost, seq: g.seq,
+				session:    time.Duration(mm.SessionTimeoutMs) * time.Millisecond,
+				rebalance:  time.Duration(mm.RebalanceTimeoutMs) * time.Millisecond,
+				assignment: mm.Assignment, synced: true}
+			if m.assignment == nil {
+				m.assignment = []byte{}
+			}
+			if mm.InstanceID != nil {
+				id := *mm.InstanceID
+				m.instanceID = &id
+				g.static[id] = m.id
+			}
+			for _, p := range mm.Protocols {
+				jp := kmsg.NewJoinGroupRequestProtocol()
+				jp.Name, jp.Metadata = p.Name, p.Metadata
+				m.protocols = append(m.protocols, jp)
+			}
+			g.members[m.id] = m
+		}
+		if len(g.members) == 0 {
+			continue
+		}
+		if g.members[g.leader] == nil {
+			g.leader = g.ordered()[0].id
+		}
+		g.subscribed = g.subscriptions()
+		stored := rec
+		g.stored = &stored
+		for _, m := range g.members {
+			gs.touch(g, m)
+		}
+		gs.byName[name] = g
+		gs.s.log.Info("fetch: classic group restored", "group", name, "generation", g.generation, "members", len(g.members), "protocol", g.protocol, "leader", g.leader)
+	}
 }
 
 // heartbeat handles a Heartbeat: Kafka's checks and answers.
@@ -1057,15 +1171,26 @@ func (gs *groups) commit(r commitRequest) (int16, *offsetsOp) {
 	// group known only from the file as it is).
 	op := thenOp(onOffsets(commitOp(r.group, r.entries)), consumerMetaOp(r.group, gs.consumers[r.group].meta()))
 	if g := gs.byName[r.group]; g != nil {
-		op = thenOp(op, classicMetaOp(r.group, g.record()))
+		op = thenOp(op, classicMetaOp(r.group, g.record(true)))
 	}
 	return 0, gs.s.offsets.stage(op)
 }
 
-// record is what the offsets file keeps of g for the expiry of its
-// offsets.
-func (g *group) record() *classicGroupMeta {
-	return &classicGroupMeta{EmptySinceMs: g.emptySince}
+// record is what the offsets file keeps of g (nil: nothing): its last
+// completed generation, offsets or not; otherwise, for a group with
+// offsets (hasOffsets), the time it became Empty (0 while it has
+// members), which its offsets' retention counts from, and the
+// generation an Empty group reached.
+func (g *group) record(hasOffsets bool) *classicGroupMeta {
+	switch {
+	case g.stored != nil:
+		return g.stored
+	case !hasOffsets:
+		return nil
+	case g.state == groupEmpty:
+		return &classicGroupMeta{EmptySinceMs: g.emptySince, Generation: g.generation}
+	}
+	return &classicGroupMeta{}
 }
 
 // validateCommit is commit's check; gs.mu is held.

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -64,31 +65,75 @@ func (c *committedOffset) UnmarshalJSON(b []byte) error {
 // consumer group into a classic one (ListGroups type "classic",
 // ConsumerGroupDescribe "not a consumer group") until a member
 // heartbeated again, and forgot a group that never committed an offset.
-// Members are not kept (segfs does not persist membership): the group
-// comes back Empty, at the epochs it had.
+// Its members are not kept (unlike a classic group's, classicGroupMeta):
+// the group comes back Empty, at the epochs it had.
 type consumerGroupMeta struct {
 	Epoch           int32 `json:"epoch"`
 	AssignmentEpoch int32 `json:"assignment_epoch"`
 }
 
 // classicGroupMeta is what the file keeps of a classic group (one that
-// members joined with JoinGroup) for the expiry of its offsets: Kafka's
-// currentStateTimestamp of an Empty group, which its offsets' retention
-// counts from, kept in its GroupMetadata record. EmptySinceMs is when the
-// group became Empty, 0 while it has members. It is kept for a group
-// with committed offsets only (a group without any has nothing to
-// expire), written when the group becomes Empty and when its first
-// member joins (groups.persistType). Members are not persisted: a group
-// recorded with members lost them at the restart, and load makes it
-// Empty since the load.
+// members joined with JoinGroup), as Kafka keeps its GroupMetadata record
+// in __consumer_offsets.
+//
+// EmptySinceMs is Kafka's currentStateTimestamp of an Empty group, which
+// its offsets' retention counts from (expiry.go): when the group became
+// Empty, 0 while it has members. An Empty group's record (with the
+// generation it reached) is kept for a group with committed offsets only
+// (a group without any has nothing to expire), written when the group
+// becomes Empty and when its first member joins.
+//
+// Generation, ProtocolType, Protocol, Leader and Members are the group's
+// membership as of its last completed generation: written, offsets or
+// not, when the leader's SyncGroup hands out a generation's assignments
+// and when a static member's rejoin replaces a member id in a Stable
+// group, as Kafka stores the group then, and nowhere else: not at
+// heartbeats, not when a rebalance starts. A group whose members all
+// leave gets the Empty record (or none, without offsets). A record with
+// members is loaded as a Stable group with those members, so that their
+// heartbeats and commits in that generation go on being accepted after a
+// restart (groups.restoreClassics); a group that was rebalancing comes
+// back at the last generation it completed, as in Kafka. A record with
+// neither members nor EmptySinceMs (the group had members but had not
+// completed a generation, or an older segfs wrote it) is Empty from the
+// load. These fields were added without a version bump: an older file
+// has none and loads as it did, and an older segfs ignores them.
 type classicGroupMeta struct {
-	EmptySinceMs int64 `json:"empty_since_ms,omitempty"`
+	EmptySinceMs int64               `json:"empty_since_ms,omitempty"`
+	Generation   int32               `json:"generation,omitempty"`
+	ProtocolType string              `json:"protocol_type,omitempty"`
+	Protocol     string              `json:"protocol,omitempty"`
+	Leader       string              `json:"leader,omitempty"`
+	Members      []classicMemberMeta `json:"members,omitempty"`
+}
+
+// classicMemberMeta is one member of a stored generation, in join order.
+// Protocols are every protocol the member joined with, not only the
+// selected one Kafka keeps: a member rejoining unchanged after a restart
+// then gets the current generation instead of a rebalance. Metadata and
+// assignment are base64 in the JSON.
+type classicMemberMeta struct {
+	MemberID           string             `json:"member_id"`
+	InstanceID         *string            `json:"instance_id,omitempty"`
+	ClientID           string             `json:"client_id"`
+	ClientHost         string             `json:"client_host"`
+	SessionTimeoutMs   int64              `json:"session_timeout_ms"`
+	RebalanceTimeoutMs int64              `json:"rebalance_timeout_ms"`
+	Protocols          []classicProtoMeta `json:"protocols"`
+	Assignment         []byte             `json:"assignment"`
+}
+
+// classicProtoMeta is one protocol a member supports, with its metadata.
+type classicProtoMeta struct {
+	Name     string `json:"name"`
+	Metadata []byte `json:"metadata"`
 }
 
 // offsetsFileData is the file's JSON document. ConsumerGroups lists the
 // consumer groups, with offsets or not; ClassicGroups the classic groups
-// with offsets that members joined (a group with offsets in neither is a
-// simple group: commits without membership). A file written before segfs
+// with a completed generation, and those with offsets that members joined
+// (a group with offsets in neither is a simple group: commits without
+// membership). A file written before segfs
 // kept them has none, and one written before segfs kept consumer groups
 // without offsets lists only those with some: both load as they did (a
 // classic group without a record expires its offsets by commit time, as
@@ -158,7 +203,7 @@ func classicMetaOp(group string, meta *classicGroupMeta) func(offsetsState) offs
 		switch {
 		case meta == nil && !had:
 			return st
-		case meta != nil && had && old == *meta:
+		case meta != nil && had && reflect.DeepEqual(old, *meta):
 			return st
 		}
 		st.classics = maps.Clone(st.classics)
@@ -235,8 +280,8 @@ func newOffsetStore(dir string) *offsetStore {
 
 // load reads the file; a missing file is an empty store. now is the load
 // time, given to what the file lacks a time for: an offset without a
-// commit time, and a classic group recorded with members (it lost them
-// at the restart: it is Empty from now on). fixed reports that it did,
+// commit time, and a classic group recorded as having members without
+// them (it had not completed a generation: it is Empty from now on). fixed reports that it did,
 // so the caller writes the file once: the next restart then finds those
 // times, instead of giving them its own load time again, which would put
 // the expiry off at every restart.
@@ -266,8 +311,10 @@ func (o *offsetStore) load(now int64) (fixed bool, err error) {
 		}
 	}
 	for g, c := range d.ClassicGroups {
-		if c.EmptySinceMs == 0 {
-			d.ClassicGroups[g], fixed = classicGroupMeta{EmptySinceMs: now}, true
+		if c.EmptySinceMs == 0 && len(c.Members) == 0 {
+			// Members joined, no generation completed: Empty since now.
+			c.EmptySinceMs, fixed = now, true
+			d.ClassicGroups[g] = c
 		}
 	}
 	o.mu.Lock()
@@ -513,6 +560,14 @@ func (o *offsetStore) staged() offsetsState {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.latest
+}
+
+// classicGroups returns the classic groups the file records (read once
+// loaded, to restore those with members).
+func (o *offsetStore) classicGroups() map[string]classicGroupMeta {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return maps.Clone(o.durable.classics)
 }
 
 // consumerGroups returns the consumer groups the file records (read once

@@ -243,6 +243,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		}
 	}
 	s.groups.restoreConsumers(s.offsets.consumerGroups())
+	s.groups.restoreClassics(s.offsets.classicGroups())
 	s.background(s.expireLoop)
 
 	var backoff time.Duration
