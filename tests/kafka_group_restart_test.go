@@ -1,0 +1,470 @@
+package tests
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// pythonAutoCommit subscribes with auto-commit every 300 ms and prints a
+// line per record ("rec OFFSET VALUE"), per commit callback ("commit ok
+// OFFSET" or "commit ERROR OFFSET"), and per rebalance callback; it stops
+// once it has read the value 7.
+const pythonAutoCommit = `
+import sys
+from confluent_kafka import Consumer
+addr, topic, group, instance = sys.argv[1:5]
+
+def on_commit(err, parts):
+    for p in parts:
+        print("commit %s %d" % ("ok" if err is None else err.name(), p.offset), flush=True)
+
+conf = {"bootstrap.servers": addr, "group.id": group, "auto.offset.reset": "earliest",
+        "enable.auto.commit": True, "auto.commit.interval.ms": 300, "on_commit": on_commit}
+if instance:
+    conf["group.instance.id"] = instance
+c = Consumer(conf)
+c.subscribe([topic], on_assign=lambda c, ps: print("assign", flush=True),
+            on_revoke=lambda c, ps: print("revoke", flush=True))
+while True:
+    m = c.poll(1)
+    if m is None:
+        continue
+    if m.error():
+        print("error %s" % m.error().name(), flush=True)
+        continue
+    print("rec %d %s" % (m.offset(), m.value().decode()), flush=True)
+    if m.value() == b"7":
+        break
+c.close()
+`
+
+// lineLog collects a process's output lines and lets the test wait for
+// one.
+type lineLog struct {
+	mu      sync.Mutex
+	lines   []string
+	changed chan struct{} // closed and replaced at every line
+	closed  bool
+}
+
+func newLineLog() *lineLog { return &lineLog{changed: make(chan struct{})} }
+
+func (l *lineLog) add(s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, s)
+	close(l.changed)
+	l.changed = make(chan struct{})
+}
+
+func (l *lineLog) end() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	close(l.changed)
+	l.changed = make(chan struct{})
+}
+
+func (l *lineLog) all() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.lines)
+}
+
+// waitLine waits up to a minute for a line equal to want.
+func (l *lineLog) waitLine(t *testing.T, want string, diag func() string) {
+	t.Helper()
+	deadline := time.After(60 * time.Second)
+	for {
+		l.mu.Lock()
+		found, closed, ch := slices.Contains(l.lines, want), l.closed, l.changed
+		l.mu.Unlock()
+		if found {
+			return
+		}
+		if closed {
+			t.Fatalf("no line %q before the process ended:\n%s", want, diag())
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("no line %q after a minute:\n%s", want, diag())
+		}
+	}
+}
+
+// The colleague's reproduction: a confluent-kafka consumer with
+// auto-commit reads 3 records, the mount restarts (umount, mount), 3 more
+// are appended. The consumer's commit after the restart is accepted (the
+// group came back with its member), nothing is rebalanced and nothing is
+// read twice. segfs forgot the group at the restart: the commit of 6
+// failed with UNKNOWN_MEMBER_ID, the member was revoked, rejoined and
+// read 3-5 again (with group.instance.id); without it the final commit
+// could be lost.
+func TestKafkaPythonGroupCommitAcrossMountRestart(t *testing.T) {
+	const python = "/usr/bin/python3"
+	if err := exec.Command(python, "-c", "import confluent_kafka").Run(); err != nil {
+		t.Skip("confluent-kafka-python not installed (apt-get install python3-confluent-kafka); CI installs it")
+	}
+	for _, instance := range []string{"w1", ""} {
+		name := "static"
+		if instance == "" {
+			name = "dynamic"
+		}
+		t.Run(name, func(t *testing.T) {
+			addr := kafkaFreeAddr(t)
+			m := mntNew(t, "--kafka-listen", addr)
+			kafkaWaitListening(t, addr)
+			m.ok(`mkdir "$M/st1" && seq 1 3 >> "$M/st1/0/data"`)
+
+			script := filepath.Join(t.TempDir(), "autocommit.py")
+			if err := os.WriteFile(script, []byte(pythonAutoCommit), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command("timeout", "-k", "5", "150", python, script, addr, "st1", "g-"+name, instance)
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var errb bytes.Buffer
+			cmd.Stderr = &errb
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			log := newLineLog()
+			exited := make(chan struct{})
+			var waitErr error
+			go func() {
+				sc := bufio.NewScanner(stdout)
+				for sc.Scan() {
+					log.add(sc.Text())
+				}
+				waitErr = cmd.Wait()
+				close(exited)
+				log.end()
+			}()
+			t.Cleanup(func() {
+				// timeout(1) passes the signal on to python.
+				cmd.Process.Signal(syscall.SIGTERM)
+				<-exited
+			})
+			diag := func() string {
+				return "stdout:\n" + strings.Join(log.all(), "\n") + "\nstderr:\n" + errb.String() + "\ndaemon log:\n" + m.daemonLog()
+			}
+
+			log.waitLine(t, "rec 2 3", diag)
+			log.waitLine(t, "commit ok 3", diag) // committed before the restart
+			m.unmount()
+			m.mount("--kafka-listen", addr)
+			kafkaWaitListening(t, addr)
+			m.ok(`seq 4 6 >> "$M/st1/0/data"`)
+			log.waitLine(t, "rec 5 6", diag)
+			log.waitLine(t, "commit ok 6", diag)
+			// A last record ends the consumer: whatever it read twice
+			// is before it.
+			m.ok(`echo 7 >> "$M/st1/0/data"`)
+			<-exited
+			if waitErr != nil {
+				t.Fatalf("python: %v\n%s", waitErr, diag())
+			}
+
+			var recs, rebalances, failed []string
+			for _, l := range log.all() {
+				switch {
+				case strings.HasPrefix(l, "rec "):
+					recs = append(recs, l)
+				case l == "assign" || l == "revoke":
+					rebalances = append(rebalances, l)
+				case strings.HasPrefix(l, "commit ") && !strings.HasPrefix(l, "commit ok "):
+					failed = append(failed, l)
+				}
+				if l == "rec 6 7" {
+					break // close() revokes
+				}
+			}
+			want := []string{"rec 0 1", "rec 1 2", "rec 2 3", "rec 3 4", "rec 4 5", "rec 5 6", "rec 6 7"}
+			if !slices.Equal(recs, want) {
+				t.Errorf("records read %q, want each once: %q\n%s", recs, want, diag())
+			}
+			if !slices.Equal(rebalances, []string{"assign"}) {
+				t.Errorf("rebalance callbacks %q, want the first assignment only\n%s", rebalances, diag())
+			}
+			if len(failed) > 0 {
+				t.Errorf("failed commits %q\n%s", failed, diag())
+			}
+		})
+	}
+}
+
+// kgoGroupMember is a franz-go group consumer (kgo.ConsumerGroup, eager
+// range balancer) that commits synchronously what each poll returned,
+// recording what it read, its commits' errors and its assignments.
+type kgoGroupMember struct {
+	name string
+	cl   *kgo.Client
+	logb *bytes.Buffer
+	mu   *sync.Mutex
+	done chan struct{}
+
+	// guarded by mu
+	read       []string // "partition value"
+	committed  []string // read and committed
+	commitErrs []error
+	assigns    []map[string][]int32
+	kick       chan struct{} // buffered (1): something changed
+}
+
+func startKgoGroupMember(t *testing.T, addr, group, topic, name string, kick chan struct{}, opts ...kgo.Opt) *kgoGroupMember {
+	t.Helper()
+	m := &kgoGroupMember{name: name, logb: new(bytes.Buffer), mu: new(sync.Mutex), done: make(chan struct{}), kick: kick}
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.Balancers(kgo.RangeBalancer()), kgo.DisableAutoCommit(),
+		kgo.SessionTimeout(6 * time.Second), kgo.HeartbeatInterval(300 * time.Millisecond),
+		kgo.RetryTimeout(30 * time.Second),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(300 * time.Millisecond),
+		kgo.WithLogger(kgo.BasicLogger(lockedWriter{m.mu, m.logb}, kgo.LogLevelInfo, nil)),
+		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			m.assigns = append(m.assigns, ps)
+			m.signal()
+		})}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.cl = cl
+	go m.run()
+	t.Cleanup(m.close)
+	return m
+}
+
+// signal wakes the waiter, if any.
+func (m *kgoGroupMember) signal() {
+	select {
+	case m.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (m *kgoGroupMember) run() {
+	defer close(m.done)
+	for {
+		fs := m.cl.PollFetches(context.Background())
+		if fs.IsClientClosed() {
+			return
+		}
+		var recs []*kgo.Record
+		var vals []string
+		fs.EachRecord(func(r *kgo.Record) {
+			recs = append(recs, r)
+			vals = append(vals, fmt.Sprintf("%d %s", r.Partition, r.Value))
+		})
+		if len(recs) == 0 {
+			continue
+		}
+		m.mu.Lock()
+		m.read = append(m.read, vals...)
+		m.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := m.cl.CommitRecords(ctx, recs...)
+		cancel()
+		m.mu.Lock()
+		if err != nil {
+			m.commitErrs = append(m.commitErrs, err)
+		} else {
+			m.committed = append(m.committed, vals...)
+		}
+		m.signal()
+		m.mu.Unlock()
+	}
+}
+
+func (m *kgoGroupMember) close() {
+	m.cl.Close()
+	<-m.done
+}
+
+func (m *kgoGroupMember) snapshot() (read, committed []string, errs []error, assigns []map[string][]int32, log string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.read), slices.Clone(m.committed), slices.Clone(m.commitErrs), slices.Clone(m.assigns), m.logb.String()
+}
+
+// waitKgoMembers waits up to a minute until cond holds, looking again
+// at every change of a member (kick).
+func waitKgoMembers(t *testing.T, what string, kick chan struct{}, cond func() bool, ms ...*kgoGroupMember) {
+	t.Helper()
+	deadline := time.After(60 * time.Second)
+	for !cond() {
+		select {
+		case <-kick:
+		case <-deadline:
+			var b strings.Builder
+			for _, m := range ms {
+				read, committed, errs, assigns, log := m.snapshot()
+				fmt.Fprintf(&b, "member %s: read %q, committed %q, commit errors %v, assignments %v\nlog:\n%s\n", m.name, read, committed, errs, assigns, log)
+			}
+			t.Fatalf("%s: not after a minute\n%s", what, b.String())
+		}
+	}
+}
+
+// describeClassic is DescribeGroups of group, through a fresh client.
+func describeClassic(t *testing.T, addr, group string) kmsg.DescribeGroupsResponseGroup {
+	t.Helper()
+	cl := kafkaClient(t, addr)
+	req := kmsg.NewPtrDescribeGroupsRequest()
+	req.Groups = []string{group}
+	resp := adminRequest[*kmsg.DescribeGroupsResponse](t, cl, req)
+	cl.Close()
+	return resp.Groups[0]
+}
+
+// franz-go group consumers that commit synchronously carry on across
+// restarts of `segfs serve`, SIGTERM and kill -9: the group comes back
+// with both members at their generation, so their heartbeats and commits
+// are accepted, nobody is rebalanced and nothing is read twice; and
+// DescribeGroups shows the members right after the restart. Then one
+// member (static, so its Close does not leave) is gone while the server
+// restarts: it is removed once its session times out, and the other
+// takes over its partition from what it committed. segfs forgot the
+// members at a restart: heartbeats got UNKNOWN_MEMBER_ID and both
+// rejoined.
+func TestKafkaKgoGroupAcrossServeRestarts(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	addr := kafkaFreeAddr(t)
+	flags := []string{"--listen", addr, "--partitions", "2"}
+	srv := kafkaServe(t, data, flags...)
+	const topic, group = "restarts", "kgo-restarts"
+	prod := kafkaClient(t, addr, kgo.AllowAutoTopicCreation())
+	var want []string
+	produce := func(round string) {
+		t.Helper()
+		for p := range int32(2) {
+			v := fmt.Sprintf("%s-p%d", round, p)
+			kafkaProduce(t, prod, topic, p, v)
+			want = append(want, fmt.Sprintf("%d %s", p, v))
+		}
+	}
+	produce("r0")
+	kick := make(chan struct{}, 1)
+	a := startKgoGroupMember(t, addr, group, topic, "a", kick)
+	b := startKgoGroupMember(t, addr, group, topic, "b", kick, kgo.InstanceID("kgo-b"))
+	members := []*kgoGroupMember{a, b}
+	// allCommitted: every record produced so far was read and committed,
+	// once, by the members together.
+	allCommitted := func(ms ...*kgoGroupMember) func() bool {
+		return func() bool {
+			n := 0
+			for _, m := range ms {
+				_, c, _, _, _ := m.snapshot()
+				n += len(c)
+			}
+			return n >= len(want)
+		}
+	}
+	split := func() bool {
+		_, _, _, aa, _ := a.snapshot()
+		_, _, _, ba, _ := b.snapshot()
+		return len(aa) > 0 && len(ba) > 0 && len(aa[len(aa)-1][topic]) == 1 && len(ba[len(ba)-1][topic]) == 1
+	}
+	waitKgoMembers(t, "a partition each", kick, split, members...)
+	waitKgoMembers(t, "round r0 read and committed", kick, allCommitted(members...), members...)
+	_, _, _, aAssigns, _ := a.snapshot()
+	_, _, _, bAssigns, _ := b.snapshot()
+
+	for i, how := range []string{"SIGTERM", "SIGKILL"} {
+		if how == "SIGKILL" {
+			srv.cmd.Process.Kill()
+			<-srv.done
+		} else {
+			srv.stop()
+		}
+		srv = kafkaServe(t, data, flags...)
+		d := describeClassic(t, addr, group)
+		if d.State != "Stable" || len(d.Members) != 2 {
+			t.Errorf("DescribeGroups after the %s restart: state %q, %d members; want Stable with both", how, d.State, len(d.Members))
+		}
+		produce(fmt.Sprintf("r%d", i+1))
+		waitKgoMembers(t, fmt.Sprintf("round r%d read and committed after the %s restart", i+1, how), kick, allCommitted(members...), members...)
+	}
+	check := func(what string, ms []*kgoGroupMember) {
+		t.Helper()
+		var got []string
+		for _, m := range ms {
+			read, _, errs, _, log := m.snapshot()
+			got = append(got, read...)
+			if len(errs) > 0 {
+				t.Errorf("%s: member %s's commits failed: %v", what, m.name, errs)
+			}
+			for _, bad := range []string{"UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "REBALANCE_IN_PROGRESS"} {
+				if strings.Contains(log, bad) {
+					t.Errorf("%s: member %s was told %s:\n%s", what, m.name, bad, log)
+				}
+			}
+		}
+		slices.Sort(got)
+		w := slices.Sorted(slices.Values(want))
+		if !slices.Equal(got, w) {
+			t.Errorf("%s: records read %q, want each once: %q", what, got, w)
+		}
+	}
+	check("after the restarts", members)
+	if _, _, _, as, _ := a.snapshot(); len(as) != len(aAssigns) {
+		t.Errorf("a was assigned %d times, %d before the restarts: %v", len(as), len(aAssigns), as)
+	}
+	if _, _, _, bs, _ := b.snapshot(); len(bs) != len(bAssigns) {
+		t.Errorf("b was assigned %d times, %d before the restarts: %v", len(bs), len(bAssigns), bs)
+	}
+	if t.Failed() {
+		return
+	}
+
+	// b is gone while the server restarts (a static member's Close
+	// sends no LeaveGroup): a's heartbeats learn of the rebalance its
+	// session timeout starts, and a takes both partitions, b's from
+	// where b committed.
+	srv.stop()
+	b.close()
+	srv = kafkaServe(t, data, flags...)
+	if d := describeClassic(t, addr, group); d.State != "Stable" || len(d.Members) != 2 {
+		t.Errorf("DescribeGroups after the restart without b: state %q, %d members; want Stable with both, until b's session ends", d.State, len(d.Members))
+	}
+	produce("r3")
+	waitKgoMembers(t, "a alone with both partitions", kick, func() bool {
+		_, _, _, as, _ := a.snapshot()
+		return len(as) > len(aAssigns) && len(as[len(as)-1][topic]) == 2
+	}, a)
+	var bRead []string
+	bRead, _, _, _, _ = b.snapshot()
+	waitKgoMembers(t, "round r3 read and committed by a", kick, func() bool {
+		aRead, _, _, _, _ := a.snapshot()
+		return len(aRead)+len(bRead) >= len(want)
+	}, a)
+	var got []string
+	for _, m := range members {
+		read, _, _, _, _ := m.snapshot()
+		got = append(got, read...)
+	}
+	slices.Sort(got)
+	if w := slices.Sorted(slices.Values(want)); !slices.Equal(got, w) {
+		t.Errorf("after b's departure: records read %q, want each once: %q", got, w)
+	}
+	if d := describeClassic(t, addr, group); d.State != "Stable" || len(d.Members) != 1 {
+		t.Errorf("DescribeGroups after b's session ended: state %q, %d members; want Stable with a alone", d.State, len(d.Members))
+	}
+}
