@@ -40,7 +40,7 @@ func TestOfflineToolsBesideSteadyWriter(t *testing.T) {
 		}
 	}
 	t.Cleanup(stop) // before the unmount, registered earlier, runs
-	for run := 1; run <= 20; run++ {
+	for run := 1; run <= 8; run++ {
 		r := cliRun(t, "verify", m.data)
 		if r.Code != 0 {
 			t.Fatalf("verify run %d beside a writer: exit %d\n%s%s", run, r.Code, r.Stdout, r.Stderr)

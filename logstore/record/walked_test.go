@@ -215,7 +215,7 @@ func TestWalkProducedDifferential(t *testing.T) {
 		}
 		return pr
 	}
-	for i := range 3000 {
+	for i := range 1000 {
 		b := randBatch(r, allCodecs[i%len(allCodecs)])
 		if r.IntN(2) == 0 {
 			// A producer's batch: base offset 0, no LogAppendTime.
