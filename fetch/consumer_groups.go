@@ -57,14 +57,17 @@ import (
 // joins it, and a group with members refuses the other protocol
 // (GROUP_ID_NOT_FOUND, Kafka's answer with group.consumer.migration.policy
 // disabled: segfs does not run classic members inside a consumer group).
-// Membership is not persisted; committed offsets are (offsets.go), and,
-// as Kafka keeps its ConsumerGroupMetadata records, every consumer group
-// with its group and assignment epochs, committed offsets or not
-// (persistType, written when the group is created and whenever an epoch
-// changes, before the heartbeat that changed it is answered): after a
-// restart the group is a consumer group again, Empty, at those epochs
-// (restoreConsumers), until DeleteGroups removes it or it expires, Empty
-// and without offsets (expiry.go).
+// Committed offsets are persisted (offsets.go), and, as Kafka keeps its
+// ConsumerGroup* records, every consumer group with its group and
+// assignment epochs and its members, each with its subscription, current
+// assignment (member epoch, previous epoch, state, assigned and
+// pending-revocation partitions) and target assignment, committed offsets
+// or not (persistType: written when the group is created and whenever any
+// of it changes, before the heartbeat that changed it is answered, not at
+// a heartbeat that changes nothing). After a restart the group is a
+// consumer group again, with its members at their epochs, their sessions
+// starting at the load (restoreConsumers), until DeleteGroups removes it
+// or it expires, Empty and without offsets (expiry.go).
 
 const (
 	// DefaultConsumerGroupSessionTimeout is Kafka's
@@ -346,10 +349,10 @@ func (gs *groups) consumerHeartbeatLocked(r cgHeartbeat) cgResult {
 		}
 		if r.epoch != 0 {
 			// Kafka answers GROUP_ID_NOT_FOUND for a group it does not
-			// know. segfs forgets membership when it restarts, and a
-			// member of a group it no longer knows is better told that
-			// it is unknown: clients then rejoin at once, without
-			// surfacing an error.
+			// know. A member of a group segfs no longer knows (deleted,
+			// or from an offsets file written before segfs kept
+			// consumer groups) is better told that it is unknown:
+			// clients then rejoin at once, without surfacing an error.
 			return cgErr(kerr.UnknownMemberID, "Member %s is not a member of group %s.", r.memberID, r.group)
 		}
 		g = &cgroup{
@@ -848,12 +851,74 @@ func (gs *groups) consumerSubscribed(g *cgroup) map[string]bool {
 }
 
 // meta is what the offsets file keeps of the group (nil for none: a
-// classic group, or no group).
+// classic group, or no group): its epochs, the metadata its target was
+// computed from, and its members with their current and target
+// assignments. It is built at every heartbeat and compared with the
+// record staged, so a heartbeat that changes none of it writes nothing.
 func (g *cgroup) meta() *consumerGroupMeta {
 	if g == nil {
 		return nil
 	}
-	return &consumerGroupMeta{Epoch: g.epoch, AssignmentEpoch: g.assignmentEpoch}
+	out := &consumerGroupMeta{Epoch: g.epoch, AssignmentEpoch: g.assignmentEpoch, Metadata: g.metadata}
+	for _, m := range g.ordered() {
+		mm := consumerMemberMeta{
+			MemberID: m.id, InstanceID: m.instanceID, RackID: m.rackID,
+			ClientID: m.clientID, ClientHost: m.host,
+			RebalanceTimeoutMs: m.rebalance.Milliseconds(), ServerAssignor: m.assignor,
+			SubscribedRegex: m.regex, MemberEpoch: m.epoch, PreviousMemberEpoch: m.prevEpoch,
+			State: m.state.String(), Assigned: partsMeta(m.assigned),
+			PendingRevocation: partsMeta(m.revoking), Target: partsMeta(g.target[m.id]),
+		}
+		if len(m.topics) > 0 {
+			mm.SubscribedTopics = slices.Clone(m.topics)
+		}
+		out.Members = append(out.Members, mm)
+	}
+	return out
+}
+
+// partsMeta is a set as the offsets file keeps it (nil when empty).
+func partsMeta(s tpSet) []topicPartsMeta {
+	if len(s) == 0 {
+		return nil
+	}
+	ids, parts := s.byTopic()
+	out := make([]topicPartsMeta, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, topicPartsMeta{TopicID: hex.EncodeToString(id[:]), Partitions: parts[id]})
+	}
+	return out
+}
+
+// partsSet reads a set back from the offsets file; a malformed topic ID
+// is skipped (the file was edited by hand: the member reconciles without
+// it).
+func partsSet(ps []topicPartsMeta) tpSet {
+	out := tpSet{}
+	for _, t := range ps {
+		b, err := hex.DecodeString(t.TopicID)
+		if err != nil || len(b) != 16 {
+			continue
+		}
+		var id [16]byte
+		copy(id[:], b)
+		for _, p := range t.Partitions {
+			out[topicPart{id, p}] = struct{}{}
+		}
+	}
+	return out
+}
+
+// parseMemberState is memberState.String's inverse; an unknown name is
+// STABLE.
+func parseMemberState(s string) memberState {
+	switch s {
+	case memberUnrevoked.String():
+		return memberUnrevoked
+	case memberUnreleased.String():
+		return memberUnreleased
+	}
+	return memberStable
 }
 
 // persistType stages the record of group's type and epochs in the offsets
@@ -886,7 +951,7 @@ func (gs *groups) persistType(group string) *offsetsOp {
 	}
 	want := gs.consumers[group].meta()
 	have, ok := gs.s.offsets.consumerMetaStaged(group)
-	if !(want == nil && !ok || want != nil && ok && have == *want) {
+	if !(want == nil && !ok || want != nil && ok && reflect.DeepEqual(have, *want)) {
 		add(consumerMetaOp(group, want))
 	}
 	st := gs.s.offsets.staged()
@@ -934,13 +999,20 @@ func (gs *groups) waitPersistType(group string, op *offsetsOp) {
 	}
 }
 
-// restoreConsumers recreates, empty, the consumer groups the offsets file
-// records, once it is loaded: Kafka keeps a consumer group's type and
-// epochs across a restart, and so ListGroups, ConsumerGroupDescribe and
-// DescribeGroups go on answering for a consumer group (Empty, at its
-// epochs) rather than a classic one, or none for a group that never
-// committed. A member joins it at the next group epoch; a classic
-// JoinGroup converts it, as any empty consumer group.
+// restoreConsumers recreates, once the offsets file is loaded, the
+// consumer groups it records, as Kafka's coordinator replays its
+// ConsumerGroup* records: at their epochs, with their members, each
+// member's current assignment (epoch, previous epoch, state, assigned
+// and pending-revocation partitions) and target assignment, every
+// session starting now. A member that heartbeats with its epoch carries
+// on as if nothing happened; one that does not come back is removed when
+// its session times out, and the others take its partitions. A member
+// that was revoking partitions is fenced if it has not revoked them
+// within its rebalance timeout from now. A group without members (or
+// from an older file) is Empty at its epochs, so ListGroups,
+// ConsumerGroupDescribe and DescribeGroups go on answering for a consumer
+// group rather than a classic one, or none for a group that never
+// committed; a classic JoinGroup converts it, as any empty consumer group.
 func (gs *groups) restoreConsumers(metas map[string]consumerGroupMeta) {
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
@@ -948,14 +1020,64 @@ func (gs *groups) restoreConsumers(metas map[string]consumerGroupMeta) {
 		if gs.consumers[name] != nil || gs.byName[name] != nil {
 			continue
 		}
-		gs.consumers[name] = &cgroup{
+		g := &cgroup{
 			name:            name,
 			epoch:           meta.Epoch,
 			assignmentEpoch: meta.AssignmentEpoch,
+			metadata:        meta.Metadata,
 			members:         map[string]*cmember{},
 			static:          map[string]string{},
 			target:          map[string]tpSet{},
 			owners:          map[topicPart]string{},
+		}
+		gs.consumers[name] = g
+		for _, mm := range meta.Members {
+			if mm.MemberID == "" || g.members[mm.MemberID] != nil {
+				continue
+			}
+			m := &cmember{
+				id: mm.MemberID, clientID: mm.ClientID, host: mm.ClientHost,
+				rebalance: time.Duration(mm.RebalanceTimeoutMs) * time.Millisecond,
+				assignor:  mm.ServerAssignor, topics: slices.Clone(mm.SubscribedTopics),
+				epoch: mm.MemberEpoch, prevEpoch: mm.PreviousMemberEpoch,
+				state: parseMemberState(mm.State), assigned: tpSet{}, revoking: tpSet{},
+			}
+			if mm.InstanceID != nil {
+				id := *mm.InstanceID
+				m.instanceID = &id
+			}
+			if mm.RackID != nil {
+				r := *mm.RackID
+				m.rackID = &r
+			}
+			if mm.SubscribedRegex != "" {
+				// As the heartbeat compiled it (Kafka matches the
+				// whole name); one that no longer compiles (a file
+				// edited by hand) subscribes to nothing.
+				re, err := regexp.Compile(`^(?:` + mm.SubscribedRegex + `)$`)
+				if err != nil {
+					gs.s.log.Warn("fetch: consumer group member's regex from the offsets file does not compile", "group", name, "member", m.id, "regex", mm.SubscribedRegex, "err", err)
+				} else {
+					m.regex, m.re = mm.SubscribedRegex, re
+				}
+			}
+			g.members[m.id] = m
+			if m.instanceID != nil {
+				g.static[*m.instanceID] = m.id
+			}
+			if mm.Target != nil {
+				g.target[m.id] = partsSet(mm.Target)
+			}
+			gs.setOwned(g, m, partsSet(mm.Assigned), partsSet(mm.PendingRevocation))
+		}
+		for _, m := range g.members {
+			gs.armSession(g, m)
+			if m.state == memberUnrevoked {
+				gs.armRevocation(g, m)
+			}
+		}
+		if len(g.members) > 0 {
+			gs.s.log.Info("fetch: consumer group restored", "group", name, "epoch", g.epoch, "assignment_epoch", g.assignmentEpoch, "members", len(g.members))
 		}
 	}
 }

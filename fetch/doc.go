@@ -209,17 +209,24 @@
 // ListGroups v5 lists such groups with type "consumer"; DescribeGroups
 // shows them with protocol type "consumer" and the assignor as protocol;
 // DeleteGroups and OffsetDelete apply the classic rules to their members'
-// subscriptions. Membership is in memory, as for classic groups: after a
-// restart a member's heartbeat gets UNKNOWN_MEMBER_ID (where Kafka, which
-// persists it, never forgets a group: its answer for an unknown group is
-// GROUP_ID_NOT_FOUND), and clients rejoin with a new member id and resume
-// from the committed offsets. The group itself is kept, as Kafka keeps
-// its group metadata records: the offsets file records every consumer
-// group and its group and assignment epochs when the group is created and
-// when an epoch changes (not at every heartbeat), so after a restart
-// ListGroups, DescribeGroups and ConsumerGroupDescribe show it, Empty, at
-// its epochs, whether it committed offsets or not, until DeleteGroups
-// removes it or it expires (Empty, without offsets). The assignor they name is that of the current members,
+// subscriptions. Groups and their members survive a restart, as Kafka
+// 4's coordinator replays its ConsumerGroup* records from
+// __consumer_offsets: the offsets file records every consumer group (its
+// group and assignment epochs, committed offsets or not) with each
+// member's metadata (instance and rack id, client id and host,
+// subscribed topic names and regex, server assignor, rebalance timeout),
+// current assignment (member epoch, previous epoch, state, assigned and
+// pending-revocation partitions) and target assignment. It is written when
+// any of it changes (a join, a leave or fence, a new target, a member's
+// epoch or partitions), before the heartbeat that changed it is answered,
+// never at a heartbeat that changes nothing. After a restart the members
+// carry on with their epochs, without rejoining, their sessions starting
+// at the load; one that does not come back is removed when its session
+// times out and the others take its partitions. ListGroups, DescribeGroups
+// and ConsumerGroupDescribe show the group as it was, until DeleteGroups
+// removes it or it expires (Empty, without offsets). An offsets file
+// written before segfs kept members loads its groups Empty at their
+// epochs, as it did. The assignor they name is that of the current members,
 // the default ("uniform") for an Empty group, as in Kafka, which keeps
 // no group-level assignor. A group name is a classic or a consumer
 // group: an empty group converts when a member of the other protocol

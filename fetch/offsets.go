@@ -59,17 +59,64 @@ func (c *committedOffset) UnmarshalJSON(b []byte) error {
 
 // consumerGroupMeta is what the file keeps of a KIP-848 consumer group
 // (group type "consumer"), as Kafka keeps its ConsumerGroupMetadata (the
-// group epoch) and target assignment metadata (the assignment epoch)
-// records in __consumer_offsets, written when the group is created and
-// whenever either epoch changes: without it, a restart turned an empty
-// consumer group into a classic one (ListGroups type "classic",
-// ConsumerGroupDescribe "not a consumer group") until a member
-// heartbeated again, and forgot a group that never committed an offset.
-// Its members are not kept (unlike a classic group's, classicGroupMeta):
-// the group comes back Empty, at the epochs it had.
+// group epoch), target assignment metadata (the assignment epoch) and
+// partition metadata records in __consumer_offsets, written when the
+// group is created and whenever either epoch changes: without it, a
+// restart turned an empty consumer group into a classic one (ListGroups
+// type "classic", ConsumerGroupDescribe "not a consumer group") until a
+// member heartbeated again, and forgot a group that never committed an
+// offset.
+//
+// Members are the group's members, sorted by id, as Kafka keeps each in
+// its ConsumerGroupMemberMetadata, ConsumerGroupTargetAssignmentMember
+// and ConsumerGroupCurrentMemberAssignment records: written whenever one
+// of them changes (a join, a leave or fence, a subscription, a new target,
+// a member's epoch, state or partitions), before the heartbeat that
+// changed it is answered, and not at a heartbeat that changes nothing. At
+// load the group comes back with them, at their epochs, each session
+// starting then (groups.restoreConsumers), so they carry on without
+// rejoining. Metadata is the fingerprint of the subscribed topics'
+// metadata the target was computed from (Kafka's
+// ConsumerGroupPartitionMetadata), so that the first heartbeat after a
+// restart does not take unchanged topics for a change and start a new
+// epoch. Both were added without a version bump: an older file has
+// neither, and its groups load Empty at their epochs, as they did; an
+// older segfs ignores them.
 type consumerGroupMeta struct {
-	Epoch           int32 `json:"epoch"`
-	AssignmentEpoch int32 `json:"assignment_epoch"`
+	Epoch           int32                `json:"epoch"`
+	AssignmentEpoch int32                `json:"assignment_epoch"`
+	Metadata        string               `json:"subscription_metadata,omitempty"`
+	Members         []consumerMemberMeta `json:"members,omitempty"`
+}
+
+// consumerMemberMeta is one member of a consumer group: its metadata, its
+// current assignment and its target assignment. State is Kafka's
+// MemberState name (STABLE, UNREVOKED_PARTITIONS, UNRELEASED_PARTITIONS).
+// Empty lists are left out (nil), so that a record built from memory and
+// one read back compare equal.
+type consumerMemberMeta struct {
+	MemberID            string           `json:"member_id"`
+	InstanceID          *string          `json:"instance_id,omitempty"`
+	RackID              *string          `json:"rack_id,omitempty"`
+	ClientID            string           `json:"client_id"`
+	ClientHost          string           `json:"client_host"`
+	RebalanceTimeoutMs  int64            `json:"rebalance_timeout_ms"`
+	ServerAssignor      string           `json:"server_assignor,omitempty"`
+	SubscribedTopics    []string         `json:"subscribed_topic_names,omitempty"`
+	SubscribedRegex     string           `json:"subscribed_topic_regex,omitempty"`
+	MemberEpoch         int32            `json:"member_epoch"`
+	PreviousMemberEpoch int32            `json:"previous_member_epoch"`
+	State               string           `json:"state"`
+	Assigned            []topicPartsMeta `json:"assigned_partitions,omitempty"`
+	PendingRevocation   []topicPartsMeta `json:"partitions_pending_revocation,omitempty"`
+	Target              []topicPartsMeta `json:"target_assignment,omitempty"`
+}
+
+// topicPartsMeta is the partitions of one topic, named by its ID in hex,
+// as KIP-848 names topics.
+type topicPartsMeta struct {
+	TopicID    string  `json:"topic_id"`
+	Partitions []int32 `json:"partitions"`
 }
 
 // classicGroupMeta is what the file keeps of a classic group (one that
@@ -179,7 +226,7 @@ func consumerMetaOp(group string, meta *consumerGroupMeta) func(offsetsState) of
 		switch {
 		case meta == nil && !had:
 			return st
-		case meta != nil && had && old == *meta:
+		case meta != nil && had && reflect.DeepEqual(old, *meta):
 			return st
 		}
 		st.consumers = maps.Clone(st.consumers)
