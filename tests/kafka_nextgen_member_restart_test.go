@@ -170,3 +170,48 @@ func TestKafkaNextGenMembersAcrossServeRestarts(t *testing.T) {
 		t.Errorf("ConsumerGroupDescribe after b's session ended: state %q, %d members; want a alone", d.State, len(d.Members))
 	}
 }
+
+// A franz-go KIP-848 member of a mount's --kafka-listen server carries on
+// across umount and mount: the group comes back with it, so its
+// heartbeats and commits after the restart are accepted, it is not
+// assigned again and reads the records appended since once. segfs forgot
+// it at the restart: its heartbeat got UNKNOWN_MEMBER_ID and it rejoined.
+func TestKafkaNextGenMemberAcrossMountRestart(t *testing.T) {
+	addr := kafkaFreeAddr(t)
+	flags := []string{"--kafka-listen", addr, "--group-consumer-heartbeat-interval", "300ms"}
+	m := mntNew(t, flags...)
+	kafkaWaitListening(t, addr)
+	m.ok(`mkdir "$M/ngm" && seq 1 3 >> "$M/ngm/0/data"`)
+	kick := make(chan struct{}, 1)
+	a := startKgoGroupMember(t, addr, "ng-mount", "ngm", "a", kick, kgo.ServerSideBalancer())
+	committed := func(n int) func() bool {
+		return func() bool {
+			_, c, _, _, _ := a.snapshot()
+			return len(c) >= n
+		}
+	}
+	waitKgoMembers(t, "1-3 read and committed", kick, committed(3), a)
+	_, _, _, assigns, logBefore := a.snapshot()
+
+	m.unmount()
+	m.mount(flags...)
+	kafkaWaitListening(t, addr)
+	if d := nextGenDescribe(t, addr, "ng-mount"); d.State != "Stable" || len(d.Members) != 1 {
+		t.Errorf("ConsumerGroupDescribe after the mount restart: state %q, %d members; want Stable with the member", d.State, len(d.Members))
+	}
+	m.ok(`seq 4 6 >> "$M/ngm/0/data"`)
+	waitKgoMembers(t, "4-6 read and committed after the restart", kick, committed(6), a)
+	read, _, errs, as, log := a.snapshot()
+	if want := []string{"0 1", "0 2", "0 3", "0 4", "0 5", "0 6"}; !slices.Equal(read, want) {
+		t.Errorf("records read %q, want each once: %q", read, want)
+	}
+	if len(errs) > 0 {
+		t.Errorf("commits failed: %v", errs)
+	}
+	if len(as) != len(assigns) {
+		t.Errorf("assigned %d times, %d before the restart: %v", len(as), len(assigns), as)
+	}
+	if after := log[len(logBefore):]; strings.Contains(after, "UNKNOWN_MEMBER_ID") || strings.Contains(after, "FENCED_MEMBER_EPOCH") {
+		t.Errorf("the member was told to rejoin after the restart:\n%s", after)
+	}
+}
