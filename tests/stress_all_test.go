@@ -170,6 +170,9 @@ type stressRig struct {
 	failures  map[string]int
 	counts    map[string]int
 	growParts atomic.Int32
+	// growBorn is when each grow partition was created (under mu): a
+	// client's metadata may not know it for a moment after.
+	growBorn map[int32]time.Time
 
 	admin   *kgo.Client
 	seg     []string // the segment.bytes of del and cmp, one at a time
