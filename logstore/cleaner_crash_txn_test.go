@@ -97,47 +97,9 @@ func TestCompactionCrashRemovingMarkers(t *testing.T) {
 	}
 	run := func(t *testing.T, flush, dropSnapshots, groups bool, stop func(step string) error) result {
 		t.Helper()
-		dir := t.TempDir()
-		pdir := filepath.Join(dir, "mk-0")
-		if err := os.MkdirAll(pdir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		clock := newClock()
-		ts := clock.ms.Load()
 		// A Kafka data directory: transactions of producers 500
 		// (k=committed), 600 (j=aborted) and 700 (i=aborted), left open.
-		var log []byte
-		for i, b := range []struct {
-			pid    int64
-			k, val string
-		}{{500, "k", "committed"}, {600, "j", "aborted"}, {700, "i", "aborted"}} {
-			spec := record.DefaultSpec()
-			spec.BaseOffset = int64(i)
-			spec.ProducerID, spec.ProducerEpoch, spec.BaseSequence, spec.Transactional = b.pid, 0, 0, true
-			var bl record.Builder
-			bl.Reset(spec)
-			bl.Add(ts, []byte(b.k), []byte(b.val), nil)
-			raw, err := bl.Build(nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			log = append(log, raw...)
-		}
-		if err := os.WriteFile(filepath.Join(pdir, segmentName(0)+logSuffix), log, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		opts := Options{Now: clock.now, Logger: openStore(t, t.TempDir(), nil).log, ProducerIDExpiration: time.Minute}
-		s, err := Open(dir, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := mustPartition(t, s, "mk")
-		if err := p.Topic().SetConfig(map[string]string{
-			"cleanup.policy": "compact", "key.separator": "=", "segment.ms": "1000", "file.delete.delay.ms": "0",
-			"min.cleanable.dirty.ratio": "0", "delete.retention.ms": "60000",
-		}); err != nil {
-			t.Fatal(err)
-		}
+		dir, pdir, clock, opts, s, p := openTxnMarkerDir(t)
 		for _, m := range []struct {
 			pid    int64
 			epoch  int16
@@ -186,16 +148,7 @@ func TestCompactionCrashRemovingMarkers(t *testing.T) {
 		// a transaction comes from a Kafka data directory, and the load
 		// finds it.)
 		{
-			spec := record.DefaultSpec()
-			spec.BaseOffset = p.LogEndOffset()
-			spec.ProducerID, spec.ProducerEpoch, spec.BaseSequence, spec.Transactional = 800, 0, 0, true
-			var bl record.Builder
-			bl.Reset(spec)
-			bl.Add(clock.ms.Load(), []byte("o"), []byte("open"), nil)
-			raw, err := bl.Build(nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			raw := kafkaBatch(t, p.LogEndOffset(), 800, clock.ms.Load(), "o", "open")
 			active := p.active().path(logSuffix)
 			s.abandon()
 			f, err := os.OpenFile(active, os.O_WRONLY|os.O_APPEND, 0)
@@ -226,7 +179,7 @@ func TestCompactionCrashRemovingMarkers(t *testing.T) {
 			}
 		}
 		var res result
-		_, err = compactStopping(p, func(step string) error {
+		_, err := compactStopping(p, func(step string) error {
 			res.steps = append(res.steps, step)
 			return stop(step)
 		})

@@ -1,6 +1,7 @@
 package logstore
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -103,16 +104,81 @@ func compactTopic(t *testing.T, s *Store, name string, extra map[string]string) 
 // 0) at sequence seq.
 func keyedIdempotentBatch(t *testing.T, pid int64, seq int32, ts int64, k, v string) []byte {
 	t.Helper()
-	var bl record.Builder
 	spec := record.DefaultSpec()
 	spec.ProducerID, spec.ProducerEpoch, spec.BaseSequence = pid, 0, seq
+	return oneRecordBatch(t, spec, ts, []byte(k), []byte(v))
+}
+
+// oneRecordBatch is a batch of spec holding the one record key=value (a
+// nil key is none) at ts.
+func oneRecordBatch(t *testing.T, spec record.BatchSpec, ts int64, key, value []byte) []byte {
+	t.Helper()
+	var bl record.Builder
 	bl.Reset(spec)
-	bl.Add(ts, []byte(k), []byte(v), nil)
+	bl.Add(ts, key, value, nil)
 	b, err := bl.Build(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// kafkaBatch is a one-record batch k=v at offset base, as a Kafka broker
+// writes it: in a transaction of producer pid (epoch 0, sequence 0), or
+// plain when pid is -1.
+func kafkaBatch(t *testing.T, base, pid, ts int64, k, v string) []byte {
+	t.Helper()
+	spec := record.DefaultSpec()
+	spec.BaseOffset = base
+	if pid >= 0 {
+		spec.ProducerID, spec.ProducerEpoch, spec.BaseSequence, spec.Transactional = pid, 0, 0, true
+	}
+	return oneRecordBatch(t, spec, ts, []byte(k), []byte(v))
+}
+
+// writeKafkaSegment makes the partition directory pdir holding one
+// segment, at offset 0, of the batches given: a data directory a Kafka
+// broker left, which the next Open loads.
+func writeKafkaSegment(t *testing.T, pdir string, batches ...[]byte) {
+	t.Helper()
+	if err := os.MkdirAll(pdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(pdir, segmentName(0)+logSuffix), bytes.Join(batches, nil), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// openTxnMarkerDir opens a store on a Kafka data directory whose
+// partition mk-0 (pdir) holds a transaction of producer 500 (k=committed,
+// offset 0), one of producer 600 (j=aborted, 1) and one of producer 700
+// (i=aborted, 2), all left open, with producer ids expiring after a
+// minute; mk is compacted, its segments roll a second apart and
+// delete.retention.ms is a minute. The caller closes s.
+func openTxnMarkerDir(t *testing.T) (dir, pdir string, clock *fakeClock, opts Options, s *Store, p *Partition) {
+	t.Helper()
+	dir = t.TempDir()
+	pdir = filepath.Join(dir, "mk-0")
+	clock = newClock()
+	ts := clock.ms.Load()
+	writeKafkaSegment(t, pdir,
+		kafkaBatch(t, 0, 500, ts, "k", "committed"),
+		kafkaBatch(t, 1, 600, ts, "j", "aborted"),
+		kafkaBatch(t, 2, 700, ts, "i", "aborted"))
+	opts = Options{Now: clock.now, Logger: openStore(t, t.TempDir(), nil).log, ProducerIDExpiration: time.Minute}
+	s, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p = mustPartition(t, s, "mk")
+	if err := p.Topic().SetConfig(map[string]string{
+		"cleanup.policy": "compact", "key.separator": "=", "segment.ms": "1000", "file.delete.delay.ms": "0",
+		"min.cleanable.dirty.ratio": "0", "delete.retention.ms": "60000",
+	}); err != nil {
+		s.Close()
+		t.Fatal(err)
+	}
+	return dir, pdir, clock, opts, s, p
 }
 
 // batchesOf lists the headers of every batch of p's segments.
@@ -222,49 +288,12 @@ func TestCompactionKeepsActiveProducerLastBatch(t *testing.T) {
 // epoch. segfs kept every marker for good. The horizon is read back from
 // the batch after a restart, so an idle topic loses its markers too.
 func TestCompactionRemovesTxnMarkers(t *testing.T) {
-	dir := t.TempDir()
-	pdir := filepath.Join(dir, "mk-0")
-	if err := os.MkdirAll(pdir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	clock := newClock()
-	ts := clock.ms.Load()
 	// A Kafka data directory: k=committed in a transaction of producer
 	// 500 (offset 0), j=aborted in one of producer 600 (1), i=aborted in
 	// one of producer 700 (2), all left open; their markers follow.
-	var log []byte
-	for i, b := range []struct {
-		pid    int64
-		k, val string
-	}{{500, "k", "committed"}, {600, "j", "aborted"}, {700, "i", "aborted"}} {
-		spec := record.DefaultSpec()
-		spec.BaseOffset = int64(i)
-		spec.ProducerID, spec.ProducerEpoch, spec.BaseSequence, spec.Transactional = b.pid, 0, 0, true
-		var bl record.Builder
-		bl.Reset(spec)
-		bl.Add(ts, []byte(b.k), []byte(b.val), nil)
-		raw, err := bl.Build(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		log = append(log, raw...)
-	}
-	if err := os.WriteFile(filepath.Join(pdir, segmentName(0)+logSuffix), log, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	opts := Options{Now: clock.now, Logger: openStore(t, t.TempDir(), nil).log, ProducerIDExpiration: time.Minute}
-	s, err := Open(dir, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, pdir, clock, opts, s, p := openTxnMarkerDir(t)
 	t.Cleanup(func() { s.Close() })
-	p := mustPartition(t, s, "mk")
-	if err := p.Topic().SetConfig(map[string]string{
-		"cleanup.policy": "compact", "key.separator": "=", "segment.ms": "1000", "file.delete.delay.ms": "0",
-		"min.cleanable.dirty.ratio": "0", "delete.retention.ms": "60000",
-	}); err != nil {
-		t.Fatal(err)
-	}
+	var err error
 	if off, err := p.WriteTxnMarker(500, 0, 0, true); err != nil || off != 3 {
 		t.Fatalf("COMMIT marker: offset %d, %v", off, err)
 	}

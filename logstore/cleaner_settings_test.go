@@ -396,35 +396,12 @@ func TestCleanedBatchMaxTimestamp(t *testing.T) {
 // aborted one) lost the key altogether.
 func TestCompactionDropsAbortedTxnData(t *testing.T) {
 	dir := t.TempDir()
-	pdir := filepath.Join(dir, "txc-0")
-	if err := os.MkdirAll(pdir, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	// k=committed (offset 0), then k=aborted in a transaction of producer
 	// 500 (offset 1), left open as Kafka leaves a transaction mid-way; x=1
 	// (2) and the transaction's ABORT marker (3) follow.
-	var log []byte
-	for i, b := range []struct {
-		pid int64
-		val string
-	}{{-1, "committed"}, {500, "aborted"}} {
-		spec := record.DefaultSpec()
-		spec.BaseOffset = int64(i)
-		if b.pid >= 0 {
-			spec.ProducerID, spec.ProducerEpoch, spec.BaseSequence, spec.Transactional = b.pid, 0, 0, true
-		}
-		var bl record.Builder
-		bl.Reset(spec)
-		bl.Add(1_700_000_000_000, []byte("k"), []byte(b.val), nil)
-		raw, err := bl.Build(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		log = append(log, raw...)
-	}
-	if err := os.WriteFile(filepath.Join(pdir, segmentName(0)+logSuffix), log, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeKafkaSegment(t, filepath.Join(dir, "txc-0"),
+		kafkaBatch(t, 0, -1, 1_700_000_000_000, "k", "committed"),
+		kafkaBatch(t, 1, 500, 1_700_000_000_000, "k", "aborted"))
 	clock := newClock()
 	s := openStore(t, dir, clock)
 	defer s.Close()

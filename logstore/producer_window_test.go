@@ -146,16 +146,9 @@ func idemPartition(t *testing.T, dir string) (*Store, *Partition) {
 // sequence seq.
 func idempotentBatch(t *testing.T, pid int64, seq int32, ts time.Time, value []byte) []byte {
 	t.Helper()
-	var bl record.Builder
 	spec := record.DefaultSpec()
 	spec.ProducerID, spec.ProducerEpoch, spec.BaseSequence = pid, 0, seq
-	bl.Reset(spec)
-	bl.Add(ts.UnixMilli(), nil, value, nil)
-	b, err := bl.Build(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return oneRecordBatch(t, spec, ts.UnixMilli(), nil, value)
 }
 
 // TestSnapshotAtEveryRoll: a partition without producers (what the mount
