@@ -12,22 +12,32 @@ import (
 	"github.com/segfs/segfs/logstore"
 )
 
-// segmentedTopic writes 200 lines into topic v of a new store in dir, with
-// 2 KiB segments (a dozen), closes the store and returns the partition,
-// whose log end stays readable.
-func segmentedTopic(t *testing.T, dir string) *logstore.Partition {
+// openTopic opens a store in dir and creates topic name, of one
+// partition, with cfg; the caller closes the store.
+func openTopic(t *testing.T, dir, name string, cfg map[string]string) (*logstore.Store, *logstore.Partition) {
 	t.Helper()
 	s, err := logstore.Open(dir, logstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.CreateTopic("v", 1, map[string]string{"segment.bytes": "2048"}); err != nil {
+	if _, err := s.CreateTopic(name, 1, cfg); err != nil {
+		s.Close()
 		t.Fatal(err)
 	}
-	p, err := s.Partition("v", 0)
+	p, err := s.Partition(name, 0)
 	if err != nil {
+		s.Close()
 		t.Fatal(err)
 	}
+	return s, p
+}
+
+// segmentedTopic writes 200 lines into topic v of a new store in dir, with
+// 2 KiB segments (a dozen), closes the store and returns the partition,
+// whose log end stays readable.
+func segmentedTopic(t *testing.T, dir string) *logstore.Partition {
+	t.Helper()
+	s, p := openTopic(t, dir, "v", map[string]string{"segment.bytes": "2048"})
 	for i := range 200 {
 		if _, _, err := p.AppendLines(fmt.Appendf(nil, "line %d %s\n", i, strings.Repeat("x", 40))); err != nil {
 			t.Fatal(err)
@@ -93,14 +103,7 @@ func TestVerifyVanishedSegment(t *testing.T) {
 // caught the old order of these checks.
 func TestVerifyMergedWhileChecking(t *testing.T) {
 	dir := t.TempDir()
-	s, err := logstore.Open(dir, logstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.CreateTopic("m", 1, map[string]string{"segment.bytes": "2048"}); err != nil {
-		t.Fatal(err)
-	}
-	p, _ := s.Partition("m", 0)
+	s, p := openTopic(t, dir, "m", map[string]string{"segment.bytes": "2048"})
 	for i := range 100 {
 		if _, _, err := p.AppendLines(fmt.Appendf(nil, "line %d %s\n", i, strings.Repeat("x", 40))); err != nil {
 			t.Fatal(err)
@@ -147,17 +150,7 @@ func TestVerifyMergedWhileChecking(t *testing.T) {
 // drops it).
 func TestVerifyTxnIndex(t *testing.T) {
 	dir := t.TempDir()
-	s, err := logstore.Open(dir, logstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.CreateTopic("x", 1, nil); err != nil {
-		t.Fatal(err)
-	}
-	p, err := s.Partition("x", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, p := openTopic(t, dir, "x", nil)
 	if _, _, err := p.AppendLines([]byte("a\nb\nc\nd\n")); err != nil {
 		t.Fatal(err)
 	}
@@ -205,29 +198,15 @@ func TestVerifyTxnIndex(t *testing.T) {
 	}
 }
 
-// TestVerifyActiveSegmentGrows: verify beside a running daemon reads the
-// active segment's .log, then its indexes; appends landing in between
-// leave index entries for batches verify did not read. That is growth,
-// not damage: verify checks the segment again and reports no error. It
-// used to report "entry N offset X >= log next offset Y (index pointing
-// past its log)" and exit 1, in about one run in ten under load. The
-// appends are made here at the point where they race in real runs.
-func TestVerifyActiveSegmentGrows(t *testing.T) {
+// growingTopic opens a store (closed at the test's end) with topic g, an
+// index entry for every batch (so that any append adds some), appends 5
+// lines and lists its partition; appendSome(n) appends n more lines.
+func growingTopic(t *testing.T) (parts []*partitionDir, appendSome func(n int)) {
+	t.Helper()
 	dir := t.TempDir()
-	s, err := logstore.Open(dir, logstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	// An index entry for every batch, so that any append adds some.
-	if _, err := s.CreateTopic("g", 1, map[string]string{"index.interval.bytes": "0"}); err != nil {
-		t.Fatal(err)
-	}
-	p, err := s.Partition("g", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	appendSome := func(n int) {
+	s, p := openTopic(t, dir, "g", map[string]string{"index.interval.bytes": "0"})
+	t.Cleanup(func() { s.Close() })
+	appendSome = func(n int) {
 		for i := range n {
 			if _, _, err := p.AppendLines(fmt.Appendf(nil, "line %d\n", i)); err != nil {
 				t.Fatal(err)
@@ -239,19 +218,39 @@ func TestVerifyActiveSegmentGrows(t *testing.T) {
 	if err != nil || len(parts) != 1 {
 		t.Fatalf("listPartitions: %v, %+v", err, parts)
 	}
+	return parts, appendSome
+}
+
+// verifyDuring checks part with hook called at each read of a .log (where
+// a running daemon's appends, rolls and cleaner swaps race with verify),
+// and returns the verifier, its result and what it printed.
+func verifyDuring(part *partitionDir, hook func(path string)) (*verifier, partitionResult, string) {
+	verifyLogRead = hook
+	defer func() { verifyLogRead = nil }()
+	var out bytes.Buffer
+	v := &verifier{out: &out}
+	r := v.partition(part)
+	return v, r, out.String()
+}
+
+// TestVerifyActiveSegmentGrows: verify beside a running daemon reads the
+// active segment's .log, then its indexes; appends landing in between
+// leave index entries for batches verify did not read. That is growth,
+// not damage: verify checks the segment again and reports no error. It
+// used to report "entry N offset X >= log next offset Y (index pointing
+// past its log)" and exit 1, in about one run in ten under load. The
+// appends are made here at the point where they race in real runs.
+func TestVerifyActiveSegmentGrows(t *testing.T) {
+	parts, appendSome := growingTopic(t)
 	grown := 0
-	verifyLogRead = func(string) {
+	v, r, out := verifyDuring(parts[0], func(string) {
 		if grown < 2 { // the first two reads race with appends
 			grown++
 			appendSome(3)
 		}
-	}
-	defer func() { verifyLogRead = nil }()
-	var out bytes.Buffer
-	v := &verifier{out: &out}
-	r := v.partition(parts[0])
+	})
 	if v.errors != 0 {
-		t.Fatalf("appends during verify reported as damage:\n%s", out.String())
+		t.Fatalf("appends during verify reported as damage:\n%s", out)
 	}
 	if r.next < 5 {
 		t.Fatalf("log end %d, want at least 5", r.next)
@@ -265,42 +264,14 @@ func TestVerifyActiveSegmentGrows(t *testing.T) {
 // beside such a mount; it reads the active segment's indexes before its
 // .log, and finds no error however often the appends land.
 func TestVerifyActiveSegmentGrowsSteadily(t *testing.T) {
-	dir := t.TempDir()
-	s, err := logstore.Open(dir, logstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.CreateTopic("g", 1, map[string]string{"index.interval.bytes": "0"}); err != nil {
-		t.Fatal(err)
-	}
-	p, err := s.Partition("g", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	appendSome := func(n int) {
-		for i := range n {
-			if _, _, err := p.AppendLines(fmt.Appendf(nil, "line %d\n", i)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	appendSome(5)
-	parts, err := listPartitions(dir)
-	if err != nil || len(parts) != 1 {
-		t.Fatalf("listPartitions: %v, %+v", err, parts)
-	}
+	parts, appendSome := growingTopic(t)
 	reads := 0
-	verifyLogRead = func(string) {
+	v, r, out := verifyDuring(parts[0], func(string) {
 		reads++
 		appendSome(3)
-	}
-	defer func() { verifyLogRead = nil }()
-	var out bytes.Buffer
-	v := &verifier{out: &out}
-	r := v.partition(parts[0])
+	})
 	if v.errors != 0 {
-		t.Fatalf("appends during verify (%d reads of the .log) reported as damage:\n%s", reads, out.String())
+		t.Fatalf("appends during verify (%d reads of the .log) reported as damage:\n%s", reads, out)
 	}
 	if r.next < 5 {
 		t.Fatalf("log end %d, want at least 5", r.next)
@@ -317,19 +288,9 @@ func TestVerifyActiveSegmentGrowsSteadily(t *testing.T) {
 // TestStressEverything's live verify loop).
 func TestVerifyCompactedWhileChecking(t *testing.T) {
 	dir := t.TempDir()
-	s, err := logstore.Open(dir, logstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, p := openTopic(t, dir, "c", map[string]string{"cleanup.policy": "compact", "key.separator": "=",
+		"segment.bytes": "2048", "index.interval.bytes": "0", "min.cleanable.dirty.ratio": "0"})
 	defer s.Close()
-	if _, err := s.CreateTopic("c", 1, map[string]string{"cleanup.policy": "compact", "key.separator": "=",
-		"segment.bytes": "2048", "index.interval.bytes": "0", "min.cleanable.dirty.ratio": "0"}); err != nil {
-		t.Fatal(err)
-	}
-	p, err := s.Partition("c", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Two records a batch, the first of a key every batch repeats: the
 	// cleaner rewrites each batch without it, so the batches of the new
 	// file are shorter and its index points between the old one's.
@@ -344,7 +305,7 @@ func TestVerifyCompactedWhileChecking(t *testing.T) {
 	}
 	first := parts[0].Segments[0].Log
 	compacted := false
-	verifyLogRead = func(path string) {
+	v, r, out := verifyDuring(parts[0], func(path string) {
 		if path != first || compacted {
 			return
 		}
@@ -353,19 +314,15 @@ func TestVerifyCompactedWhileChecking(t *testing.T) {
 		if err != nil || st.SegmentsCleaned == 0 {
 			t.Fatalf("compaction while verify reads: %+v, %v", st, err)
 		}
-	}
-	defer func() { verifyLogRead = nil }()
-	var out bytes.Buffer
-	v := &verifier{out: &out}
-	r := v.partition(parts[0])
+	})
 	if !compacted {
 		t.Fatal("the hook did not run")
 	}
 	if v.errors != 0 {
-		t.Fatalf("a compaction swap during verify reported as damage:\n%s", out.String())
+		t.Fatalf("a compaction swap during verify reported as damage:\n%s", out)
 	}
 	if r.next != p.LogEndOffset() {
-		t.Fatalf("verify ended at %d, the log at %d\n%s", r.next, p.LogEndOffset(), out.String())
+		t.Fatalf("verify ended at %d, the log at %d\n%s", r.next, p.LogEndOffset(), out)
 	}
 }
 
@@ -379,19 +336,9 @@ func TestVerifyCompactedWhileChecking(t *testing.T) {
 // TestStressEverything's live verify loop with 800-byte segments).
 func TestVerifyLogGrewPastListing(t *testing.T) {
 	dir := t.TempDir()
-	s, err := logstore.Open(dir, logstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, p := openTopic(t, dir, "g", map[string]string{"cleanup.policy": "compact", "key.separator": "=",
+		"segment.bytes": "2048", "min.cleanable.dirty.ratio": "0"})
 	defer s.Close()
-	if _, err := s.CreateTopic("g", 1, map[string]string{"cleanup.policy": "compact", "key.separator": "=",
-		"segment.bytes": "2048", "min.cleanable.dirty.ratio": "0"}); err != nil {
-		t.Fatal(err)
-	}
-	p, err := s.Partition("g", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// One key: compaction keeps only its latest record, so a segment
 	// behind a newer one keeps nothing.
 	appendSome := func(n int) {
