@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -37,12 +36,7 @@ func kafkaDeleteRecords(t *testing.T, addr, topic string, offset int64) (int64, 
 	rp.Partition, rp.Offset = 0, offset
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatalf("DeleteRecords %s/0 to %d: %v", topic, offset, err)
-	}
+	resp := adminRequest[*kmsg.DeleteRecordsResponse](t, cl, req)
 	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
 		t.Fatalf("DeleteRecords response %+v", resp)
 	}

@@ -1,40 +1,10 @@
 package tests
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-// kafkaListOffsetAnswer sends one ListOffsets for topic/0 at timestamp ts with
-// franz-go, at the highest version both sides know (as kadm's
-// ListLocalLogStartOffsets and ListLatestRemoteOffsets do), and returns the
-// partition's answer.
-func kafkaListOffsetAnswer(t *testing.T, addr, topic string, ts int64) kmsg.ListOffsetsResponseTopicPartition {
-	t.Helper()
-	cl := kafkaClient(t, addr)
-	req := kmsg.NewPtrListOffsetsRequest()
-	req.ReplicaID = -1
-	rt := kmsg.NewListOffsetsRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewListOffsetsRequestTopicPartition()
-	rp.Timestamp = ts
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatalf("ListOffsets %s/0 at %d: %v", topic, ts, err)
-	}
-	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-		t.Fatalf("ListOffsets response %+v", resp)
-	}
-	return resp.Topics[0].Partitions[0]
-}
 
 // TestKafkaListOffsetsTiered: franz-go asks a mounted partition for its
 // earliest local offset (-4, KIP-405) and its latest tiered offset (-5,

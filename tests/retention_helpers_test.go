@@ -145,12 +145,7 @@ func kafkaFetchCode(t *testing.T, addr, topic string, offset int64) (int16, int6
 	rp.PartitionMaxBytes = 1 << 20
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatalf("fetch %s at %d: %v", topic, offset, err)
-	}
+	resp := adminRequest[*kmsg.FetchResponse](t, cl, req)
 	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
 		t.Fatalf("fetch response %+v", resp)
 	}
@@ -214,8 +209,22 @@ func countFiles(dir, suffix string) int {
 }
 
 // kafkaListOffset sends one ListOffsets for topic/0 at timestamp (-2 the
-// earliest, -1 the latest) and returns the offset the broker answers.
+// earliest, -1 the latest) and returns the offset the broker answers; an
+// error code fails the test.
 func kafkaListOffset(t *testing.T, addr, topic string, timestamp int64) int64 {
+	t.Helper()
+	p := kafkaListOffsetAnswer(t, addr, topic, timestamp)
+	if p.ErrorCode != 0 {
+		t.Fatalf("ListOffsets %s at %d: %+v", topic, timestamp, p)
+	}
+	return p.Offset
+}
+
+// kafkaListOffsetAnswer sends one ListOffsets for topic/0 at timestamp ts with
+// franz-go, at the highest version both sides know (as kadm's
+// ListLocalLogStartOffsets and ListLatestRemoteOffsets do), and returns the
+// partition's answer.
+func kafkaListOffsetAnswer(t *testing.T, addr, topic string, ts int64) kmsg.ListOffsetsResponseTopicPartition {
 	t.Helper()
 	cl := kafkaClient(t, addr)
 	req := kmsg.NewPtrListOffsetsRequest()
@@ -223,17 +232,12 @@ func kafkaListOffset(t *testing.T, addr, topic string, timestamp int64) int64 {
 	rt := kmsg.NewListOffsetsRequestTopic()
 	rt.Topic = topic
 	rp := kmsg.NewListOffsetsRequestTopicPartition()
-	rp.Timestamp = timestamp
+	rp.Timestamp = ts
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatalf("ListOffsets %s at %d: %v", topic, timestamp, err)
+	resp := adminRequest[*kmsg.ListOffsetsResponse](t, cl, req)
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		t.Fatalf("ListOffsets response %+v", resp)
 	}
-	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
-		t.Fatalf("ListOffsets %s at %d: %+v", topic, timestamp, resp)
-	}
-	return resp.Topics[0].Partitions[0].Offset
+	return resp.Topics[0].Partitions[0]
 }
