@@ -11,29 +11,14 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // compactionProducers asks DescribeProducers for topic's partition 0 and
 // returns each producer's last sequence.
 func compactionProducers(t *testing.T, addr, topic string) map[int64]int32 {
 	t.Helper()
-	req := kmsg.NewPtrDescribeProducersRequest()
-	rt := kmsg.NewDescribeProducersRequestTopic()
-	rt.Topic, rt.Partitions = topic, []int32{0}
-	req.Topics = append(req.Topics, rt)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	resp, err := kafkaClient(t, addr).Request(ctx, req)
-	if err != nil {
-		t.Fatalf("DescribeProducers: %v", err)
-	}
-	sp := resp.(*kmsg.DescribeProducersResponse).Topics[0].Partitions[0]
-	if sp.ErrorCode != 0 {
-		t.Fatalf("DescribeProducers %s-0: error %d", topic, sp.ErrorCode)
-	}
 	out := map[int64]int32{}
-	for _, p := range sp.ActiveProducers {
+	for _, p := range kafkaActiveProducers(t, addr, topic) {
 		out[p.ProducerID] = p.LastSequence
 	}
 	return out

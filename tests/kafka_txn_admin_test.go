@@ -14,26 +14,27 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+// kafkaActiveProducers asks DescribeProducers for topic's partition 0
+// and returns its active producers; an error code fails the test.
+func kafkaActiveProducers(t *testing.T, addr, topic string) []kmsg.DescribeProducersResponseTopicPartitionActiveProducer {
+	t.Helper()
+	req := kmsg.NewPtrDescribeProducersRequest()
+	rt := kmsg.NewDescribeProducersRequestTopic()
+	rt.Topic, rt.Partitions = topic, []int32{0}
+	req.Topics = append(req.Topics, rt)
+	sp := adminRequest[*kmsg.DescribeProducersResponse](t, kafkaClient(t, addr), req).Topics[0].Partitions[0]
+	if sp.ErrorCode != 0 {
+		t.Fatalf("DescribeProducers %s-0: error %d", topic, sp.ErrorCode)
+	}
+	return sp.ActiveProducers
+}
+
 // txnAdminProducers asks DescribeProducers for txo-0 and returns each
 // producer's current transaction start offset.
 func txnAdminProducers(t *testing.T, addr string) map[int64]int64 {
 	t.Helper()
-	req := kmsg.NewPtrDescribeProducersRequest()
-	rt := kmsg.NewDescribeProducersRequestTopic()
-	rt.Topic, rt.Partitions = "txo", []int32{0}
-	req.Topics = append(req.Topics, rt)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	resp, err := kafkaClient(t, addr).Request(ctx, req)
-	if err != nil {
-		t.Fatalf("DescribeProducers: %v", err)
-	}
-	sp := resp.(*kmsg.DescribeProducersResponse).Topics[0].Partitions[0]
-	if sp.ErrorCode != 0 {
-		t.Fatalf("DescribeProducers txo-0: error %d", sp.ErrorCode)
-	}
 	out := map[int64]int64{}
-	for _, p := range sp.ActiveProducers {
+	for _, p := range kafkaActiveProducers(t, addr, "txo") {
 		out[p.ProducerID] = p.CurrentTxnStartOffset
 	}
 	return out
@@ -53,13 +54,8 @@ func txnAdminEnd(t *testing.T, addr string, commit bool) {
 		m.Topics = append(m.Topics, mt)
 		req.Markers = append(req.Markers, m)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	resp, err := kafkaClient(t, addr).Request(ctx, req)
-	if err != nil {
-		t.Fatalf("WriteTxnMarkers: %v", err)
-	}
-	for _, m := range resp.(*kmsg.WriteTxnMarkersResponse).Markers {
+	resp := adminRequest[*kmsg.WriteTxnMarkersResponse](t, kafkaClient(t, addr), req)
+	for _, m := range resp.Markers {
 		if c := m.Topics[0].Partitions[0].ErrorCode; c != 0 {
 			t.Fatalf("WriteTxnMarkers producer %d: error %d", m.ProducerID, c)
 		}
