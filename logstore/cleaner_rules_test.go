@@ -3,6 +3,8 @@ package logstore
 import (
 	"bytes"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -165,7 +167,7 @@ func openTxnMarkerDir(t *testing.T) (dir, pdir string, clock *fakeClock, opts Op
 		kafkaBatch(t, 0, 500, ts, "k", "committed"),
 		kafkaBatch(t, 1, 600, ts, "j", "aborted"),
 		kafkaBatch(t, 2, 700, ts, "i", "aborted"))
-	opts = Options{Now: clock.now, Logger: openStore(t, t.TempDir(), nil).log, ProducerIDExpiration: time.Minute}
+	opts = Options{Now: clock.now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ProducerIDExpiration: time.Minute}
 	s, err := Open(dir, opts)
 	if err != nil {
 		t.Fatal(err)
