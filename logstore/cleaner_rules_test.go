@@ -3,8 +3,6 @@ package logstore
 import (
 	"bytes"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,7 +25,7 @@ func TestCompactionLeavesPastRoundEnd(t *testing.T) {
 	clock := newClock()
 	dir := t.TempDir()
 	const mapBytes = 1024 // 42 slots, filled at 37 keys
-	s, err := Open(dir, Options{Now: clock.now, Logger: openStore(t, t.TempDir(), nil).log, CleanerBufferBytes: mapBytes})
+	s, err := Open(dir, Options{Now: clock.now, Logger: discardLogger(), CleanerBufferBytes: mapBytes})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +165,7 @@ func openTxnMarkerDir(t *testing.T) (dir, pdir string, clock *fakeClock, opts Op
 		kafkaBatch(t, 0, 500, ts, "k", "committed"),
 		kafkaBatch(t, 1, 600, ts, "j", "aborted"),
 		kafkaBatch(t, 2, 700, ts, "i", "aborted"))
-	opts = Options{Now: clock.now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ProducerIDExpiration: time.Minute}
+	opts = Options{Now: clock.now, Logger: discardLogger(), ProducerIDExpiration: time.Minute}
 	s, err := Open(dir, opts)
 	if err != nil {
 		t.Fatal(err)

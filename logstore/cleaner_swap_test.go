@@ -238,7 +238,7 @@ func TestCompactionCrashAtEveryStep(t *testing.T) {
 func compactionCrashAtEveryStep(t *testing.T, mapBytes int) {
 	open := func(dir string, clock *fakeClock) *Store {
 		t.Helper()
-		s, err := Open(dir, Options{Now: clock.now, Logger: openStore(t, t.TempDir(), nil).log, CleanerBufferBytes: mapBytes})
+		s, err := Open(dir, Options{Now: clock.now, Logger: discardLogger(), CleanerBufferBytes: mapBytes})
 		if err != nil {
 			t.Fatal(err)
 		}

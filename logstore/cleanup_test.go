@@ -90,7 +90,7 @@ func TestRetentionBySizeAndTime(t *testing.T) {
 func TestCompactionConverges(t *testing.T) {
 	clock := newClock()
 	dir := t.TempDir()
-	s, err := Open(dir, Options{Now: clock.now, Logger: openStore(t, t.TempDir(), nil).log, CleanerBufferBytes: 1 << 20})
+	s, err := Open(dir, Options{Now: clock.now, Logger: discardLogger(), CleanerBufferBytes: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}

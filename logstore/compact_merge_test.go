@@ -379,7 +379,7 @@ func TestCompactionMapSmallerThanSegment(t *testing.T) {
 	clock := newClock()
 	dir := t.TempDir()
 	const mapBytes = 1024 // 42 slots, 37 keys
-	s, err := Open(dir, Options{Now: clock.now, Logger: openStore(t, t.TempDir(), nil).log, CleanerBufferBytes: mapBytes})
+	s, err := Open(dir, Options{Now: clock.now, Logger: discardLogger(), CleanerBufferBytes: mapBytes})
 	if err != nil {
 		t.Fatal(err)
 	}

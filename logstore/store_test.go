@@ -28,9 +28,13 @@ func newClock() *fakeClock {
 }
 func (c *fakeClock) now() time.Time { return time.UnixMilli(c.ms.Add(1)) }
 
+// discardLogger is the logger of test stores: their warnings are expected
+// and would only clutter -v output.
+func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
 func openStore(t testing.TB, dir string, clock *fakeClock) *Store {
 	t.Helper()
-	opts := Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	opts := Options{Logger: discardLogger()}
 	if clock != nil {
 		opts.Now = clock.now
 	}
