@@ -614,8 +614,21 @@ func (n *textNode) Flush(ctx context.Context, f gofs.FileHandle) syscall.Errno {
 // as Python's subprocess and posix_spawn do), in the middle of the
 // writer's line. That line waits for more bytes or RELEASE, which syncs
 // it after storing it.
+//
+// Another process's close registers the line with closers only once the
+// opener has closed a descriptor of the file and not written since
+// (openerClosed): until then the opener still holds the file, so no
+// RELEASE follows, and a writer with an unfinished line that spawns
+// programs made the partition's other writers wait closeOrderWait per
+// spawn. A child that was handed the file and outlives the opener's close
+// (Popen(stdout=f); f.close()) ends the line at its exit, and what is
+// appended after that exit still comes after the line.
 func (h *dataHandle) flush(ctx context.Context) syscall.Errno {
+	byOther := h.closedByOther(ctx)
 	h.mu.Lock()
+	if !byOther {
+		h.openerClosed = true
+	}
 	pending, durable := h.asm.pending(), h.syncOpen || h.owesSync
 	if pending {
 		if len(h.asm.partial) > h.maxLine() {
@@ -629,15 +642,11 @@ func (h *dataHandle) flush(ctx context.Context) syscall.Errno {
 	}
 	// owesSync without a pending line: a WRITE completed the line an
 	// fsync found, and the close syncs it.
-	if (pending && durable) || h.owesSync {
+	if ((pending && durable) || h.owesSync) && !byOther {
 		h.mu.Unlock()
-		if !h.closedByOther(ctx) {
-			return h.syncClose()
-		}
-		h.mu.Lock()
-		pending = h.asm.pending()
+		return h.syncClose()
 	}
-	if pending {
+	if pending && h.openerClosed {
 		// If this was the last close, RELEASE stores the line; until
 		// then, the partition's other requests wait for it (closers).
 		h.node.fs.closers.flushed(h)
@@ -844,6 +853,10 @@ type dataHandle struct {
 
 	mu  sync.Mutex
 	asm lineAssembler
+	// openerClosed: a FLUSH came from the opener's process, and no WRITE
+	// from the opener's thread since, so another process's close may be
+	// the last one (flush).
+	openerClosed bool
 	// owesSync: an fsync (or a synchronous WRITE, syncwrite.go) found an
 	// unfinished line, which it could not sync, not being a record yet;
 	// the next close(2) stores and syncs it, or syncs the record a later
@@ -884,6 +897,11 @@ func (h *dataHandle) Write(ctx context.Context, data []byte, off int64) (uint32,
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if callerPid(ctx) == h.opener {
+		// The opener still holds the file: a dup it closed was not
+		// its last descriptor.
+		h.openerClosed = false
+	}
 	head, lines, keep, n, err := h.asm.add(data, h.maxLine())
 	if err != nil {
 		return 0, syscall.EMSGSIZE

@@ -83,8 +83,11 @@
 // the partition's other writes, opens and lookups wait (closers.go) until
 // RELEASE has stored it: `printf a >> data; echo b >> data` stores a, then
 // b. If that FLUSH was not the last close (a child that inherited the
-// descriptor exited), they wait at most closeOrderWait, once per such
-// FLUSH. FLUSH stores nothing for data, but it fails close(2) for an
+// descriptor exited while the shell keeps it), they wait at most
+// closeOrderWait, once per such FLUSH. A FLUSH from another process than
+// the opener, while the opener has not closed its own descriptor (a
+// program the writer spawns, closing its inherited copy at exec), makes
+// no one wait: the opener still holds the file. FLUSH stores nothing for data, but it fails close(2) for an
 // unfinished line RELEASE could not store (EINVAL for a keyless line on a
 // compacted topic, EMSGSIZE for one longer than a max.message.bytes
 // lowered since), leaving it pending, as another dup may still complete
