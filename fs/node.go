@@ -129,6 +129,11 @@ func (f *fsys) setAttr(a *fuse.Attr, mode uint32, size int64, mtime time.Time) {
 	// `stat` and `ls -lu`, and `find -atime`/`-amin` never matched.
 	a.SetTimes(&mtime, &mtime, &mtime)
 	a.Blksize = 4096
+	// Blocks follow the size, also for data, status and config, which
+	// take no disk space of their own (so `du` of a topic counts data on
+	// top of segments/). A file with a size and no blocks (as sysfs
+	// files are) is all hole to GNU tar --sparse, which archives it as
+	// zeros (TestMountBackupToolsCopyText).
 	a.Blocks = (uint64(size) + 511) / 512
 }
 
