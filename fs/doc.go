@@ -87,10 +87,10 @@
 // closeOrderWait, once per such FLUSH. A FLUSH from another process than
 // the opener, while the opener has not closed its own descriptor (a
 // program the writer spawns, closing its inherited copy at exec), makes
-// no one wait: the opener still holds the file. FLUSH stores nothing for data, but it fails close(2) for an
-// unfinished line RELEASE could not store (EINVAL for a keyless line on a
-// compacted topic, EMSGSIZE for one longer than a max.message.bytes
-// lowered since), leaving it pending, as another dup may still complete
+// no one wait: the opener still holds the file. FLUSH stores nothing for
+// data, but it fails close(2) for an unfinished line RELEASE could not
+// store (EINVAL for a keyless line on a compacted topic, EMSGSIZE for one
+// longer than a max.message.bytes lowered since), leaving it pending, as another dup may still complete
 // it. It is answered, not ENOSYS: ENOSYS would stop FLUSH for every file
 // of the mount, and config reports an invalid unfinished line from it. A shell ignores close(2)'s error, so
 // config also refuses an unfinished line at its write(2) as soon as it
