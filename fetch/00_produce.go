@@ -71,8 +71,10 @@ import (
 //     otherwise UNKNOWN_TOPIC_OR_PARTITION, and nothing is created (it
 //     used to create the topic, then refuse the partition). Kafka's
 //     internal topic names are never auto-created (03_metadata.go): an
-//     unknown one is UNKNOWN_TOPIC_OR_PARTITION, as in Kafka, whose
-//     Produce finds no such partition. The topic is
+//     unknown one is INVALID_TOPIC_EXCEPTION, as Metadata answers it and
+//     as Kafka answers a produce to its internal topic, which on Kafka
+//     exists as soon as a Metadata request named it; Kafka's admin client
+//     id, which may write there, gets UNKNOWN_TOPIC_OR_PARTITION. The topic is
 //     looked up first, before the batch is examined, as Kafka's
 //     handleProduceRequest does.
 //   - A duplicate of one of the producer's last 5 batches succeeds with the
@@ -182,6 +184,9 @@ func (s *Server) produce(req *kmsg.ProduceRequest, topic string, rp *kmsg.Produc
 	t, err := s.topic(topic, create)
 	if err != nil {
 		sp.ErrorCode = errorCode(err)
+		if errors.Is(err, logstore.ErrUnknownTopic) && isInternalTopic(topic) && h.clientID != adminClientID {
+			sp.ErrorCode = kerr.InvalidTopicException.Code
+		}
 		return
 	}
 	p, err := t.Partition(rp.Partition)

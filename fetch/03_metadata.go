@@ -30,13 +30,21 @@ import (
 // Kafka), else UNKNOWN_TOPIC_OR_PARTITION, or INVALID_TOPIC_EXCEPTION for a
 // name no topic can have, as Kafka answers. Kafka's internal topic names
 // (__consumer_offsets, __transaction_state, __share_group_state) are never
-// auto-created: the answer is UNKNOWN_TOPIC_OR_PARTITION, as with
-// auto-creation off. Kafka's broker would create its internal topic with
-// the offsets/transaction settings it runs its coordinators on; segfs keeps
-// committed offsets in a file of its own (offsets.go), so it would only get
-// a one-partition delete-policy topic nobody can produce to (`kcat -L -t
-// __consumer_offsets` made one). mkdir and CreateTopics still create them,
-// for data copied from Kafka. Authorized operations, when asked (v8+
+// auto-created. Kafka's broker creates its internal topic on any Metadata
+// request naming it, whatever auto.create.topics.enable says
+// (KafkaApis.getTopicMetadata, AutoTopicCreationManager), with the
+// offsets/transaction settings its coordinators run on, and a client's
+// produce to it then fails at once with INVALID_TOPIC_EXCEPTION ("Cannot
+// append to internal topic", ReplicaManager.appendToLocalLog). segfs keeps
+// committed offsets in a file of its own (offsets.go): auto-creating would
+// give a one-partition delete-policy topic nobody can produce to (`kcat -L
+// -t __consumer_offsets` made one), and faking Kafka's 50 partitions would
+// be a lie. So an unknown internal name is answered INVALID_TOPIC_EXCEPTION,
+// is_internal set, no partitions: a producer fails at once on the error it
+// would get from Kafka, and a consumer learns the topic will not appear.
+// UNKNOWN_TOPIC_OR_PARTITION, answered before, is retriable: kcat -P
+// waited topic.metadata.propagation.max.ms (30 s) before failing. mkdir and
+// CreateTopics still create them, for data copied from Kafka. Authorized operations, when asked (v8+
 // topics, v8-v10 the cluster), are every operation Kafka defines on them,
 // as Kafka answers without an authorizer; segfs has none. v13 is not
 // served: it only adds
@@ -107,7 +115,7 @@ func handleMetadata(c *conn, h *reqHeader, r kmsg.Request) error {
 			// is_internal for Kafka's internal names. A client that got
 			// the retriable UNKNOWN_TOPIC_OR_PARTITION for "bad name"
 			// kept asking for it instead of failing.
-			if errors.Is(err, logstore.ErrUnknownTopic) && logstore.ValidateTopicName(*rt.Topic) != nil {
+			if errors.Is(err, logstore.ErrUnknownTopic) && (logstore.ValidateTopicName(*rt.Topic) != nil || isInternalTopic(*rt.Topic)) {
 				mt.ErrorCode = kerr.InvalidTopicException.Code
 			}
 			mt.IsInternal = isInternalTopic(*rt.Topic)

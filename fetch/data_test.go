@@ -954,8 +954,12 @@ func TestListOffsetsDuplicatePartitions(t *testing.T) {
 // TestMetadataNoInternalAutoCreate: with auto-creation on, a Metadata
 // request (v0, where it is implied, and v12 asking for it) or a Produce
 // naming one of Kafka's internal topics does not create it: the answer is
-// UNKNOWN_TOPIC_OR_PARTITION, as with auto-creation off. segfs created a
-// one-partition delete-policy __consumer_offsets nobody could produce to.
+// INVALID_TOPIC_EXCEPTION (what Kafka answers a client's produce to its
+// internal topic, which it creates on a Metadata request), and
+// UNKNOWN_TOPIC_OR_PARTITION to a produce from Kafka's admin client id,
+// which may write there. segfs created a one-partition delete-policy
+// __consumer_offsets nobody could produce to, then answered the retriable
+// UNKNOWN_TOPIC_OR_PARTITION, on which kcat -P waited 30 s.
 func TestMetadataNoInternalAutoCreate(t *testing.T) {
 	ts := startServer(t, Config{AutoCreateTopics: true})
 	c := dial(t, ts.addr)
@@ -967,12 +971,32 @@ func TestMetadataNoInternalAutoCreate(t *testing.T) {
 			rt.Topic = kmsg.StringPtr(name)
 			req.Topics = append(req.Topics, rt)
 			r := c.roundTrip(req).(*kmsg.MetadataResponse)
-			if len(r.Topics) != 1 || r.Topics[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
-				t.Errorf("metadata v%d for %s: %+v, want UNKNOWN_TOPIC_OR_PARTITION", v, name, r.Topics)
+			if len(r.Topics) != 1 || r.Topics[0].ErrorCode != kerr.InvalidTopicException.Code || r.Topics[0].IsInternal != (v >= 1) {
+				t.Errorf("metadata v%d for %s: %+v, want INVALID_TOPIC_EXCEPTION, internal from v1", v, name, r.Topics)
 			}
 		}
-		if sp := c.produce(9, name, 0, produceBatch(t, "x")); sp.ErrorCode != kerr.UnknownTopicOrPartition.Code {
-			t.Errorf("produce to %s: %v, want UNKNOWN_TOPIC_OR_PARTITION", name, kerr.ErrorForCode(sp.ErrorCode))
+		if sp := c.produce(9, name, 0, produceBatch(t, "x")); sp.ErrorCode != kerr.InvalidTopicException.Code {
+			t.Errorf("produce to %s: %v, want INVALID_TOPIC_EXCEPTION", name, kerr.ErrorForCode(sp.ErrorCode))
+		}
+		preq := kmsg.NewPtrProduceRequest()
+		preq.Version, preq.Acks, preq.TimeoutMillis = 9, -1, 5000
+		prt := kmsg.NewProduceRequestTopic()
+		prt.Topic = name
+		prp := kmsg.NewProduceRequestTopicPartition()
+		prp.Records = produceBatch(t, "x")
+		prt.Partitions = append(prt.Partitions, prp)
+		preq.Topics = append(preq.Topics, prt)
+		c.corr++
+		if _, err := c.conn.Write(encodeRequest(preq, c.corr, adminClientID)); err != nil {
+			t.Fatal(err)
+		}
+		frame, err := c.readFrame()
+		if err != nil {
+			t.Fatal(err)
+		}
+		presp := decodeResponse(t, frame, c.corr, preq.ResponseKind()).(*kmsg.ProduceResponse)
+		if code := presp.Topics[0].Partitions[0].ErrorCode; code != kerr.UnknownTopicOrPartition.Code {
+			t.Errorf("admin client's produce to %s: %v, want UNKNOWN_TOPIC_OR_PARTITION", name, kerr.ErrorForCode(code))
 		}
 		if _, err := ts.store.Topic(name); err == nil {
 			t.Errorf("%s was auto-created", name)
@@ -1002,7 +1026,7 @@ func TestMetadataInvalidNameNotCreated(t *testing.T) {
 				{strings.Repeat("n", 250), kerr.InvalidTopicException, false},
 				{"..", kerr.InvalidTopicException, false},
 				{"missing", kerr.UnknownTopicOrPartition, false},
-				{"__consumer_offsets", kerr.UnknownTopicOrPartition, true},
+				{"__consumer_offsets", kerr.InvalidTopicException, true},
 			} {
 				req := kmsg.NewPtrMetadataRequest()
 				req.Version, req.AllowAutoTopicCreation = v, false

@@ -81,15 +81,16 @@ func TestKafkaAutoCreateOnProduce(t *testing.T) {
 // auto-creation on (the default) created a one-partition delete-policy
 // __consumer_offsets nobody can produce to (segfs keeps committed offsets
 // in its own file). Kafka's internal topic names are not auto-created:
-// the answer is UNKNOWN_TOPIC_OR_PARTITION, as with auto-creation off, and
-// nothing appears in the data directory. An ordinary name still is
+// the answer is INVALID_TOPIC_EXCEPTION, whatever auto-creation says
+// (TestKafkaUnknownInternalTopicFailsFast), and nothing appears in the
+// data directory. An ordinary name still is
 // auto-created, and an explicit CreateTopics still creates an internal one.
 func TestKafkaAutoCreateNotInternal(t *testing.T) {
 	srv := kafkaServe(t, "")
 	for _, name := range []string{"__consumer_offsets", "__transaction_state", "__share_group_state"} {
 		out, errs, _ := kcatRun(t, srv.addr, "", "-L", "-t", name)
-		if !strings.Contains(out+errs, "Unknown topic or partition") {
-			t.Errorf("kcat -L -t %s:\n%s%s\nwant Unknown topic or partition", name, out, errs)
+		if !strings.Contains(out+errs, "Broker: Invalid topic") {
+			t.Errorf("kcat -L -t %s:\n%s%s\nwant Invalid topic", name, out, errs)
 		}
 		if _, err := os.Stat(filepath.Join(srv.data, name+"-0")); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("kcat -L -t %s created the topic: %v", name, err)

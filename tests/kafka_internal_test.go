@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -100,5 +101,66 @@ func TestKafkaProduceInternalTopic(t *testing.T) {
 	}
 	if got := oresp.Topics[0].Partitions[0].Offset; got != 2 {
 		t.Errorf("group g1's committed offset: %d, want 2", got)
+	}
+}
+
+// TestKafkaUnknownInternalTopicFailsFast: segfs keeps group offsets in a
+// file of its own, so __consumer_offsets and __transaction_state do not
+// exist unless made by hand, and are never auto-created. Metadata answered
+// such a name UNKNOWN_TOPIC_OR_PARTITION, which clients retry: `kcat -P -t
+// __consumer_offsets` waited librdkafka's 30 s metadata propagation time
+// before failing with "Unknown topic or partition". Kafka creates its
+// internal topics on the first Metadata request and then refuses a
+// client's produce with INVALID_TOPIC_EXCEPTION; segfs now answers that
+// error in Metadata and Produce, so kcat and franz-go fail at once on it,
+// and nothing is created.
+func TestKafkaUnknownInternalTopicFailsFast(t *testing.T) {
+	kafkaNeedKcat(t)
+	srv := kafkaServe(t, "")
+	for _, topic := range []string{"__consumer_offsets", "__transaction_state"} {
+		for _, args := range [][]string{{"-P", "-t", topic}, {"-P", "-t", topic, "-p", "0"}} {
+			stdout, stderr, code := kcatRun(t, srv.addr, "forged\n", args...)
+			if code == 0 || !strings.Contains(stderr, "Invalid topic") {
+				t.Errorf("kcat %s: exit %d, want a failure on Invalid topic\nstdout: %s\nstderr: %s",
+					strings.Join(args, " "), code, stdout, stderr)
+			}
+		}
+		stdout, stderr, code := kcatRun(t, srv.addr, "", "-C", "-e", "-t", topic)
+		if code == 0 || !strings.Contains(stderr, "Topic "+topic+" error: Broker: Invalid topic") {
+			t.Errorf("kcat -C -t %s: exit %d, want a failure naming the topic\nstdout: %s\nstderr: %s", topic, code, stdout, stderr)
+		}
+	}
+
+	cl := kafkaClient(t, srv.addr, kgo.AllowAutoTopicCreation(), kgo.RecordRetries(0))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, topic := range []string{"__consumer_offsets", "__transaction_state"} {
+		res := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("forged")})
+		if err := res.FirstErr(); !errors.Is(err, kerr.InvalidTopicException) {
+			t.Errorf("franz-go produce to %s: %v, want INVALID_TOPIC_EXCEPTION", topic, err)
+		}
+	}
+	// Metadata says why, flags the name internal and lists no partitions.
+	md := kmsg.NewPtrMetadataRequest()
+	md.AllowAutoTopicCreation = true
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr("__consumer_offsets")
+	md.Topics = append(md.Topics, rt)
+	mresp, err := md.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mt := mresp.Topics[0]; mt.ErrorCode != kerr.InvalidTopicException.Code || !mt.IsInternal || len(mt.Partitions) != 0 {
+		t.Errorf("metadata of __consumer_offsets: error %v, internal %v, %d partitions; want INVALID_TOPIC_EXCEPTION, internal, none",
+			kerr.ErrorForCode(mt.ErrorCode), mt.IsInternal, len(mt.Partitions))
+	}
+	ents, err := os.ReadDir(srv.data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), "__") {
+			t.Errorf("%s was created", e.Name())
+		}
 	}
 }
