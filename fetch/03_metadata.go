@@ -25,6 +25,8 @@ import (
 // there naming a topic by ID or without a name is INVALID_REQUEST as a
 // whole, as Kafka's handleTopicMetadataRequest refuses it (each topic of
 // the request answered with that error and no partitions, no brokers).
+// So is a v12 request naming a topic with neither name nor ID, and no
+// topic by a non-zero ID (Kafka 4 refuses it as a whole too).
 // Unknown topics are created when the server allows auto-creation and
 // the request does (AllowAutoTopicCreation, v4+; implied before v4, as in
 // Kafka), else UNKNOWN_TOPIC_OR_PARTITION, or INVALID_TOPIC_EXCEPTION for a
@@ -58,6 +60,21 @@ func handleMetadata(c *conn, h *reqHeader, r kmsg.Request) error {
 	if !all && h.version < 12 && metadataNamesByID(req) {
 		return c.send(h, metadataRefused(req, resp, kerr.InvalidRequest.Code))
 	}
+	if !all && h.version >= 12 && !metadataAnyID(req) && metadataNullName(req) {
+		// A topic with neither name nor ID, and no topic by ID: Kafka
+		// 4's handleTopicMetadataRequest takes the names as they are,
+		// and its metadata cache's lookup of the null name throws
+		// (KRaftMetadataCache.contains on an immutable map that takes
+		// no null key), so the request is refused as a whole by
+		// MetadataRequest.getErrorResponse, each topic with the error.
+		// The code Kafka sends is that of the exception,
+		// UNKNOWN_SERVER_ERROR; segfs sends INVALID_REQUEST, Kafka's
+		// own code for a null name at v10-11, as the request is at
+		// fault and nothing on the server failed. segfs answered this
+		// entry alone UNKNOWN_TOPIC_ID and served (and auto-created)
+		// the other names.
+		return c.send(h, metadataRefused(req, resp, kerr.InvalidRequest.Code))
+	}
 
 	host, port := c.advertised()
 	b := kmsg.NewMetadataResponseBroker()
@@ -89,20 +106,6 @@ func handleMetadata(c *conn, h *reqHeader, r kmsg.Request) error {
 				continue
 			}
 			named[*rt.Topic] = true
-		}
-		if rt.Topic == nil {
-			// v12+, no name and (metadataAnyID being false) the zero
-			// ID: no topic has it. Kafka 4 hands the null name to its
-			// name lookup and validation, which have no answer for it
-			// (Topic.validate dereferences it); segfs answers this
-			// entry alone, UNKNOWN_TOPIC_ID. An empty name without an ID is
-			// a name, an invalid one (Kafka's rule too): before v10
-			// there are no IDs, and an UNKNOWN_TOPIC_ID answer reached
-			// librdkafka's Metadata v4 as an error it cannot name.
-			mt := kmsg.NewMetadataResponseTopic()
-			mt.ErrorCode = kerr.UnknownTopicID.Code
-			resp.Topics = append(resp.Topics, mt)
-			continue
 		}
 		t, err := c.s.topic(*rt.Topic, create)
 		if err != nil {
@@ -173,6 +176,17 @@ func metadataByIDs(c *conn, req *kmsg.MetadataRequest, resp *kmsg.MetadataRespon
 func metadataNamesByID(req *kmsg.MetadataRequest) bool {
 	for _, rt := range req.Topics {
 		if rt.Topic == nil || rt.TopicID != [16]byte{} {
+			return true
+		}
+	}
+	return false
+}
+
+// metadataNullName reports whether a request names a topic without a name.
+// An empty name is a name, an invalid one (Kafka's rule too).
+func metadataNullName(req *kmsg.MetadataRequest) bool {
+	for _, rt := range req.Topics {
+		if rt.Topic == nil {
 			return true
 		}
 	}
