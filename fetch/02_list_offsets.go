@@ -11,8 +11,10 @@ import (
 // the last stable offset, which is the same unless a data directory copied
 // from Kafka holds an open transaction (P5); a lookup by timestamp that
 // lands at or past that end finds nothing, as in Kafka;
-// -2 the log start offset, -3 the record with the largest timestamp (at
-// every version, as Kafka 3.x's broker answers it: KIP-734 gave it v7, but
+// -2 the log start offset, -3 the record with the largest timestamp, as
+// Kafka finds it: the first batch carrying that timestamp decides, and an
+// empty one (kept by the cleaner for an active producer) answers no offset
+// (logstore's MaxTimestamp) (at every version, as Kafka 3.x's broker answers it: KIP-734 gave it v7, but
 // librdkafka 2.0 sends it at v2 for `kcat -Q -t T:P:-3`),
 // and ts >= 0 the first offset whose timestamp is >= ts via the time index,
 // or -1 when there is none (Kafka's answer; clients then use the end).

@@ -725,9 +725,18 @@ func (p *Partition) LookupTime(ts int64) (offset, recordTs int64, ok bool, err e
 }
 
 // MaxTimestamp returns the largest timestamp in the log and the offset of
-// the record carrying it (ListOffsets -3), ok=false for an empty log.
+// the record carrying it (ListOffsets -3), ok=false for an empty log. As
+// Kafka's UnifiedLog.fetchOffsetByTimestamp(MAX_TIMESTAMP) finds it, the
+// first batch whose max timestamp is the largest decides: the answer is
+// its first record with that timestamp, and nothing when it has none. That
+// is an empty batch the cleaner kept as an active producer's last (its
+// header keeps the max timestamp of the records it held, as Kafka's
+// RETAIN_EMPTY header does): Kafka answers no offset even when a later
+// record has the same timestamp, and segfs, which looked for the first
+// record at or above the timestamp in the whole log, answered that record.
 func (p *Partition) MaxTimestamp() (int64, int64, bool, error) {
-	segs := p.acquireSegments(p.logStart.Load())
+	start := p.logStart.Load()
+	segs := p.acquireSegments(start)
 	defer releaseAll(segs)
 	var best *segment
 	for _, s := range segs {
@@ -739,11 +748,51 @@ func (p *Partition) MaxTimestamp() (int64, int64, bool, error) {
 		return -1, -1, false, nil
 	}
 	ts := best.maxTs.Load()
-	off, ok, err := p.OffsetForTime(ts)
-	if err != nil || !ok {
+	limit := best.size.Load()
+	pos, _, found, err := best.findBatch(max(best.tidx.Lookup(ts).Offset, start), limit)
+	if err != nil || !found {
 		return -1, -1, false, err
 	}
-	return ts, off, true, nil
+	buf := getBuf()
+	defer func() { putBuf(buf) }()
+	sc := newScanner(best.log, best.path(logSuffix), pos, limit, buf)
+	for {
+		buf = sc.buf[:0] // ensure may have grown it
+		_, b, err := sc.next()
+		if err == io.EOF {
+			return -1, -1, false, nil
+		}
+		if err != nil {
+			return -1, -1, false, err
+		}
+		h, err := record.ParseHeader(b)
+		if err != nil {
+			return -1, -1, false, err
+		}
+		if h.MaxTimestamp != ts || h.LastOffset() < start {
+			continue
+		}
+		if err := record.Validate(b); err != nil {
+			return -1, -1, false, &CorruptError{Path: best.path(logSuffix), Pos: sc.pos - int64(len(b)), Err: err}
+		}
+		got := int64(-1)
+		errStop := errors.New("stop")
+		var dec record.Decoder
+		err = dec.Records(b, func(r *record.Record) error {
+			if r.Timestamp == ts && r.Offset >= start {
+				got = r.Offset
+				return errStop
+			}
+			return nil
+		})
+		if err != nil && err != errStop {
+			return -1, -1, false, err
+		}
+		if got < 0 {
+			return -1, -1, false, nil
+		}
+		return ts, got, true, nil
+	}
 }
 
 // Status is a summary for the status file and dump tools.
