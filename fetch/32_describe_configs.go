@@ -19,9 +19,16 @@ import (
 // INVALID_TOPIC_EXCEPTION, per resource. Broker resource "0" (type 4)
 // lists the few broker settings segfs really applies (configs.go), all
 // read-only; "" (the cluster-wide dynamic defaults) lists none, as segfs
-// has no dynamic broker configs; another id is INVALID_REQUEST, as are
-// other resource types (broker loggers, client metrics, groups): segfs has
-// no configs for them. config_names filters (null or empty: all).
+// has no dynamic broker configs; another id is INVALID_REQUEST. A group
+// (type 32, any non-empty name, as in Kafka) lists the group configs segfs
+// applies, the server's (groupConfigEntries); the broker logger resource
+// (type 8, "0") its one logger, root, at segfs's log level; a client
+// metrics subscription (type 16, any non-empty name) none, as segfs
+// collects no client metrics (Kafka would list its defaults, interval.ms
+// and the empty metrics and match lists, which segfs would not apply). An
+// empty name of those is INVALID_REQUEST with Kafka's message, and so is
+// an unknown resource type. segfs answered INVALID_REQUEST for those three
+// types. config_names filters (null or empty: all).
 func init() { register(32, 0, 4, handleDescribeConfigs) }
 
 func handleDescribeConfigs(c *conn, h *reqHeader, r kmsg.Request) error {
@@ -48,6 +55,24 @@ func handleDescribeConfigs(c *conn, h *reqHeader, r kmsg.Request) error {
 			}
 			if !isDefault {
 				entries = c.s.brokerConfigEntries()
+			}
+		case kmsg.ConfigResourceTypeGroupConfig, kmsg.ConfigResourceTypeBrokerLogger, kmsg.ConfigResourceTypeClientMetrics:
+			var code int16
+			var msg string
+			switch rr.ResourceType {
+			case kmsg.ConfigResourceTypeGroupConfig:
+				if code, msg = groupResource(rr.ResourceName); code == 0 {
+					entries = c.s.groupConfigEntries()
+				}
+			case kmsg.ConfigResourceTypeBrokerLogger:
+				if code, msg = brokerLoggerResource(rr.ResourceName); code == 0 {
+					entries = c.s.brokerLoggerEntries()
+				}
+			default:
+				code, msg = clientMetricsResource(rr.ResourceName)
+			}
+			if code != 0 {
+				sr.ErrorCode, sr.ErrorMessage = code, &msg
 			}
 		default:
 			sr.ErrorCode, sr.ErrorMessage = unsupportedResource(rr.ResourceType)

@@ -39,7 +39,7 @@ func handleAlterConfigs(c *conn, h *reqHeader, r kmsg.Request) error {
 		for _, rc := range rr.Configs {
 			keys = append(keys, rc.Name)
 		}
-		sr.ErrorCode, sr.ErrorMessage = c.s.alterResource(rr.ResourceType, rr.ResourceName, count[resourceKey{rr.ResourceType, rr.ResourceName}] > 1,
+		sr.ErrorCode, sr.ErrorMessage = c.s.alterResource(rr.ResourceType, rr.ResourceName, count[resourceKey{rr.ResourceType, rr.ResourceName}] > 1, false,
 			keys, req.ValidateOnly, func(_ logstore.Config, overrides map[string]string) (map[string]string, int16, string) {
 				return replaceOverrides(overrides, rr.Configs)
 			})
@@ -51,8 +51,11 @@ func handleAlterConfigs(c *conn, h *reqHeader, r kmsg.Request) error {
 // alterResource answers one resource of AlterConfigs or
 // IncrementalAlterConfigs, whose checks are the same: dup says the
 // request names the resource twice, keys are its config names, and
-// change turns the request into a topic's SetConfig changes.
-func (s *Server) alterResource(typ kmsg.ConfigResourceType, name string, dup bool, keys []string, validateOnly bool,
+// change turns the request into a topic's SetConfig changes. Group, broker
+// logger and client metrics resources have configs for
+// IncrementalAlterConfigs only (incremental): Kafka's legacy AlterConfigs
+// refuses them, INVALID_REQUEST.
+func (s *Server) alterResource(typ kmsg.ConfigResourceType, name string, dup, incremental bool, keys []string, validateOnly bool,
 	change buildChanges) (int16, *string) {
 	var code int16
 	var msg string
@@ -65,6 +68,8 @@ func (s *Server) alterResource(typ kmsg.ConfigResourceType, name string, dup boo
 		code, msg = s.alterTopicConfigs(name, validateOnly, change)
 	case typ == kmsg.ConfigResourceTypeBroker:
 		code, msg = alterBroker(name, keys)
+	case incremental && (typ == kmsg.ConfigResourceTypeGroupConfig || typ == kmsg.ConfigResourceTypeBrokerLogger || typ == kmsg.ConfigResourceTypeClientMetrics):
+		code, msg = alterUnchangeable(typ, name, keys)
 	default:
 		return unsupportedResource(typ)
 	}

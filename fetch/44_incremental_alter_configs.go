@@ -26,7 +26,11 @@ import (
 // and changes nothing. A key named twice, a null value for SET, APPEND or
 // SUBTRACT, an unknown operation or a resource named twice is
 // INVALID_REQUEST. Unknown topic: UNKNOWN_TOPIC_OR_PARTITION. Broker
-// resources: INVALID_REQUEST for any change, as AlterConfigs.
+// resources: INVALID_REQUEST for any change, as AlterConfigs. Group, broker
+// logger and client metrics resources (32, 8, 16): their names are checked
+// as DescribeConfigs checks them, and any change is INVALID_REQUEST, as
+// segfs applies none of their settings per resource (configs.go,
+// alterUnchangeable); segfs refused them as unknown resource types.
 func init() { register(44, 0, 1, handleIncrementalAlterConfigs) }
 
 func handleIncrementalAlterConfigs(c *conn, h *reqHeader, r kmsg.Request) error {
@@ -43,7 +47,7 @@ func handleIncrementalAlterConfigs(c *conn, h *reqHeader, r kmsg.Request) error 
 		for _, rc := range rr.Configs {
 			keys = append(keys, rc.Name)
 		}
-		sr.ErrorCode, sr.ErrorMessage = c.s.alterResource(rr.ResourceType, rr.ResourceName, count[resourceKey{rr.ResourceType, rr.ResourceName}] > 1,
+		sr.ErrorCode, sr.ErrorMessage = c.s.alterResource(rr.ResourceType, rr.ResourceName, count[resourceKey{rr.ResourceType, rr.ResourceName}] > 1, true,
 			keys, req.ValidateOnly, func(cfg logstore.Config, _ map[string]string) (map[string]string, int16, string) {
 				return incrementalChanges(cfg, rr.Configs)
 			})

@@ -607,7 +607,10 @@ func TestDescribeConfigsBroker(t *testing.T) {
 	wantAdminCode(t, "default broker", rs[1].ErrorCode, rs[1].ErrorMessage, nil)
 	wantAdminCode(t, "broker 1", rs[3].ErrorCode, rs[3].ErrorMessage, kerr.InvalidRequest)
 	wantAdminCode(t, "broker x", rs[4].ErrorCode, rs[4].ErrorMessage, kerr.InvalidRequest)
-	wantAdminCode(t, "broker logger", rs[5].ErrorCode, rs[5].ErrorMessage, kerr.InvalidRequest)
+	wantAdminCode(t, "broker logger", rs[5].ErrorCode, rs[5].ErrorMessage, nil)
+	if l := rs[5].Configs; len(l) != 1 || l[0].Name != "root" || *l[0].Value != "INFO" || l[0].Source != kmsg.ConfigSourceDynamicBrokerLoggerConfig {
+		t.Errorf("broker logger: %+v, want root at INFO", l)
+	}
 	b := configMap(rs[0])
 	for k, v := range map[string]string{
 		"num.partitions": "1", "delete.topic.enable": "false", "auto.create.topics.enable": "false",

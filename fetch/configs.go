@@ -1,8 +1,10 @@
 package fetch
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -149,6 +151,8 @@ func (s *Server) brokerConfigEntries() []configEntry {
 	// Topics cannot be deleted (20_delete_topics.go).
 	add("delete.topic.enable", "false", "true", kmsg.ConfigTypeBoolean)
 	add("group.initial.rebalance.delay.ms", itoa(max(s.cfg.GroupInitialRebalanceDelay, 0).Milliseconds()), "3000", kmsg.ConfigTypeInt)
+	add("group.consumer.heartbeat.interval.ms", itoa(s.groups.cgInterval.Milliseconds()), "5000", kmsg.ConfigTypeInt)
+	add("group.consumer.session.timeout.ms", itoa(s.groups.cgSession.Milliseconds()), "45000", kmsg.ConfigTypeInt)
 	add("num.partitions", itoa(int64(s.store.DefaultPartitions())), "1", kmsg.ConfigTypeInt)
 	add("offset.metadata.max.bytes", itoa(maxOffsetMetadata), "4096", kmsg.ConfigTypeInt)
 	add("socket.request.max.bytes", itoa(int64(s.cfg.MaxRequestBytes)), "104857600", kmsg.ConfigTypeInt)
@@ -239,9 +243,118 @@ type resourceKey struct {
 	name string
 }
 
-// unsupportedResource is Kafka's answer for a resource type it has no
-// configs for here: INVALID_REQUEST.
+// unsupportedResource is Kafka's answer for a resource type it does not
+// know: INVALID_REQUEST.
 func unsupportedResource(typ kmsg.ConfigResourceType) (int16, *string) {
-	msg := fmt.Sprintf("Unsupported resource type: %s (segfs serves topic and broker configs)", typ)
+	msg := fmt.Sprintf("Unsupported resource type: %s", typ)
 	return kerr.InvalidRequest.Code, &msg
+}
+
+// groupConfigs are the group configs (Kafka's GroupConfig) segfs applies,
+// each with its broker synonym, Kafka's "group." prefix to it: a KIP-848
+// consumer group's session timeout and heartbeat interval, the server's
+// for every group. The share group configs are not listed: segfs has no
+// share groups.
+var groupConfigs = []string{"consumer.heartbeat.interval.ms", "consumer.session.timeout.ms"}
+
+// groupConfigEntries is what DescribeConfigs lists for a group resource:
+// Kafka lists its group configs for any group name, known or not, the
+// broker's values where the group has no override; segfs has no per-group
+// overrides, so each is read-only (Kafka's are not) and its source that of
+// the broker setting it comes from (DEFAULT_CONFIG, or
+// STATIC_BROKER_CONFIG when a command-line option changed it), as Kafka
+// gives it without an override.
+func (s *Server) groupConfigEntries() []configEntry {
+	broker := s.brokerConfigEntries()
+	var out []configEntry
+	for _, name := range groupConfigs {
+		i := slices.IndexFunc(broker, func(e configEntry) bool { return e.name == "group."+name })
+		b := broker[i]
+		out = append(out, configEntry{name: name, value: b.value, source: b.source, readOnly: true, typ: b.typ,
+			synonyms: []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{synonym(b.name, b.value, b.source)}})
+	}
+	return out
+}
+
+// groupResource checks a group config resource's name as Kafka does: any
+// non-empty name.
+func groupResource(name string) (int16, string) {
+	if name == "" {
+		return kerr.InvalidRequest.Code, "Group name must not be empty"
+	}
+	return 0, ""
+}
+
+// rootLogger is the one logger segfs has, by Kafka's name for the root
+// logger (LoggingController.ROOT_LOGGER).
+const rootLogger = "root"
+
+// brokerLoggerEntries is what DescribeConfigs lists for the broker logger
+// resource: Kafka lists each log4j logger with its level
+// (DYNAMIC_BROKER_LOGGER_CONFIG); segfs has one logger, its slog logger,
+// shown as root at the level it logs from (DEBUG with --debug, else INFO).
+// Its level is set at start: read-only, where Kafka's are not.
+func (s *Server) brokerLoggerEntries() []configEntry {
+	level := "ERROR"
+	for _, l := range []struct {
+		level slog.Level
+		name  string
+	}{{slog.LevelDebug - 4, "TRACE"}, {slog.LevelDebug, "DEBUG"}, {slog.LevelInfo, "INFO"}, {slog.LevelWarn, "WARN"}} {
+		if s.log.Enabled(context.Background(), l.level) {
+			level = l.name
+			break
+		}
+	}
+	return []configEntry{{name: rootLogger, value: level, source: kmsg.ConfigSourceDynamicBrokerLoggerConfig, readOnly: true, typ: kmsg.ConfigTypeString}}
+}
+
+// brokerLoggerResource checks a broker logger resource's name as Kafka
+// does: this broker's id, never empty.
+func brokerLoggerResource(name string) (int16, string) {
+	if name == "" {
+		return kerr.InvalidRequest.Code, "Broker id must not be empty"
+	}
+	if _, code, msg := brokerResource(name); code != 0 {
+		if _, err := strconv.ParseInt(name, 10, 32); err == nil {
+			msg = fmt.Sprintf("Unexpected broker id, expected %d but received %s", nodeID, name)
+		}
+		return code, msg
+	}
+	return 0, ""
+}
+
+// clientMetricsResource checks a client metrics subscription's name as
+// Kafka does: never empty.
+func clientMetricsResource(name string) (int16, string) {
+	if name == "" {
+		return kerr.InvalidRequest.Code, "Client metrics subscription name must not be empty"
+	}
+	return 0, ""
+}
+
+// alterUnchangeable answers an alteration of a group, broker logger or
+// client metrics resource, after the resource's own name check: segfs
+// applies none of their settings per resource (the group settings and the
+// log level are the server's, set at start; client metrics, KIP-714, are
+// not collected), so any change is refused, INVALID_REQUEST as for a
+// static broker setting (alterBroker). An empty change list changes
+// nothing and succeeds.
+func alterUnchangeable(typ kmsg.ConfigResourceType, name string, keys []string) (int16, string) {
+	var code int16
+	var msg, why string
+	switch typ {
+	case kmsg.ConfigResourceTypeGroupConfig:
+		code, msg = groupResource(name)
+		why = "segfs applies the server's group settings to every group"
+	case kmsg.ConfigResourceTypeBrokerLogger:
+		code, msg = brokerLoggerResource(name)
+		why = "segfs's log level is set at start (--debug)"
+	default:
+		code, msg = clientMetricsResource(name)
+		why = "segfs does not collect client metrics"
+	}
+	if code != 0 || len(keys) == 0 {
+		return code, msg
+	}
+	return kerr.InvalidRequest.Code, fmt.Sprintf("Cannot update these configs of %s %q: Set(%s) (%s)", typ, name, strings.Join(keys, ", "), why)
 }
