@@ -14,7 +14,11 @@ import (
 // same); none is read-only or sensitive. With include_synonyms (v1+) each
 // carries Kafka's chain: the override, then the broker default that
 // applies without it (retention.ms: log.retention.hours=168). v3's types
-// are Kafka's; documentation is never sent (null), asked or not. An
+// are Kafka's, and so is its documentation when include_documentation asks
+// for it: one sentence of Kafka's meaning a setting, with what segfs does
+// differently (config_docs.go; a setting segfs ignores says so), null for
+// the broker logger as in Kafka, and null when not asked. segfs sent null
+// even when asked. An
 // unknown topic is UNKNOWN_TOPIC_OR_PARTITION, a name no topic can have
 // INVALID_TOPIC_EXCEPTION, per resource. Broker resource "0" (type 4)
 // lists the few broker settings segfs really applies (configs.go), all
@@ -35,6 +39,7 @@ func handleDescribeConfigs(c *conn, h *reqHeader, r kmsg.Request) error {
 	req := r.(*kmsg.DescribeConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	synonyms := req.IncludeSynonyms && h.version >= 1
+	docs := req.IncludeDocumentation && h.version >= 3
 	for _, rr := range req.Resources {
 		sr := kmsg.NewDescribeConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
@@ -87,6 +92,9 @@ func handleDescribeConfigs(c *conn, h *reqHeader, r kmsg.Request) error {
 			sc.Source, sc.ConfigType = e.source, e.typ
 			if synonyms {
 				sc.ConfigSynonyms = e.synonyms
+			}
+			if docs {
+				sc.Documentation = configDoc(rr.ResourceType, e.name)
 			}
 			sr.Configs = append(sr.Configs, sc)
 		}

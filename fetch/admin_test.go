@@ -583,6 +583,10 @@ func TestDescribeConfigsVersions(t *testing.T) {
 		if v >= 3 && (ms.ConfigType != kmsg.ConfigTypeLong || sb.ConfigType != kmsg.ConfigTypeInt) {
 			t.Errorf("v%d: types %v %v", v, ms.ConfigType, sb.ConfigType)
 		}
+		// Documentation from v3, when asked (it is here).
+		if (ms.Documentation != nil) != (v >= 3) || (v >= 3 && *ms.Documentation != topicConfigDocs["segment.ms"]) {
+			t.Errorf("v%d: segment.ms documentation %v", v, ms.Documentation)
+		}
 	}
 }
 
@@ -1175,5 +1179,28 @@ func TestAlterConfigsConcurrentConfigWrite(t *testing.T) {
 	wantAdminCode(t, "alter", r2.ErrorCode, r2.ErrorMessage, nil)
 	if ov := tp.Overrides(); len(ov) != 1 || ov["segment.ms"] != "1000" {
 		t.Errorf("retention.ms written during an AlterConfigs that replaces every override: overrides %v, want segment.ms alone", ov)
+	}
+}
+
+// TestConfigDocs: every setting DescribeConfigs lists for a topic, the
+// broker or a group has documentation, sent when include_documentation
+// asks for it (segfs sent null), one sentence; one segfs accepts and
+// ignores says so.
+func TestConfigDocs(t *testing.T) {
+	ts := startServer(t, Config{})
+	if missing := ts.srv.undocumentedConfigs(); len(missing) > 0 {
+		t.Errorf("settings without documentation: %v", missing)
+	}
+	for _, docs := range []map[string]string{topicConfigDocs, brokerConfigDocs, groupConfigDocs} {
+		for k, d := range docs {
+			if !strings.HasSuffix(d, ".") || strings.Count(strings.TrimSuffix(d, inertNote), ". ") > 0 {
+				t.Errorf("%s: %q is not one sentence", k, d)
+			}
+		}
+	}
+	for _, k := range logstore.InertConfigKeys() {
+		if !strings.HasSuffix(topicConfigDocs[k], inertNote) {
+			t.Errorf("%s is not applied, but its documentation does not say so: %q", k, topicConfigDocs[k])
+		}
 	}
 }
