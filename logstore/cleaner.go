@@ -106,7 +106,8 @@ func (p *Partition) Compact() (CleanupStats, error) {
 		p.deleteHorizon.Store(latestDeleteHorizon(closed, firstDirty))
 	}
 	horizon := p.deleteHorizon.Load()
-	tombstonesDue := horizon > 0 && now > horizon && cleanBytes > 0
+	// Due at the horizon itself, as retained removes them then.
+	tombstonesDue := horizon > 0 && now >= horizon && cleanBytes > 0
 	if dirtyBytes == 0 && !tombstonesDue {
 		return st, nil
 	}
@@ -718,9 +719,10 @@ type keptRecord struct {
 
 // retained decides the records of the data batch b below the round's end
 // (KAFKA-FORMAT.md §9.4): a keyed record stays if no later offset of its
-// key is in the map, a tombstone until its batch's delete horizon has
-// passed; keyless records go. It returns those kept (copied; valid until
-// the next call), how many the batch holds, and what the whole batch
+// key is in the map, a tombstone until its batch's delete horizon (at
+// the horizon it goes, as markers do: cleanMarker); keyless records go.
+// It returns those kept (copied; valid until the next call), how many the
+// batch holds, and what the whole batch
 // renders.
 func (r *cleanRound) retained(b []byte, h *record.Header) (keep []keptRecord, total int, all record.TextStats, err error) {
 	keep = r.keep[:0]
@@ -734,7 +736,10 @@ func (r *cleanRound) retained(b []byte, h *record.Header) (keep []keptRecord, to
 		if latest, ok := r.m.get(rec.Key); ok && rec.Offset < latest {
 			return nil
 		}
-		if rec.Value == nil && h.HasDeleteHorizon() && r.now > h.BaseTimestamp {
+		// Kafka's Cleaner.shouldRetainRecord keeps a tombstone while
+		// currentTime < deleteHorizonMs: at the horizon it goes (segfs
+		// kept it until the millisecond after).
+		if rec.Value == nil && h.HasDeleteHorizon() && r.now >= h.BaseTimestamp {
 			return nil // the tombstone has done its job
 		}
 		keep = append(keep, copyRecord(rec))
