@@ -263,15 +263,24 @@ func createPartitionCount(rt *kmsg.CreateTopicsRequestTopic) (int32, int16, stri
 
 // checkReplicas checks one partition's manual assignment: node 0 and
 // nothing else, as Kafka checks that every broker named is registered.
+// The replicas are checked in ascending order of broker id, as Kafka's
+// ReplicationControlManager.validateManualPartitionAssignment walks them,
+// so the error that wins when several apply is Kafka's: [0, 0, 5] names
+// broker 0 twice, [5, 0, 0] too, and [0, 0, -1] names the unregistered
+// broker -1. segfs walked them in request order and answered "broker 5"
+// for [5, 0, 0] and "more than once" for [0, 0, -1]. (Kafka's last check,
+// that every partition has as many replicas as the first, cannot fail
+// here: the only valid list is [0].)
 func checkReplicas(replicas []int32) (int16, string) {
 	if len(replicas) == 0 {
 		return kerr.InvalidReplicaAssignment.Code, "The manual partition assignment includes an empty replica list."
 	}
-	for i, b := range replicas {
+	sorted := slices.Sorted(slices.Values(replicas))
+	for i, b := range sorted {
 		if b != nodeID {
 			return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("The manual partition assignment includes broker %d, but no such broker is registered (this is a single broker, node %d).", b, nodeID)
 		}
-		if slices.Contains(replicas[:i], b) {
+		if i > 0 && sorted[i-1] == b {
 			return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("The manual partition assignment includes the broker %d more than once.", b)
 		}
 	}
