@@ -81,9 +81,9 @@ func (s *Server) expireLoop() {
 	}
 }
 
-// expiredOffset is one offset a check removes, as it was: a change
-// re-applied after a failed write removes it only if it is still that
-// one.
+// expiredOffset is one offset a check removes, as it was: the change
+// removes it only if it is still that one (a guard from when changes
+// were re-applied after a failed write; now they fail with it).
 type expiredOffset struct {
 	group, topic string
 	partition    int32

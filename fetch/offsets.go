@@ -294,13 +294,30 @@ func thenOp(a, b func(offsetsState) offsetsState) func(offsetsState) offsetsStat
 //
 // Readers (OffsetFetch, ListGroups, DescribeGroups) first settle (wait
 // for whatever is queued) and then read durable: they see every change
-// acknowledged before they asked and nothing a restart could lose. If a
-// write fails, every change in it fails, latest is rebuilt from durable
-// and the changes queued since, and nothing was ever visible.
+// acknowledged before they asked and nothing a restart could lose.
+//
+// If a write fails (a full disk, a read-only or shut-down filesystem, an
+// I/O error), every change in it fails, and so does every change queued
+// since: the coordinator decided those on a state that held the failed
+// ones (a member's heartbeat answered from a group epoch that is not on
+// disk, a commit validated against a generation that is not), as Kafka's
+// coordinator runtime fails a failed batch and reverts its state to the
+// last written one, on which later operations then run. latest goes back
+// to durable, and each failed change's undo runs with the coordinator's
+// lock (lock) held, in the same critical section, so the coordinator
+// puts back in memory what the file holds before anyone decides on it
+// again. Nothing failed was ever visible to a reader.
 type offsetStore struct {
 	path string
+	// writeFile writes the file (logstore.WriteFileAtomic); tests
+	// replace it to make writes fail.
+	writeFile func(path string, b []byte) error
+	// lock is the coordinator's lock (groups.mu), taken when a write
+	// fails to run the failed changes' undo. Lock order: writeMu, lock,
+	// mu.
+	lock sync.Locker
 
-	writeMu sync.Mutex // held across a file write; never under mu or groups.mu
+	writeMu sync.Mutex // held across a file write; never taken under mu or groups.mu
 
 	mu      sync.Mutex
 	durable offsetsState // what the file holds
@@ -313,15 +330,21 @@ type offsetStore struct {
 // offsetsOp is one staged change.
 type offsetsOp struct {
 	apply func(offsetsState) offsetsState // returns a changed copy
-	done  chan struct{}                   // closed once written (or failed)
-	err   error
+	// undo, if set, puts back in the coordinator's memory what the file
+	// holds if the change fails. It is set under the coordinator's lock
+	// in the critical section that staged the change, and runs under
+	// that lock, after latest went back to durable.
+	undo func()
+	done chan struct{} // closed once written (or failed)
+	err  error
 }
 
 func newOffsetStore(dir string) *offsetStore {
 	return &offsetStore{
-		path:    filepath.Join(dir, OffsetsFile),
-		durable: offsetsState{groups: offsetsMap{}},
-		latest:  offsetsState{groups: offsetsMap{}},
+		path:      filepath.Join(dir, OffsetsFile),
+		writeFile: logstore.WriteFileAtomic,
+		durable:   offsetsState{groups: offsetsMap{}},
+		latest:    offsetsState{groups: offsetsMap{}},
 	}
 }
 
@@ -408,26 +431,17 @@ func (o *offsetStore) wait(op *offsetsOp) error {
 
 	b, err := json.MarshalIndent(offsetsFileData{Version: offsetsFileVersion, Groups: snap.groups, ConsumerGroups: snap.consumers, ClassicGroups: snap.classics}, "", " ")
 	if err == nil {
-		err = logstore.WriteFileAtomic(o.path, b)
+		err = o.writeFile(o.path, b)
 	}
 	if err == nil {
 		o.writes.Add(1)
-	}
-	if err != nil {
-		err = fmt.Errorf("committed offsets: %w", err)
-	}
-
-	o.mu.Lock()
-	if err == nil {
+		o.mu.Lock()
 		o.durable = snap
+		o.mu.Unlock()
 	} else {
-		// Undo the failed changes, keep those staged since.
-		o.latest = o.durable
-		for _, q := range o.queue {
-			o.latest = q.apply(o.latest)
-		}
+		err = fmt.Errorf("committed offsets: %w", err)
+		batch = o.fail(batch)
 	}
-	o.mu.Unlock()
 	for _, q := range batch {
 		q.err = err
 		close(q.done)
@@ -435,16 +449,76 @@ func (o *offsetStore) wait(op *offsetsOp) error {
 	return op.err
 }
 
+// addUndo adds fn to what op's failure undoes (the coordinator's lock
+// held, as in the critical section that staged op).
+func (op *offsetsOp) addUndo(fn func()) {
+	if prev := op.undo; prev != nil {
+		op.undo = func() { fn(); prev() } // the last change first
+		return
+	}
+	op.undo = fn
+}
+
+// fail handles a failed write of batch: it and every change queued since
+// fail, latest goes back to durable, and their undo runs, last change
+// first, all under the coordinator's lock (see offsetStore). It returns
+// the failed changes.
+func (o *offsetStore) fail(batch []*offsetsOp) []*offsetsOp {
+	if o.lock != nil {
+		o.lock.Lock()
+		defer o.lock.Unlock()
+	}
+	o.mu.Lock()
+	failed := append(batch, o.queue...)
+	o.queue = nil
+	o.latest = o.durable
+	o.mu.Unlock()
+	// The last change is undone first, so each undo finds the state its
+	// change left (a static member's id replaced twice goes back to the
+	// first id).
+	for i := len(failed) - 1; i >= 0; i-- {
+		if u := failed[i].undo; u != nil {
+			u()
+		}
+	}
+	return failed
+}
+
+// last is the change staged last, not yet written (nil: none). Waiting
+// for it waits for every change staged before it: an answer decided on
+// the staged state, which changed nothing itself, waits for it and fails
+// with it.
+func (o *offsetStore) last() *offsetsOp {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if n := len(o.queue); n > 0 {
+		return o.queue[n-1]
+	}
+	return nil
+}
+
+// durableConsumer is group's consumer group record as the file holds it
+// (false: none).
+func (o *offsetStore) durableConsumer(group string) (consumerGroupMeta, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	m, ok := o.durable.consumers[group]
+	return m, ok
+}
+
+// durableClassic is group's classic group record as the file holds it
+// (false: none).
+func (o *offsetStore) durableClassic(group string) (classicGroupMeta, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	m, ok := o.durable.classics[group]
+	return m, ok
+}
+
 // settle waits until every change staged so far is written (or failed),
 // so that a reader sees what was acknowledged before it asked.
 func (o *offsetStore) settle() {
-	o.mu.Lock()
-	var last *offsetsOp
-	if n := len(o.queue); n > 0 {
-		last = o.queue[n-1]
-	}
-	o.mu.Unlock()
-	if last != nil {
+	if last := o.last(); last != nil {
 		o.wait(last)
 	}
 }

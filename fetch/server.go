@@ -193,6 +193,9 @@ func New(store *logstore.Store, cfg Config) *Server {
 		conns:   make(map[*conn]struct{}),
 	}
 	s.groups = newGroups(s, max(cfg.GroupInitialRebalanceDelay, 0))
+	// A failed write of the offsets file is undone in the coordinator's
+	// memory under its lock (offsetStore.fail).
+	s.offsets.lock = &s.groups.mu
 	return s
 }
 
