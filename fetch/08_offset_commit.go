@@ -113,7 +113,7 @@ func handleOffsetCommit(c *conn, h *reqHeader, r kmsg.Request) error {
 	if op != nil {
 		if err := c.s.offsets.wait(op); err != nil {
 			c.s.log.Error("fetch: storing committed offsets", "group", req.Group, "err", err)
-			writeErr = kerr.CoordinatorNotAvailable.Code // retriable
+			writeErr = offsetsWriteErrorCode(err) // retriable
 		}
 	}
 	// A partition that does not exist keeps its error: Kafka's

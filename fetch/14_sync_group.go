@@ -33,9 +33,12 @@ func handleSyncGroup(c *conn, h *reqHeader, r kmsg.Request) error {
 	}
 	if res.err == 0 {
 		// The generation's record is on disk before anyone holds an
-		// assignment from it (a failed write is logged: the group
-		// carries on in memory, as before segfs kept it).
-		c.s.groups.waitPersistType(req.Group, res.stored)
+		// assignment from it. If its write fails, the group has
+		// rebalanced (groups.storeFailed) and every member waiting is
+		// answered the write's error, as Kafka answers it.
+		if err := c.s.groups.waitPersistType(req.Group, res.stored); err != nil {
+			res = syncResult{err: offsetsWriteErrorCode(err)}
+		}
 	}
 	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
 	resp.ErrorCode = res.err

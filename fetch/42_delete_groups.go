@@ -1,7 +1,6 @@
 package fetch
 
 import (
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -13,8 +12,8 @@ import (
 // (NON_EMPTY_GROUP otherwise), an unknown group is GROUP_ID_NOT_FOUND. The
 // empty group id is a group name here (Kafka 4 refuses only a null one):
 // simple commits may have given it offsets. A failed write of the offsets file is
-// COORDINATOR_NOT_AVAILABLE (retriable); the offsets are then still
-// there. A group named more than once is deleted and answered once, as
+// NOT_COORDINATOR (retriable; Kafka 4's answer, offsetsWriteErrorCode);
+// the offsets are then still there. A group named more than once is deleted and answered once, as
 // Kafka's handleDeleteGroupsRequest takes the names distinct (segfs
 // answered the second GROUP_ID_NOT_FOUND). v2 is flexible.
 func init() { register(42, 0, 2, handleDeleteGroups) }
@@ -32,7 +31,7 @@ func handleDeleteGroups(c *conn, h *reqHeader, r kmsg.Request) error {
 		if op != nil {
 			if err := c.s.offsets.wait(op); err != nil {
 				c.s.log.Error("fetch: deleting committed offsets", "group", name, "err", err)
-				code = kerr.CoordinatorNotAvailable.Code
+				code = offsetsWriteErrorCode(err)
 			}
 		}
 		rg := kmsg.NewDeleteGroupsResponseGroup()

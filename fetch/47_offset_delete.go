@@ -16,8 +16,11 @@ import (
 // current generation subscribes to is refused with
 // GROUP_SUBSCRIBED_TO_TOPIC, and a group with members whose protocol is
 // not the consumer one is NON_EMPTY_GROUP. A partition without a commit
-// is answered without error. A failed write of the offsets file is
-// COORDINATOR_NOT_AVAILABLE for the partitions it would have deleted.
+// is answered without error. A failed write of the offsets file is the
+// group-level NOT_COORDINATOR (offsetsWriteErrorCode), with only the
+// partitions that do not exist listed, as Kafka 4 answers a failed
+// coordinator write (segfs answered COORDINATOR_NOT_AVAILABLE for each
+// partition it would have deleted).
 // A partition that does not exist (unknown topic or partition) is
 // UNKNOWN_TOPIC_OR_PARTITION and deletes nothing, as Kafka's
 // handleOffsetDeleteRequest answers it before the group coordinator sees
@@ -54,7 +57,8 @@ func handleOffsetDelete(c *conn, h *reqHeader, r kmsg.Request) error {
 	if op != nil {
 		if err := c.s.offsets.wait(op); err != nil {
 			c.s.log.Error("fetch: deleting committed offsets", "group", req.Group, "err", err)
-			writeErr = kerr.CoordinatorNotAvailable.Code
+			writeErr = offsetsWriteErrorCode(err)
+			resp.ErrorCode = writeErr
 		}
 	}
 	for i, t := range req.Topics {
@@ -67,13 +71,15 @@ func handleOffsetDelete(c *conn, h *reqHeader, r kmsg.Request) error {
 			if rp.ErrorCode == 0 {
 				rp.ErrorCode = codes[i][k]
 				k++
-				if rp.ErrorCode == 0 {
-					rp.ErrorCode = writeErr
+				if writeErr != 0 {
+					continue // the group-level error answers it
 				}
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
-		resp.Topics = append(resp.Topics, rt)
+		if writeErr == 0 || len(rt.Partitions) > 0 {
+			resp.Topics = append(resp.Topics, rt)
+		}
 	}
 	return c.send(h, resp)
 }

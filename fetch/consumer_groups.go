@@ -322,9 +322,44 @@ func (gs *groups) consumerHeartbeat(r cgHeartbeat) cgResult {
 	// A new epoch, or a classic group converted, is written before the
 	// answer, as Kafka writes its records before it answers.
 	op := gs.persistType(r.group)
+	gs.undoConsumerOnFailure(r.group, op)
 	gs.mu.Unlock()
-	gs.waitPersistType(r.group, op)
+	if err := gs.waitPersistType(r.group, op); err != nil {
+		// Kafka's coordinator runtime reverts the group to its last
+		// written state and answers the failed write's error
+		// (KAFKA_STORAGE_ERROR as NOT_COORDINATOR): the member retries
+		// the heartbeat from what it had, and the group goes on from
+		// what the file holds. segfs answered the change as made, and a
+		// restart brought back an older group than its members held.
+		return cgResult{err: offsetsWriteErrorCode(err)}
+	}
 	return res
+}
+
+// undoConsumerOnFailure makes op's failure put consumer group group back
+// as the offsets file holds it (gs.mu held, as when op was staged).
+func (gs *groups) undoConsumerOnFailure(group string, op *offsetsOp) {
+	if op != nil && gs.consumers[group] != nil {
+		op.addUndo(func() { gs.revertConsumer(group) })
+	}
+}
+
+// revertConsumer puts consumer group name back as the offsets file holds
+// it, after a write of its records failed (gs.mu held): its members, at
+// their epochs and with their assignments, their sessions starting now,
+// as after a restart; a group the file does not record is gone. A member
+// the file does not hold, or holds at an older epoch, learns it from its
+// next heartbeat (UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH) and rejoins.
+func (gs *groups) revertConsumer(name string) {
+	if g := gs.consumers[name]; g != nil {
+		gs.forgetConsumer(g)
+	}
+	meta, ok := gs.s.offsets.durableConsumer(name)
+	if !ok || gs.byName[name] != nil {
+		return
+	}
+	gs.restoreConsumer(name, meta)
+	gs.s.log.Warn("fetch: consumer group put back as the offsets file holds it: a write of its records failed", "group", name, "epoch", meta.Epoch, "members", len(meta.Members))
 }
 
 // consumerHeartbeatLocked is consumerHeartbeat with gs.mu held.
@@ -693,6 +728,9 @@ func (gs *groups) armSession(g *cgroup, m *cmember) {
 		gs.s.log.Info("fetch: consumer group member removed: session timeout", "group", g.name, "member", m.id, "timeout", gs.cgSession)
 		gs.fenceConsumer(g, m)
 		op = gs.persistType(g.name)
+		// Not on disk, not done: the member is back, with a new
+		// session, and the next expiry tries again.
+		gs.undoConsumerOnFailure(g.name, op)
 	})
 	m.session = t
 }
@@ -720,6 +758,9 @@ func (gs *groups) armRevocation(g *cgroup, m *cmember) {
 		gs.s.log.Info("fetch: consumer group member fenced: partitions not revoked within the rebalance timeout", "group", g.name, "member", m.id, "epoch", epoch, "timeout", d)
 		gs.fenceConsumer(g, m)
 		op = gs.persistType(g.name)
+		// Not on disk, not done: the member is back, with a new
+		// session, and the next expiry tries again.
+		gs.undoConsumerOnFailure(g.name, op)
 	})
 	m.revocation = t
 }
@@ -986,17 +1027,23 @@ func (gs *groups) persistAsync(group string) {
 	gs.s.background(func() { gs.waitPersistType(group, op) })
 }
 
-// waitPersistType writes a change persistType staged. A failure is
-// logged, not answered: membership is not otherwise durable, and the next
-// change of the group stages the record again (the failed one is undone
-// in memory).
-func (gs *groups) waitPersistType(group string, op *offsetsOp) {
+// waitPersistType writes a change persistType staged and returns the
+// write's error, which is logged. The answers whose change Kafka reverts
+// when its write fails (a consumer group's heartbeat, a classic
+// generation's SyncGroup, a static member's replacing JoinGroup) answer
+// it; the others (a classic group left Empty, the record of a group's
+// first member) only log it, as Kafka only logs a failed write of an
+// Empty classic group: the next change of the group stages the record
+// again.
+func (gs *groups) waitPersistType(group string, op *offsetsOp) error {
 	if op == nil {
-		return
+		return nil
 	}
-	if err := gs.s.offsets.wait(op); err != nil {
+	err := gs.s.offsets.wait(op)
+	if err != nil {
 		gs.s.log.Warn("fetch: group record not written to the offsets file", "group", group, "err", err)
 	}
+	return err
 }
 
 // restoreConsumers recreates, once the offsets file is loaded, the
@@ -1020,66 +1067,72 @@ func (gs *groups) restoreConsumers(metas map[string]consumerGroupMeta) {
 		if gs.consumers[name] != nil || gs.byName[name] != nil {
 			continue
 		}
-		g := &cgroup{
-			name:            name,
-			epoch:           meta.Epoch,
-			assignmentEpoch: meta.AssignmentEpoch,
-			metadata:        meta.Metadata,
-			members:         map[string]*cmember{},
-			static:          map[string]string{},
-			target:          map[string]tpSet{},
-			owners:          map[topicPart]string{},
-		}
-		gs.consumers[name] = g
-		for _, mm := range meta.Members {
-			if mm.MemberID == "" || g.members[mm.MemberID] != nil {
-				continue
-			}
-			m := &cmember{
-				id: mm.MemberID, clientID: mm.ClientID, host: mm.ClientHost,
-				rebalance: time.Duration(mm.RebalanceTimeoutMs) * time.Millisecond,
-				assignor:  mm.ServerAssignor, topics: slices.Clone(mm.SubscribedTopics),
-				epoch: mm.MemberEpoch, prevEpoch: mm.PreviousMemberEpoch,
-				state: parseMemberState(mm.State), assigned: tpSet{}, revoking: tpSet{},
-			}
-			if mm.InstanceID != nil {
-				id := *mm.InstanceID
-				m.instanceID = &id
-			}
-			if mm.RackID != nil {
-				r := *mm.RackID
-				m.rackID = &r
-			}
-			if mm.SubscribedRegex != "" {
-				// As the heartbeat compiled it (Kafka matches the
-				// whole name); one that no longer compiles (a file
-				// edited by hand) subscribes to nothing.
-				re, err := regexp.Compile(`^(?:` + mm.SubscribedRegex + `)$`)
-				if err != nil {
-					gs.s.log.Warn("fetch: consumer group member's regex from the offsets file does not compile", "group", name, "member", m.id, "regex", mm.SubscribedRegex, "err", err)
-				} else {
-					m.regex, m.re = mm.SubscribedRegex, re
-				}
-			}
-			g.members[m.id] = m
-			if m.instanceID != nil {
-				g.static[*m.instanceID] = m.id
-			}
-			if mm.Target != nil {
-				g.target[m.id] = partsSet(mm.Target)
-			}
-			gs.setOwned(g, m, partsSet(mm.Assigned), partsSet(mm.PendingRevocation))
-		}
-		for _, m := range g.members {
-			gs.armSession(g, m)
-			if m.state == memberUnrevoked {
-				gs.armRevocation(g, m)
-			}
-		}
-		if len(g.members) > 0 {
+		if g := gs.restoreConsumer(name, meta); len(g.members) > 0 {
 			gs.s.log.Info("fetch: consumer group restored", "group", name, "epoch", g.epoch, "assignment_epoch", g.assignmentEpoch, "members", len(g.members))
 		}
 	}
+}
+
+// restoreConsumer recreates consumer group name from its record (gs.mu
+// held): restoreConsumers at a load, revertConsumer after a failed write.
+func (gs *groups) restoreConsumer(name string, meta consumerGroupMeta) *cgroup {
+	g := &cgroup{
+		name:            name,
+		epoch:           meta.Epoch,
+		assignmentEpoch: meta.AssignmentEpoch,
+		metadata:        meta.Metadata,
+		members:         map[string]*cmember{},
+		static:          map[string]string{},
+		target:          map[string]tpSet{},
+		owners:          map[topicPart]string{},
+	}
+	gs.consumers[name] = g
+	for _, mm := range meta.Members {
+		if mm.MemberID == "" || g.members[mm.MemberID] != nil {
+			continue
+		}
+		m := &cmember{
+			id: mm.MemberID, clientID: mm.ClientID, host: mm.ClientHost,
+			rebalance: time.Duration(mm.RebalanceTimeoutMs) * time.Millisecond,
+			assignor:  mm.ServerAssignor, topics: slices.Clone(mm.SubscribedTopics),
+			epoch: mm.MemberEpoch, prevEpoch: mm.PreviousMemberEpoch,
+			state: parseMemberState(mm.State), assigned: tpSet{}, revoking: tpSet{},
+		}
+		if mm.InstanceID != nil {
+			id := *mm.InstanceID
+			m.instanceID = &id
+		}
+		if mm.RackID != nil {
+			r := *mm.RackID
+			m.rackID = &r
+		}
+		if mm.SubscribedRegex != "" {
+			// As the heartbeat compiled it (Kafka matches the
+			// whole name); one that no longer compiles (a file
+			// edited by hand) subscribes to nothing.
+			re, err := regexp.Compile(`^(?:` + mm.SubscribedRegex + `)$`)
+			if err != nil {
+				gs.s.log.Warn("fetch: consumer group member's regex from the offsets file does not compile", "group", name, "member", m.id, "regex", mm.SubscribedRegex, "err", err)
+			} else {
+				m.regex, m.re = mm.SubscribedRegex, re
+			}
+		}
+		g.members[m.id] = m
+		if m.instanceID != nil {
+			g.static[*m.instanceID] = m.id
+		}
+		if mm.Target != nil {
+			g.target[m.id] = partsSet(mm.Target)
+		}
+		gs.setOwned(g, m, partsSet(mm.Assigned), partsSet(mm.PendingRevocation))
+	}
+	for _, m := range g.members {
+		gs.armSession(g, m)
+		if m.state == memberUnrevoked {
+			gs.armRevocation(g, m)
+		}
+	}
+	return g
 }
 
 // forgetConsumer drops an empty consumer group's state (DeleteGroups, or

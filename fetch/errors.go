@@ -72,3 +72,17 @@ func errorCode(err error) int16 {
 	}
 	return kerr.UnknownServerError.Code
 }
+
+// offsetsWriteErrorCode is the answer to a group request whose write of
+// the offsets file failed (offsetStore.wait), Kafka 4's: its coordinator
+// appends to __consumer_offsets, an I/O error there (a full disk, a
+// read-only or failed log directory) is a KafkaStorageException, and the
+// group coordinator answers KAFKA_STORAGE_ERROR as NOT_COORDINATOR
+// (CoordinatorOperationExceptionHelper for OffsetCommit, DeleteGroups,
+// OffsetDelete and ConsumerGroupHeartbeat; appendGroupMetadataErrorTo-
+// ResponseError for SyncGroup and a static member's JoinGroup). Clients
+// take it as retriable: they look the coordinator up again and retry,
+// which succeeds once the disk takes the write. segfs answered
+// COORDINATOR_NOT_AVAILABLE, the mapping of Kafka's NOT_ENOUGH_REPLICAS
+// and timeouts, which a single node with a local file never has.
+func offsetsWriteErrorCode(error) int16 { return kerr.NotCoordinator.Code }

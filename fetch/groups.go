@@ -101,6 +101,11 @@ type groups struct {
 	minSession, maxSession time.Duration
 	// Consumer groups' session timeout and heartbeat interval.
 	cgSession, cgInterval time.Duration
+	// replaced is set by a join that replaced a static member's id in a
+	// Stable group (replaceStatic): what undoes it if the group's record
+	// with the new id is not written. Only join's critical section uses
+	// it.
+	replaced func()
 }
 
 func newGroups(s *Server, initialDelay time.Duration) *groups {
@@ -243,12 +248,24 @@ func newMemberID(prefix string) string {
 // it.
 func (gs *groups) join(r joinRequest) (joinResult, <-chan joinResult) {
 	gs.mu.Lock()
+	gs.replaced = nil
 	res, ch := gs.joinLocked(r)
+	undo := gs.replaced
+	gs.replaced = nil
 	// An empty consumer group this join converted is classic from now
 	// on, after a restart too.
 	op := gs.persistType(r.group)
+	if op != nil && undo != nil {
+		op.addUndo(undo)
+	}
 	gs.mu.Unlock()
-	gs.waitPersistType(r.group, op)
+	if err := gs.waitPersistType(r.group, op); err != nil && undo != nil {
+		// Kafka's answer when the group's record with the static
+		// member's new id fails to be written: the member keeps its
+		// old id (undo), and the join is answered with the write's
+		// error and no member id; the client joins again.
+		res = errJoin(offsetsWriteErrorCode(err), "")
+	}
 	return res, ch
 }
 
@@ -407,6 +424,8 @@ func (gs *groups) replaceStatic(g *group, m *member, newID string, r joinRequest
 
 	switch g.state {
 	case groupStable:
+		oldProtocols, oldSession, oldRebalance := m.protocols, m.session, m.rebalance
+		oldClient, oldHost := m.clientID, m.host
 		m.protocols = slices.Clone(r.protocols)
 		m.session, m.rebalance = r.session, r.rebalance
 		m.clientID, m.host = r.clientID, r.host
@@ -416,6 +435,25 @@ func (gs *groups) replaceStatic(g *group, m *member, newID string, r joinRequest
 			// writes it before the answer), or the member's next
 			// heartbeat after a restart would be fenced.
 			g.stored = g.snapshot()
+			// If that write fails, the member goes back to its old id,
+			// as in Kafka, and the group to the record the file holds.
+			gs.replaced = func() {
+				if gs.byName[g.name] != g || g.members[newID] != m {
+					return
+				}
+				delete(g.members, newID)
+				m.id = oldID
+				g.members[oldID] = m
+				g.static[*r.instanceID] = oldID
+				if g.leader == newID {
+					g.leader = oldID
+				}
+				m.protocols, m.session, m.rebalance = oldProtocols, oldSession, oldRebalance
+				m.clientID, m.host = oldClient, oldHost
+				gs.touch(g, m)
+				gs.storedFromFile(g)
+				gs.s.log.Warn("fetch: static group member's new id not written to the offsets file: it keeps its old one", "group", g.name, "instance_id", *r.instanceID, "member", oldID, "refused_member", newID)
+			}
 			res := g.currentJoin(m)
 			if r.skipAssignment {
 				res.skipAssignment = m.id == g.leader
@@ -940,6 +978,10 @@ func (gs *groups) sync(req *kmsg.SyncGroupRequest) (syncResult, <-chan syncResul
 			// before the SyncGroup responses).
 			g.stored = g.snapshot()
 			g.storeOp = gs.persistType(g.name)
+			if op := g.storeOp; op != nil {
+				gen := g.generation
+				op.addUndo(func() { gs.storeFailed(g, op, gen) })
+			}
 			for _, mm := range g.members {
 				if mm.syncWait != nil {
 					mm.syncWait <- g.syncAnswer(mm)
@@ -950,6 +992,40 @@ func (gs *groups) sync(req *kmsg.SyncGroupRequest) (syncResult, <-chan syncResul
 		return syncResult{}, ch
 	}
 	return syncResult{err: kerr.UnknownMemberID.Code}, nil
+}
+
+// storeFailed undoes, under gs.mu, a generation whose record (op) was
+// not written, as Kafka's SyncGroup does when its storeGroup fails: the
+// assignments are void, every SyncGroup waiting for them is answered the
+// write's error (their handlers see op fail), and the group rebalances;
+// its members learn it from their next Heartbeat or SyncGroup
+// (REBALANCE_IN_PROGRESS) and rejoin. The group's record is again what
+// the file holds. segfs answered the SyncGroups with their assignments
+// and carried on in a generation the file did not hold.
+func (gs *groups) storeFailed(g *group, op *offsetsOp, gen int32) {
+	if gs.byName[g.name] != g || g.storeOp != op {
+		return
+	}
+	g.storeOp = nil
+	gs.storedFromFile(g)
+	if g.generation != gen || g.state != groupStable {
+		return // a rebalance has already started
+	}
+	for _, m := range g.members {
+		m.assignment = nil
+	}
+	gs.s.log.Warn("fetch: group generation not written to the offsets file: rebalancing", "group", g.name, "generation", gen)
+	gs.prepareRebalance(g, "the generation's record was not written")
+}
+
+// storedFromFile sets g's record of its last completed generation to the
+// one the offsets file holds (none if it holds no generation), after a
+// write of a newer one failed (gs.mu held).
+func (gs *groups) storedFromFile(g *group) {
+	g.stored = nil
+	if rec, ok := gs.s.offsets.durableClassic(g.name); ok && len(rec.Members) > 0 {
+		g.stored = &rec
+	}
 }
 
 func (g *group) syncAnswer(m *member) syncResult {

@@ -239,7 +239,7 @@ func TestOffsetCommitOrderedWithMembership(t *testing.T) {
 	}
 	go drain(f)
 	r = held.wait().(*kmsg.OffsetCommitResponse)
-	wantCode(t, "commit whose write failed", r.Topics[0].Partitions[0].ErrorCode, kerr.CoordinatorNotAvailable)
+	wantCode(t, "commit whose write failed", r.Topics[0].Partitions[0].ErrorCode, kerr.NotCoordinator)
 	if co, _ := fetchOffset(b, g, "t", 0); co != -1 {
 		t.Errorf("offset after the failed commit: %d, want none", co)
 	}

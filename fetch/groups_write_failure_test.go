@@ -1,0 +1,275 @@
+package fetch
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"syscall"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/segfs/segfs/logstore"
+)
+
+// Failed writes of the offsets file's group records: Kafka's coordinator
+// answers the write's error (KAFKA_STORAGE_ERROR as NOT_COORDINATOR) and
+// does not keep the change, where segfs logged the failure, answered
+// success and carried on in memory with a state a restart did not bring
+// back.
+
+// diskFull makes the offsets file's writes of a server fail with ENOSPC
+// while it is set.
+type diskFull struct{ full atomic.Bool }
+
+func (d *diskFull) prepare(s *Server) {
+	s.offsets.writeFile = func(path string, b []byte) error {
+		if d.full.Load() {
+			return &os.PathError{Op: "write", Path: path + ".tmp", Err: syscall.ENOSPC}
+		}
+		return logstore.WriteFileAtomic(path, b)
+	}
+}
+
+// startFullableServer is startServerDir whose offsets writes fail while
+// the returned diskFull is full.
+func startFullableServer(t *testing.T, dir string) (*testServer, *diskFull) {
+	t.Helper()
+	d := &diskFull{}
+	return startServerPrepared(t, dir, Config{GroupInitialRebalanceDelay: -1}, d.prepare), d
+}
+
+// offsetsFileOn reads the offsets file as the disk holds it.
+func offsetsFileOn(t *testing.T, dir string) offsetsFileData {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, OffsetsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d offsetsFileData
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// A classic generation whose record cannot be written: the leader's and
+// the follower's SyncGroup are answered NOT_COORDINATOR without
+// assignments, the group rebalances (heartbeats say so), a commit in the
+// generation that was not written is refused, and once the disk takes
+// writes again the members rejoin into a generation the file holds and a
+// restart brings back. segfs answered both SyncGroups with their
+// assignments, and a restart brought back generation 1 with one member.
+func TestSyncGroupRecordWriteFails(t *testing.T) {
+	dir := t.TempDir()
+	ts, disk := startFullableServer(t, dir)
+	createTopic(t, ts, "t", 1)
+	const g = "g"
+	a, b := dial(t, ts.addr), dial(t, ts.addr)
+	ja := a.joinNew(joinSpec{group: g})
+	wantCode(t, "A's sync of generation 1", a.sync(g, 1, ja.MemberID, map[string]string{ja.MemberID: "a"}).ErrorCode, nil)
+	wantCode(t, "A's commit in generation 1", a.groupCommit(g, 1, ja.MemberID, nil), nil)
+
+	// B joins: generation 2 forms while the disk is full.
+	heldJoin := b.start(joinSpec{version: 5, group: g, member: ""}.request())
+	jb := heldJoin.wait().(*kmsg.JoinGroupResponse)
+	wantCode(t, "B's first join", jb.ErrorCode, kerr.MemberIDRequired)
+	heldJoin = b.start(joinSpec{version: 5, group: g, member: jb.MemberID}.request())
+	a.heartbeatUntilRebalance(g, 1, ja.MemberID)
+	ja = a.join(joinSpec{version: 5, group: g, member: ja.MemberID})
+	jb = heldJoin.wait().(*kmsg.JoinGroupResponse)
+	if ja.Generation != 2 || jb.Generation != 2 || ja.LeaderID != ja.MemberID {
+		t.Fatalf("generation 2: A %+v, B %+v", ja, jb)
+	}
+	disk.full.Store(true)
+	heldSync := b.start(syncReq(g, 2, jb.MemberID, nil))
+	waitStack(t, "handleSyncGroup", "await") // B waits for the leader's
+	ra := a.sync(g, 2, ja.MemberID, map[string]string{ja.MemberID: "a2", jb.MemberID: "b2"})
+	rb := heldSync.wait().(*kmsg.SyncGroupResponse)
+	wantCode(t, "leader's SyncGroup of a generation not written", ra.ErrorCode, kerr.NotCoordinator)
+	wantCode(t, "follower's SyncGroup of a generation not written", rb.ErrorCode, kerr.NotCoordinator)
+	if len(ra.MemberAssignment) != 0 || len(rb.MemberAssignment) != 0 {
+		t.Fatalf("assignments handed out of a generation not written: A %q, B %q", ra.MemberAssignment, rb.MemberAssignment)
+	}
+	// The client retries its SyncGroup: the generation is void.
+	wantCode(t, "A's SyncGroup retried", a.sync(g, 2, ja.MemberID, map[string]string{ja.MemberID: "a2", jb.MemberID: "b2"}).ErrorCode, kerr.RebalanceInProgress)
+	wantCode(t, "B's heartbeat", b.heartbeat(g, 2, jb.MemberID, nil), kerr.RebalanceInProgress)
+	if d := describeGroup(t, a, g); d.State != "PreparingRebalance" {
+		t.Errorf("DescribeGroups after the failed write: %s, want PreparingRebalance", d.State)
+	}
+	rec := offsetsFileOn(t, dir).ClassicGroups[g]
+	if rec.Generation != 1 || len(rec.Members) != 1 || rec.Members[0].MemberID != ja.MemberID {
+		t.Errorf("offsets file after the failed write: generation %d, %d members, want generation 1 with A", rec.Generation, len(rec.Members))
+	}
+
+	// Space is back: both rejoin into generation 3, which is written.
+	disk.full.Store(false)
+	heldJoin = b.start(joinSpec{version: 5, group: g, member: jb.MemberID}.request())
+	ja = a.join(joinSpec{version: 5, group: g, member: ja.MemberID})
+	jb = heldJoin.wait().(*kmsg.JoinGroupResponse)
+	if ja.ErrorCode != 0 || jb.ErrorCode != 0 || ja.Generation != 3 || jb.Generation != 3 {
+		t.Fatalf("rejoin once the disk takes writes: A %+v, B %+v", ja, jb)
+	}
+	leader, follower, lid, fid := a, b, ja.MemberID, jb.MemberID
+	if jb.LeaderID == jb.MemberID {
+		leader, follower, lid, fid = b, a, jb.MemberID, ja.MemberID
+	}
+	heldSync = follower.start(syncReq(g, 3, fid, nil))
+	if r := leader.sync(g, 3, lid, map[string]string{lid: "l3", fid: "f3"}); r.ErrorCode != 0 || string(r.MemberAssignment) != "l3" {
+		t.Fatalf("leader's sync of generation 3: %+v", r)
+	}
+	if r := heldSync.wait().(*kmsg.SyncGroupResponse); r.ErrorCode != 0 || string(r.MemberAssignment) != "f3" {
+		t.Fatalf("follower's sync of generation 3: %+v", r)
+	}
+	ts.stop()
+	ts, _ = startFullableServer(t, dir)
+	c := dial(t, ts.addr)
+	if d := describeGroup(t, c, g); d.State != "Stable" || len(d.Members) != 2 {
+		t.Errorf("after a restart: %s with %d members, want Stable with both", d.State, len(d.Members))
+	}
+	wantCode(t, "leader's heartbeat in generation 3 after a restart", c.heartbeat(g, 3, lid, nil), nil)
+	wantCode(t, "follower's heartbeat in generation 3 after a restart", c.heartbeat(g, 3, fid, nil), nil)
+}
+
+// A commit whose write fails is answered NOT_COORDINATOR, Kafka 4's
+// answer for a failed append to __consumer_offsets (segfs answered
+// COORDINATOR_NOT_AVAILABLE), and the offset stays as it was; so are an
+// OffsetDelete and a DeleteGroups.
+func TestOffsetWritesFail(t *testing.T) {
+	ts, disk := startFullableServer(t, t.TempDir())
+	createTopic(t, ts, "t", 1)
+	c := dial(t, ts.addr)
+	commit := func(offset int64) int16 {
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Version, req.Group, req.Generation = 8, "simple", -1
+		req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: offset}}}}
+		return c.roundTrip(req).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
+	}
+	wantCode(t, "commit", commit(5), nil)
+	disk.full.Store(true)
+	wantCode(t, "commit on a full disk", commit(9), kerr.NotCoordinator)
+	if o, _ := fetchOffset(c, "simple", "t", 0); o != 5 {
+		t.Errorf("offset after the failed commit: %d, want 5", o)
+	}
+	// OffsetDelete and DeleteGroups too, with Kafka's shape: a
+	// group-level error for OffsetDelete, listing only partitions that
+	// do not exist.
+	od := kmsg.NewPtrOffsetDeleteRequest()
+	od.Group = "simple"
+	od.Topics = []kmsg.OffsetDeleteRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}, {Partition: 7}}}}
+	odr := c.roundTrip(od).(*kmsg.OffsetDeleteResponse)
+	wantCode(t, "OffsetDelete on a full disk", odr.ErrorCode, kerr.NotCoordinator)
+	if len(odr.Topics) != 1 || len(odr.Topics[0].Partitions) != 1 || odr.Topics[0].Partitions[0].Partition != 7 ||
+		odr.Topics[0].Partitions[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Errorf("OffsetDelete on a full disk: topics %+v, want partition 7 alone, UNKNOWN_TOPIC_OR_PARTITION", odr.Topics)
+	}
+	dg := kmsg.NewPtrDeleteGroupsRequest()
+	dg.Groups = []string{"simple"}
+	wantCode(t, "DeleteGroups on a full disk", c.roundTrip(dg).(*kmsg.DeleteGroupsResponse).Groups[0].ErrorCode, kerr.NotCoordinator)
+	if o, _ := fetchOffset(c, "simple", "t", 0); o != 5 {
+		t.Errorf("offset after the failed deletes: %d, want 5", o)
+	}
+
+	disk.full.Store(false)
+	wantCode(t, "commit retried", commit(9), nil)
+	if o, _ := fetchOffset(c, "simple", "t", 0); o != 9 {
+		t.Errorf("offset after the retried commit: %d, want 9", o)
+	}
+}
+
+// A static member rejoining a Stable group gets a new member id, which
+// the group's record must hold. If it cannot be written, the member keeps
+// its old id (its heartbeats go on being accepted) and the join is
+// answered NOT_COORDINATOR with no member id, as in Kafka. segfs answered
+// the new id, which a restart forgot: the member was then unknown.
+func TestStaticMemberReplaceWriteFails(t *testing.T) {
+	dir := t.TempDir()
+	ts, disk := startFullableServer(t, dir)
+	createTopic(t, ts, "t", 1)
+	const g = "g"
+	ia := kmsg.StringPtr("ia")
+	a := dial(t, ts.addr)
+	j := a.join(joinSpec{version: 5, group: g, instance: ia})
+	wantCode(t, "static join", j.ErrorCode, nil)
+	oldID := j.MemberID
+	wantCode(t, "sync", a.sync(g, j.Generation, oldID, map[string]string{oldID: "a"}).ErrorCode, nil)
+
+	disk.full.Store(true)
+	r := a.join(joinSpec{version: 5, group: g, instance: ia})
+	wantCode(t, "static rejoin while the disk is full", r.ErrorCode, kerr.NotCoordinator)
+	if r.MemberID != "" {
+		t.Errorf("static rejoin while the disk is full: member id %q, want none", r.MemberID)
+	}
+	wantCode(t, "heartbeat with the old id", a.heartbeat(g, j.Generation, oldID, ia), nil)
+	if rec := offsetsFileOn(t, dir).ClassicGroups[g]; len(rec.Members) != 1 || rec.Members[0].MemberID != oldID {
+		t.Errorf("offsets file: %+v, want the old member id", rec.Members)
+	}
+
+	disk.full.Store(false)
+	r = a.join(joinSpec{version: 5, group: g, instance: ia})
+	if r.ErrorCode != 0 || r.MemberID == "" || r.MemberID == oldID || r.Generation != j.Generation {
+		t.Fatalf("static rejoin once the disk takes writes: %+v", r)
+	}
+	wantCode(t, "heartbeat with the new id", a.heartbeat(g, j.Generation, r.MemberID, ia), nil)
+	wantCode(t, "heartbeat with the replaced id", a.heartbeat(g, j.Generation, oldID, ia), kerr.FencedInstanceID)
+	if rec := offsetsFileOn(t, dir).ClassicGroups[g]; len(rec.Members) != 1 || rec.Members[0].MemberID != r.MemberID {
+		t.Errorf("offsets file: %+v, want the new member id", rec.Members)
+	}
+}
+
+// A KIP-848 heartbeat whose records cannot be written is answered
+// NOT_COORDINATOR and the group stays as the file holds it: a member
+// joining is not a member, the group epoch does not move, so the member
+// already there is not asked to revoke anything; once writes succeed the
+// join goes through. segfs answered the join with an epoch, bumped the
+// group's, and a restart forgot the member.
+func TestConsumerGroupHeartbeatWriteFails(t *testing.T) {
+	dir := t.TempDir()
+	d := &diskFull{}
+	ts := startServerPrepared(t, dir, Config{}, d.prepare)
+	tp, err := ts.store.CreateTopic("t", 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[[16]byte]string{tp.ID(): "t"}
+	all := map[[16]byte][]int32{tp.ID(): {0, 1}}
+	c := dial(t, ts.addr)
+	a := c.cgh(cgh{group: "g", member: "A", topics: []string{"t"}, owned: map[[16]byte][]int32{}})
+	wantAssigned(t, "A joins", a, names, "t/0", "t/1")
+
+	d.full.Store(true)
+	b := c.cgh(cgh{group: "g", member: "B", topics: []string{"t"}, owned: map[[16]byte][]int32{}})
+	wantCode(t, "B joins while the disk is full", b.ErrorCode, kerr.NotCoordinator)
+	// A keepalive writes nothing: it is answered, and A keeps both.
+	a = c.cgh(cgh{group: "g", member: "A", epoch: 1, owned: all})
+	if a.ErrorCode != 0 || a.MemberEpoch != 1 || a.Assignment != nil {
+		t.Errorf("A after B's failed join: error %v epoch %d assignment %v, want epoch 1 and no change", kerr.ErrorForCode(a.ErrorCode), a.MemberEpoch, assigned(a, names))
+	}
+	wantCode(t, "B's heartbeat at the epoch it was not given", c.cgh(cgh{group: "g", member: "B", epoch: 2, owned: map[[16]byte][]int32{}}).ErrorCode, kerr.UnknownMemberID)
+	desc := c.roundTrip(&kmsg.ConsumerGroupDescribeRequest{Version: 1, Groups: []string{"g"}}).(*kmsg.ConsumerGroupDescribeResponse).Groups[0]
+	if desc.Epoch != 1 || len(desc.Members) != 1 {
+		t.Errorf("ConsumerGroupDescribe after the failed write: epoch %d, %d members, want 1 and A", desc.Epoch, len(desc.Members))
+	}
+	if cg := offsetsFileOn(t, dir).ConsumerGroups["g"]; cg.Epoch != 1 || len(cg.Members) != 1 {
+		t.Errorf("offsets file: epoch %d, %d members, want 1 and A", cg.Epoch, len(cg.Members))
+	}
+
+	d.full.Store(false)
+	b = c.cgh(cgh{group: "g", member: "B", topics: []string{"t"}, owned: map[[16]byte][]int32{}})
+	if b.ErrorCode != 0 || b.MemberEpoch != 2 {
+		t.Fatalf("B joins once the disk takes writes: error %v epoch %d, want epoch 2", kerr.ErrorForCode(b.ErrorCode), b.MemberEpoch)
+	}
+	a = c.cgh(cgh{group: "g", member: "A", epoch: 1, owned: all})
+	if a.ErrorCode != 0 || len(assigned(a, names)) != 1 {
+		t.Errorf("A after B joined: error %v assignment %v, want one partition to keep", kerr.ErrorForCode(a.ErrorCode), assigned(a, names))
+	}
+	ts.stop()
+	ts = startServerPrepared(t, dir, Config{}, d.prepare)
+	c = dial(t, ts.addr)
+	desc = c.roundTrip(&kmsg.ConsumerGroupDescribeRequest{Version: 1, Groups: []string{"g"}}).(*kmsg.ConsumerGroupDescribeResponse).Groups[0]
+	if desc.Epoch != 2 || len(desc.Members) != 2 {
+		t.Errorf("ConsumerGroupDescribe after a restart: epoch %d, %d members, want 2 and both", desc.Epoch, len(desc.Members))
+	}
+}
