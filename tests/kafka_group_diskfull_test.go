@@ -1,0 +1,261 @@
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// groupReadHook counts the responses of one API key a kgo client reads
+// and kicks the test's waiter at each.
+type groupReadHook struct {
+	key  int16
+	n    atomic.Int64
+	kick chan struct{}
+}
+
+func (h *groupReadHook) OnBrokerRead(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	if key == h.key && err == nil {
+		h.n.Add(1)
+		select {
+		case h.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// fillDisk leaves no free block on the filesystem of dir: fallocate
+// takes most of the free space at once, 4 KiB writes the rest until
+// ENOSPC. It returns the filler files.
+func fillDisk(t *testing.T, dir string) []string {
+	t.Helper()
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	big, small := filepath.Join(dir, "filler-0"), filepath.Join(dir, "filler-1")
+	if free := int64(st.Bavail)*st.Bsize - 8<<20; free > 0 {
+		faultMust(t, 60, "fallocate", "-l", fmt.Sprint(free), big)
+	}
+	f, err := os.Create(small)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	block := make([]byte, 4096)
+	for {
+		if _, err := f.Write(block); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("filling the disk: %v", err)
+			}
+			break
+		}
+	}
+	f.Sync()
+	return []string{big, small}
+}
+
+// groupFileRecord is what the offsets file on the disk holds of group:
+// the member ids of its classic generation or consumer group, and that
+// generation or group epoch.
+func groupFileRecord(t *testing.T, data, group string) (members []string, epoch int32) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(data, "segfs-consumer-offsets.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Classic map[string]struct {
+			Generation int32 `json:"generation"`
+			Members    []struct {
+				ID string `json:"member_id"`
+			} `json:"members"`
+		} `json:"classic_groups"`
+		Consumer map[string]struct {
+			Epoch   int32 `json:"epoch"`
+			Members []struct {
+				ID string `json:"member_id"`
+			} `json:"members"`
+		} `json:"consumer_groups"`
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatal(err)
+	}
+	if c, ok := f.Classic[group]; ok {
+		for _, m := range c.Members {
+			members = append(members, m.ID)
+		}
+		return members, c.Generation
+	}
+	c := f.Consumer[group]
+	for _, m := range c.Members {
+		members = append(members, m.ID)
+	}
+	return members, c.Epoch
+}
+
+// TestKafkaGroupRebalanceOnFullDisk: franz-go group consumers of a
+// `segfs mount --kafka-listen` whose data directory is a loop-mounted
+// xfs, with the classic protocol and with KIP-848's (ServerSideBalancer).
+// Member a holds both partitions and has committed what it read; the
+// disk fills; member b joins. The rebalance's records cannot be written
+// to the offsets file, so, as on Kafka, whose coordinator answers a
+// failed append to __consumer_offsets NOT_COORDINATOR and keeps nothing
+// of it, b is never handed a partition while the disk is full (a simple
+// OffsetCommit is refused with NOT_COORDINATOR too). Once space returns
+// both members rejoin and split the partitions; what is produced then is
+// read once, and after kill -9 and a restart the group the file holds is
+// the one the members have: they read on without rejoining, nothing
+// twice, nothing lost. segfs logged
+// the failed writes and answered success: b read from a generation (or
+// epoch) the file did not hold, and a restart brought back a, alone.
+func TestKafkaGroupRebalanceOnFullDisk(t *testing.T) {
+	for _, proto := range []string{"classic", "consumer"} {
+		t.Run(proto, func(t *testing.T) {
+			disk := faultLoopDisk(t, "xfs", 320)
+			data := filepath.Join(disk.dir, "data")
+			addr := kafkaFreeAddr(t)
+			args := []string{"--kafka-listen", addr, "--partitions", "2",
+				"--group-consumer-heartbeat-interval", "300ms", "--group-consumer-session-timeout", "6s"}
+			m := mntAt(t, data, args...)
+			kafkaWaitListening(t, addr)
+			const topic, group = "gfull", "gfull-group"
+			m.ok(`mkdir "$M/` + topic + `"`)
+			prod := kafkaClient(t, addr)
+			var want []string
+			produce := func(round string) {
+				t.Helper()
+				for p := range int32(2) {
+					v := fmt.Sprintf("%s-p%d", round, p)
+					kafkaProduce(t, prod, topic, p, v)
+					want = append(want, fmt.Sprintf("%d %s", p, v))
+				}
+			}
+			produce("r0")
+
+			kick := make(chan struct{}, 1)
+			key := int16(14) // SyncGroup
+			var opts []kgo.Opt
+			if proto == "consumer" {
+				key = 68 // ConsumerGroupHeartbeat
+				opts = append(opts, kgo.ServerSideBalancer())
+			}
+			a := startKgoGroupMember(t, addr, group, topic, "a", kick, opts...)
+			members := []*kgoGroupMember{a}
+			allCommitted := func() bool {
+				n := 0
+				for _, m := range members {
+					_, c, _, _, _ := m.snapshot()
+					n += len(c)
+				}
+				return n >= len(want)
+			}
+			waitKgoMembers(t, "round r0 read and committed by a", kick, allCommitted, a)
+			aID, _ := a.cl.GroupMetadata()
+			if ids, _ := groupFileRecord(t, data, group); !slices.Equal(ids, []string{aID}) {
+				t.Fatalf("offsets file before the disk fills: members %q, want a (%s)", ids, aID)
+			}
+
+			fillers := fillDisk(t, disk.dir)
+			hook := &groupReadHook{key: key, kick: kick}
+			b := startKgoGroupMember(t, addr, group, topic, "b", kick, append(opts, kgo.WithHooks(hook))...)
+			members = append(members, b)
+			// b's rebalance is answered a few times, or b is assigned
+			// partitions: either way the server has decided.
+			assignedB := func() bool {
+				_, _, _, as, _ := b.snapshot()
+				for _, ps := range as {
+					if len(ps[topic]) > 0 {
+						return true
+					}
+				}
+				return false
+			}
+			waitKgoMembers(t, "b's rebalance answered on the full disk", kick, func() bool { return assignedB() || hook.n.Load() >= 6 }, a, b)
+			if assignedB() {
+				_, _, _, as, _ := b.snapshot()
+				ids, epoch := groupFileRecord(t, data, group)
+				t.Fatalf("b was assigned %v while the disk was full; the offsets file holds generation/epoch %d with members %q", as, epoch, ids)
+			}
+			// OffsetCommit: Kafka's answer to a failed append.
+			req := kmsg.NewPtrOffsetCommitRequest()
+			req.Group, req.Generation = group+"-simple", -1
+			req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: topic, Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 1, LeaderEpoch: -1}}}}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			resp, err := req.RequestWith(ctx, prod.Broker(0))
+			cancel()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.NotCoordinator.Code {
+				t.Errorf("OffsetCommit on the full disk: %v, want NOT_COORDINATOR", kerr.ErrorForCode(code))
+			}
+
+			// Space is back: b joins (a keeps or gets back the other
+			// partition), and what is produced then is read once.
+			for _, f := range fillers {
+				if err := os.Remove(f); err != nil {
+					t.Fatal(err)
+				}
+			}
+			waitKgoMembers(t, "b assigned a partition once the disk has space", kick, assignedB, a, b)
+			produce("r1")
+			waitKgoMembers(t, "round r1 read and committed", kick, allCommitted, a, b)
+			bID, _ := b.cl.GroupMetadata()
+			ids, _ := groupFileRecord(t, data, group)
+			slices.Sort(ids)
+			wantIDs := []string{aID, bID}
+			slices.Sort(wantIDs)
+			if !slices.Equal(ids, wantIDs) {
+				t.Errorf("offsets file after the rebalance: members %q, want a and b %q", ids, wantIDs)
+			}
+
+			// kill -9 and a restart bring back the group the members
+			// hold: they carry on, none is told it is unknown or stale.
+			logBefore := map[string]int{}
+			for _, m := range members {
+				_, _, _, _, log := m.snapshot()
+				logBefore[m.name] = len(log)
+			}
+			m.kill9()
+			m.mount(args...)
+			kafkaWaitListening(t, addr)
+			produce("r2")
+			waitKgoMembers(t, "round r2 read and committed after kill -9 and a restart", kick, allCommitted, a, b)
+			for _, m := range members {
+				_, _, _, _, log := m.snapshot()
+				for _, bad := range []string{"UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "FENCED_MEMBER_EPOCH"} {
+					if strings.Contains(log[logBefore[m.name]:], bad) {
+						t.Errorf("after the restart, member %s was told %s:\n%s", m.name, bad, log[logBefore[m.name]:])
+					}
+				}
+			}
+
+			var got []string
+			for _, m := range members {
+				read, _, errs, _, _ := m.snapshot()
+				got = append(got, read...)
+				if len(errs) > 0 {
+					t.Logf("member %s's commit errors (retried): %v", m.name, errs)
+				}
+			}
+			slices.Sort(got)
+			if w := slices.Sorted(slices.Values(want)); !slices.Equal(got, w) {
+				t.Errorf("records read %q, want each once: %q", got, w)
+			}
+		})
+	}
+}
