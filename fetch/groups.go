@@ -1359,7 +1359,24 @@ func (gs *groups) deleteGroup(name string) (int16, *offsetsOp) {
 	if !hasOffsets && !recorded && !classic {
 		return 0, nil
 	}
-	return 0, gs.s.offsets.stage(thenOp(thenOp(onOffsets(deleteGroupOp(name)), consumerMetaOp(name, nil)), classicMetaOp(name, nil)))
+	op := gs.s.offsets.stage(thenOp(thenOp(onOffsets(deleteGroupOp(name)), consumerMetaOp(name, nil)), classicMetaOp(name, nil)))
+	// Not deleted from the file, not deleted: the group is back in
+	// memory as the file holds it (Kafka's runtime reverts its state).
+	// segfs forgot it anyway: a consumer group became a classic one
+	// (ConsumerGroupDescribe: "not a consumer group") until a restart
+	// brought it back.
+	op.addUndo(func() {
+		if gs.byName[name] != nil || gs.consumers[name] != nil {
+			return // a member joined meanwhile
+		}
+		if cg != nil {
+			gs.revertConsumer(name)
+		}
+		if g != nil {
+			gs.byName[name] = g // Empty, as it was
+		}
+	})
+	return 0, op
 }
 
 // forget drops an Empty group's membership state: it is Dead, and a later

@@ -273,3 +273,53 @@ func TestConsumerGroupHeartbeatWriteFails(t *testing.T) {
 		t.Errorf("ConsumerGroupDescribe after a restart: epoch %d, %d members, want 2 and both", desc.Epoch, len(desc.Members))
 	}
 }
+
+// A DeleteGroups whose write fails leaves the group as the file holds
+// it, in memory too: an Empty consumer group is still one, at its epoch.
+// segfs forgot it in memory though the file kept it: ConsumerGroupDescribe
+// and ListGroups no longer knew it, a retried DeleteGroups was answered
+// GROUP_ID_NOT_FOUND and deleted nothing, and a restart brought the group
+// back from the file.
+func TestDeleteGroupsWriteFails(t *testing.T) {
+	dir := t.TempDir()
+	d := &diskFull{}
+	ts := startServerPrepared(t, dir, Config{}, d.prepare)
+	tp, err := ts.store.CreateTopic("t", 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[[16]byte]string{tp.ID(): "t"}
+	c := dial(t, ts.addr)
+	wantAssigned(t, "A joins", c.cgh(cgh{group: "g", member: "A", topics: []string{"t"}, owned: map[[16]byte][]int32{}}), names, "t/0")
+	if r := c.cgh(cgh{group: "g", member: "A", epoch: -1}); r.ErrorCode != 0 {
+		t.Fatalf("A leaves: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	describe := func() kmsg.ConsumerGroupDescribeResponseGroup {
+		return c.roundTrip(&kmsg.ConsumerGroupDescribeRequest{Version: 1, Groups: []string{"g"}}).(*kmsg.ConsumerGroupDescribeResponse).Groups[0]
+	}
+	before := describe()
+	if before.ErrorCode != 0 || before.State != "Empty" {
+		t.Fatalf("before the delete: %+v", before)
+	}
+
+	d.full.Store(true)
+	dg := kmsg.NewPtrDeleteGroupsRequest()
+	dg.Groups = []string{"g"}
+	wantCode(t, "DeleteGroups on a full disk", c.roundTrip(dg).(*kmsg.DeleteGroupsResponse).Groups[0].ErrorCode, kerr.NotCoordinator)
+	if after := describe(); after.ErrorCode != 0 || after.State != "Empty" || after.Epoch != before.Epoch {
+		msg := ""
+		if after.ErrorMessage != nil {
+			msg = *after.ErrorMessage
+		}
+		t.Errorf("ConsumerGroupDescribe after the failed delete: %v %q, state %q epoch %d; want Empty at %d", kerr.ErrorForCode(after.ErrorCode), msg, after.State, after.Epoch, before.Epoch)
+	}
+	lg := kmsg.NewPtrListGroupsRequest()
+	lg.Version = 5
+	if gs := c.roundTrip(lg).(*kmsg.ListGroupsResponse).Groups; len(gs) != 1 || gs[0].GroupType != "consumer" {
+		t.Errorf("ListGroups after the failed delete: %+v, want g, a consumer group", gs)
+	}
+
+	d.full.Store(false)
+	wantCode(t, "DeleteGroups retried", c.roundTrip(dg).(*kmsg.DeleteGroupsResponse).Groups[0].ErrorCode, nil)
+	wantCode(t, "ConsumerGroupDescribe after the delete", describe().ErrorCode, kerr.GroupIDNotFound)
+}
