@@ -19,21 +19,31 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// groupReadHook counts the responses of one API key a kgo client reads
-// and kicks the test's waiter at each.
+// groupReadHook counts the responses of one API key a kgo client reads,
+// and its FindCoordinator responses, and kicks the test's waiter at
+// each.
 type groupReadHook struct {
-	key  int16
-	n    atomic.Int64
-	kick chan struct{}
+	key        int16
+	n          atomic.Int64
+	findCoords atomic.Int64
+	kick       chan struct{}
 }
 
 func (h *groupReadHook) OnBrokerRead(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
-	if key == h.key && err == nil {
+	if err != nil {
+		return
+	}
+	switch key {
+	case h.key:
 		h.n.Add(1)
-		select {
-		case h.kick <- struct{}{}:
-		default:
-		}
+	case 10:
+		h.findCoords.Add(1)
+	default:
+		return
+	}
+	select {
+	case h.kick <- struct{}{}:
+	default:
 	}
 }
 
@@ -189,6 +199,14 @@ func TestKafkaGroupRebalanceOnFullDisk(t *testing.T) {
 				_, _, _, as, _ := b.snapshot()
 				ids, epoch := groupFileRecord(t, data, group)
 				t.Fatalf("b was assigned %v while the disk was full; the offsets file holds generation/epoch %d with members %q", as, epoch, ids)
+			}
+			// It was told NOT_COORDINATOR: it looked the coordinator up
+			// again (kgo retries the request there, and then rejoins).
+			if n := hook.findCoords.Load(); n < 2 {
+				t.Errorf("b looked the coordinator up %d times on the full disk, want again after NOT_COORDINATOR", n)
+			}
+			if _, _, _, _, log := b.snapshot(); proto == "consumer" && !strings.Contains(log, "NOT_COORDINATOR") {
+				t.Errorf("b's heartbeats on the full disk were not answered NOT_COORDINATOR:\n%s", log)
 			}
 			// OffsetCommit: Kafka's answer to a failed append.
 			req := kmsg.NewPtrOffsetCommitRequest()
