@@ -11,11 +11,13 @@ import (
 // before answering. As Kafka: only a group without members can go
 // (NON_EMPTY_GROUP otherwise), an unknown group is GROUP_ID_NOT_FOUND. The
 // empty group id is a group name here (Kafka 4 refuses only a null one):
-// simple commits may have given it offsets. A failed write of the offsets file is
-// NOT_COORDINATOR (retriable; Kafka 4's answer, offsetsWriteErrorCode);
-// the offsets are then still there. A group named more than once is deleted and answered once, as
-// Kafka's handleDeleteGroupsRequest takes the names distinct (segfs
-// answered the second GROUP_ID_NOT_FOUND). v2 is flexible.
+// simple commits may have given it offsets. A failed write of the
+// offsets file is NOT_COORDINATOR (retriable; Kafka 4's answer,
+// offsetsWriteErrorCode); the group and its offsets are then still
+// there, in memory too. A group named more than once is deleted and
+// answered once, as Kafka's handleDeleteGroupsRequest takes the names
+// distinct (segfs answered the second GROUP_ID_NOT_FOUND). v2 is
+// flexible.
 func init() { register(42, 0, 2, handleDeleteGroups) }
 
 func handleDeleteGroups(c *conn, h *reqHeader, r kmsg.Request) error {

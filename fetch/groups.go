@@ -1362,9 +1362,8 @@ func (gs *groups) deleteGroup(name string) (int16, *offsetsOp) {
 	op := gs.s.offsets.stage(thenOp(thenOp(onOffsets(deleteGroupOp(name)), consumerMetaOp(name, nil)), classicMetaOp(name, nil)))
 	// Not deleted from the file, not deleted: the group is back in
 	// memory as the file holds it (Kafka's runtime reverts its state).
-	// segfs forgot it anyway: a consumer group became a classic one
-	// (ConsumerGroupDescribe: "not a consumer group") until a restart
-	// brought it back.
+	// segfs forgot it anyway: it was unknown (a retried DeleteGroups
+	// answered GROUP_ID_NOT_FOUND) until a restart brought it back.
 	op.addUndo(func() {
 		if gs.byName[name] != nil || gs.consumers[name] != nil {
 			return // a member joined meanwhile

@@ -485,9 +485,7 @@ func (o *offsetStore) fail(batch []*offsetsOp) []*offsetsOp {
 }
 
 // last is the change staged last, not yet written (nil: none). Waiting
-// for it waits for every change staged before it: an answer decided on
-// the staged state, which changed nothing itself, waits for it and fails
-// with it.
+// for it (settle) waits for every change staged before it.
 func (o *offsetStore) last() *offsetsOp {
 	o.mu.Lock()
 	defer o.mu.Unlock()
