@@ -238,6 +238,21 @@
 // bidirectional, does). Clients still use the classic protocol unless told
 // otherwise (franz-go kgo.ServerSideBalancer(), Java group.protocol=consumer).
 //
+// A change of the offsets file that cannot be written (a full disk, a
+// read-only or failed filesystem) is answered as Kafka 4 answers a failed
+// append to __consumer_offsets, NOT_COORDINATOR, and is not kept: in
+// memory the coordinator goes back to what the file holds (offsets.go).
+// A classic generation's SyncGroups get the error and the group
+// rebalances; a static member's replacing JoinGroup gets it and the
+// member keeps its old id; a consumer group's heartbeat gets it and the
+// group is as the file has it; OffsetCommit, DeleteGroups and
+// OffsetDelete get it and nothing changes. Every change staged while the
+// failed write was under way fails with it, having been decided on the
+// failed state. Clients retry, and carry on once the disk takes writes
+// again; a restart finds the group its members were told of. A classic
+// group left Empty, or a group's first member, is recorded best effort,
+// as Kafka records an Empty group's metadata: a failure is logged.
+//
 // # Topic admin
 //
 // CreateTopics, CreatePartitions, DescribeConfigs, AlterConfigs,
