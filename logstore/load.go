@@ -215,6 +215,10 @@ func (s *Store) loadPartition(t *Topic, n int32, clean bool, recoveryPoint, logS
 	}
 	p.loadEpochs(recEpochs, wiped, log)
 	p.loadProducers(clean)
+	if err := p.recoverUnfinished(); err != nil {
+		p.close()
+		return nil, err
+	}
 	return p, nil
 }
 

@@ -79,6 +79,9 @@ type Partition struct {
 	// is still read by it, not skipped.
 	viewsMu sync.Mutex
 	views   map[*TextView]struct{}
+
+	// The journal of the mount's writers' unfinished lines (unfinished.go).
+	unfinished unfinishedJournal
 }
 
 func (p *Partition) Topic() *Topic { return p.topic }
@@ -185,24 +188,30 @@ func (p *Partition) AppendLines(text []byte) (first, last int64, err error) {
 // failed after the first (ENOSPC on the second batch), so that the caller
 // can answer a short write instead of failing bytes that were stored.
 func (p *Partition) AppendLinesAfter(head, text []byte) (first, last int64, stored int, err error) {
-	total := len(head) + len(text)
-	if total == 0 {
+	if len(head)+len(text) == 0 {
 		return -1, -1, 0, nil
 	}
-	if (len(head) > 0 && head[len(head)-1] != '\n') || (len(text) > 0 && text[len(text)-1] != '\n') {
-		return -1, -1, 0, fmt.Errorf("%w: text must end with a newline", ErrInvalidRecord)
-	}
 	cfg := p.config()
+	if err := checkLines(head, text, cfg); err != nil {
+		return -1, -1, 0, err
+	}
+	p.amu.Lock()
+	defer p.amu.Unlock()
+	return p.appendLinesLocked(head, text, -1, cfg)
+}
+
+// checkLines checks the lines of head and text as AppendLinesAfter takes
+// them before anything is written: each piece, when not empty, ends in
+// '\n'; a line too long (or, on a compacted topic, without a key) fails
+// the call before any batch is appended. A line up to MaxLineBytes fits a
+// batch of its own whatever its framing; a longer one is measured as that
+// batch. FirstLongLine jumps a window of MaxLineBytes at a time, so a
+// write of short lines is not walked line by line.
+func checkLines(head, text []byte, cfg *Config) error {
+	if (len(head) > 0 && head[len(head)-1] != '\n') || (len(text) > 0 && text[len(text)-1] != '\n') {
+		return fmt.Errorf("%w: text must end with a newline", ErrInvalidRecord)
+	}
 	sep := []byte(cfg.KeySeparator)
-	// A batch may not exceed max.message.bytes nor segment.bytes (Kafka
-	// refuses a batch larger than a segment), so a long write is split.
-	limit := min(cfg.MaxMessageBytes, cfg.SegmentBytes)
-	// Check every line before anything is written: a line too long (or,
-	// on a compacted topic, without a key) fails the call before any batch
-	// is appended. A line up to MaxLineBytes fits a batch of its own
-	// whatever its framing; a longer one is measured as that batch.
-	// FirstLongLine jumps a window of MaxLineBytes at a time, so a write
-	// of short lines is not walked line by line.
 	for _, t := range [][]byte{head, text} {
 		for i := 0; ; {
 			j := record.FirstLongLine(t[i:], 0, int(cfg.MaxLineBytes()))
@@ -212,7 +221,7 @@ func (p *Partition) AppendLinesAfter(head, text []byte) (first, last int64, stor
 			i += j
 			k := i + bytes.IndexByte(t[i:], '\n') + 1
 			if err := checkLongLine(t[i:k], sep, cfg); err != nil {
-				return -1, -1, 0, err
+				return err
 			}
 			i = k
 		}
@@ -220,27 +229,50 @@ func (p *Partition) AppendLinesAfter(head, text []byte) (first, last int64, stor
 			for rest := t; len(rest) > 0; {
 				j := bytes.IndexByte(rest, '\n')
 				if err := cfg.KeyError(rest[:j]); err != nil {
-					return -1, -1, 0, err
+					return err
 				}
 				rest = rest[j+1:]
 			}
 		}
 	}
+	return nil
+}
 
+// appendFail, set by tests, fails the append of a batch of lines: stored
+// is the bytes of the call's lines stored before it.
+var appendFail func(stored int) error
+
+// appendLinesLocked appends the lines of head and text, checked by
+// checkLines, as AppendLinesAfter does. Their CreateTime is ts (Unix ms),
+// or the time of each batch's append when ts < 0. The caller holds amu.
+func (p *Partition) appendLinesLocked(head, text []byte, ts int64, cfg *Config) (first, last int64, stored int, err error) {
+	sep := []byte(cfg.KeySeparator)
+	// A batch may not exceed max.message.bytes nor segment.bytes (Kafka
+	// refuses a batch larger than a segment), so a long write is split.
+	limit := min(cfg.MaxMessageBytes, cfg.SegmentBytes)
 	// Each batch takes as many lines as fit under the limit; the first
 	// holds all of a write below it, the mount's common case.
-	p.amu.Lock()
-	defer p.amu.Unlock()
 	first = -1
 	for len(head)+len(text) > 0 {
 		now := p.store.now().UnixMilli()
+		create := now
+		if ts >= 0 {
+			create = ts
+		}
 		var used int
-		p.batchBuf, _, used = record.AppendLinesMax(p.batchBuf[:0], head, text, now, sep, int(limit))
+		p.batchBuf, _, used = record.AppendLinesMax(p.batchBuf[:0], head, text, create, sep, int(limit))
 		if used == 0 {
 			// checkLongLine let through a line that does not fit alone.
 			return first, last, stored, fmt.Errorf("%w: a line does not fit a batch of %d bytes", ErrMessageTooLarge, limit)
 		}
-		f, l, err := p.appendEncodedLocked(p.batchBuf, int64(used), now, sep, cfg)
+		var f, l int64
+		var err error
+		if appendFail != nil {
+			err = appendFail(stored)
+		}
+		if err == nil {
+			f, l, err = p.appendEncodedLocked(p.batchBuf, int64(used), now, sep, cfg)
+		}
 		if int64(cap(p.batchBuf)) > 2*limit {
 			p.batchBuf = nil // keep no buffer larger than the batches made
 		}
@@ -475,6 +507,16 @@ func (p *Partition) flushLocked() error {
 	leo := p.leo.Load()
 	if leo == p.recoveryPoint.Load() {
 		return nil
+	}
+	// Journal entries before the batches they ended lines with: after a
+	// power cut, a durable batch that ended a writer's unfinished line
+	// must not come back with the journal's older entry, which would
+	// make the line's start a record a second time.
+	if err := p.unfinished.sync(); err != nil {
+		p.log().Warn("journal of unfinished lines not synced", "err", err)
+		p.unfinished.mu.Lock()
+		p.unfinished.broken = true
+		p.unfinished.mu.Unlock()
 	}
 	if err := p.active().flush(); err != nil {
 		// After a failed fsync the kernel may have dropped the dirty pages;

@@ -1151,5 +1151,6 @@ func (p *Partition) close() {
 	for _, s := range segs {
 		s.release()
 	}
+	p.unfinished.close(p)
 	p.notify()
 }

@@ -1,0 +1,612 @@
+package logstore
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+)
+
+// The journal of unfinished lines (doc.go, "Unfinished lines").
+//
+// A writer of a partition's data file whose last write(2) ended inside a
+// line holds that line's start in the daemon's memory until more bytes or
+// its close make it a record. The write(2) that gave those bytes returned,
+// so they must survive kill -9 of the daemon: each change of a writer's
+// unfinished line is appended to this per-partition file first, with one
+// pwrite (the page cache survives the daemon's death; no fsync on the hot
+// path), and the next open of the partition makes each writer's last
+// unfinished line a record, as that writer's close would have.
+//
+// An entry is
+//
+//	u32 body length, u32 CRC-32C of the body, then the body:
+//	u8 kind (set: the writer's unfinished line is tail; extend: tail is
+//	   appended to it), u64 run id, u64 writer id (together unique across
+//	   daemon runs), i64 time of the write (Unix ms), i64 cond, u32 tail
+//	   length, tail, zero padding.
+//
+// cond < 0: unconditional. cond >= 0: the entry happened only if the log
+// ends at cond or later: an append whose lines end a writer's unfinished
+// line writes its entry first, under the append lock, with cond the log
+// end after all its batches; if the daemon died before those batches
+// reached the segment, the entry is ignored and the writer's line is the
+// one its earlier entries say. An append that fails afterwards rewrites
+// its entry in place (same length, so no new space is needed): never
+// valid (cond = MaxInt64), or, for a write whose first batches were
+// stored, an empty tail valid once the first batch is there.
+const (
+	unfinishedFile    = "segfs-unfinished-lines"
+	unfinishedHdr     = 8  // length, CRC
+	unfinishedBodyHdr = 41 // kind, run, writer, time, cond, tail length
+	unfinishedSet     = 1
+	unfinishedExtend  = 2
+	// unfinishedRewriteAt: past this size the journal is rewritten with
+	// only the current lines (when they take less than half of it).
+	unfinishedRewriteAt = 1 << 20
+	condNever           = math.MaxInt64
+)
+
+// writerKey names one writer across daemon runs.
+type writerKey struct{ run, id uint64 }
+
+// unfinishedLine is one writer's unfinished line as the journal has it.
+type unfinishedLine struct {
+	tail []byte
+	ts   int64
+	seq  uint64 // order of its last entry
+}
+
+// unfinishedJournal is a partition's journal. Its lock is taken after amu
+// (the appends that end lines hold amu across their entry and batches).
+type unfinishedJournal struct {
+	mu      sync.Mutex
+	f       *os.File // nil until the first entry (or after a truncation to nothing)
+	size    int64    // bytes of entries in f
+	dirty   bool     // written since the last sync (flushLocked)
+	broken  bool     // a failed write may have left f untrustworthy: rewrite before the next entry
+	lines   map[writerKey]*unfinishedLine
+	live    int64  // bytes the entries of lines take
+	seq     uint64 // entries written
+	buf     []byte
+	pending bool // a conditional entry's batches are being appended
+}
+
+// runID tells this daemon run's writers from earlier runs' in the journal.
+var runID = func() uint64 {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err)
+	}
+	return binary.LittleEndian.Uint64(b[:])
+}()
+
+var writerIDs atomic.Uint64
+
+// LineWriter is one writer of a partition's lines whose unfinished line
+// (bytes after its last newline) is journaled, so that it survives the
+// daemon's death (see unfinishedJournal). The mount makes one per
+// writable open of data. Its methods are not safe for concurrent use:
+// the caller serialises a writer's calls.
+type LineWriter struct {
+	p   *Partition
+	key writerKey
+	has bool // the journal holds a non-empty line for it
+	ts  int64
+}
+
+// NewLineWriter returns a writer with no unfinished line.
+func (p *Partition) NewLineWriter() *LineWriter {
+	return &LineWriter{p: p, key: writerKey{runID, writerIDs.Add(1)}, ts: -1}
+}
+
+// Extend journals b as added to the writer's unfinished line. Nothing is
+// written for an empty b. An error means the bytes are not journaled: the
+// caller must not take them.
+func (w *LineWriter) Extend(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	if err := w.p.unfinished.write(w.p, unfinishedExtend, w.key, w.now(), -1, b); err != nil {
+		return err
+	}
+	w.has = true
+	return nil
+}
+
+// Set journals tail (possibly empty) as the writer's unfinished line,
+// unconditionally: the mount dropped the line (a refused write) or the
+// caller restores a known state. Nothing is written if the writer has no
+// line and tail is empty.
+func (w *LineWriter) Set(tail []byte) error {
+	if !w.has && len(tail) == 0 {
+		return nil
+	}
+	if err := w.p.unfinished.write(w.p, unfinishedSet, w.key, w.now(), -1, tail); err != nil {
+		return err
+	}
+	w.has = len(tail) > 0
+	return nil
+}
+
+// Close forgets the writer: its unfinished line, if the journal still
+// has one (a close whose line could not be stored), is dropped, as the
+// close dropped it.
+func (w *LineWriter) Close() error { return w.Set(nil) }
+
+func (w *LineWriter) now() int64 {
+	if w.ts >= 0 {
+		return w.ts
+	}
+	return w.p.store.now().UnixMilli()
+}
+
+// AppendLines is Partition.AppendLinesAfter for the writer: it appends
+// the lines of head and text, after which tail is the writer's unfinished
+// line. If the writer has or keeps an unfinished line, the journal entry
+// for the change comes first, under the append lock, valid only once all
+// the batches are in the log. On an error the journal is left saying what
+// the caller then holds: the old line when nothing was stored, no line
+// when stored > 0 (a short write: the caller keeps no tail).
+func (w *LineWriter) AppendLines(head, text, tail []byte) (first, last int64, stored int, err error) {
+	p := w.p
+	if len(head)+len(text) == 0 {
+		return -1, -1, 0, w.Set(tail)
+	}
+	cfg := p.config()
+	if err := checkLines(head, text, cfg); err != nil {
+		return -1, -1, 0, err
+	}
+	p.amu.Lock()
+	defer p.amu.Unlock()
+	if !w.has && len(tail) == 0 {
+		// The common case (an echo, a writer of whole lines): no line
+		// before or after, nothing to journal.
+		return p.appendLinesLocked(head, text, -1, cfg)
+	}
+	if p.fenceErr != nil {
+		return -1, -1, 0, &fencedError{cause: p.fenceErr}
+	}
+	if p.store.closed.Load() {
+		return -1, -1, 0, ErrClosed
+	}
+	// Every line is one record: the log ends at leo+lines once all the
+	// batches are appended.
+	leo := p.leo.Load()
+	end := leo + int64(bytes.Count(head, []byte{'\n'})+bytes.Count(text, []byte{'\n'}))
+	j := &p.unfinished
+	ts := w.now()
+	at, err := j.writeCond(p, w.key, ts, end, tail)
+	if err != nil {
+		return -1, -1, 0, err
+	}
+	first, last, stored, err = p.appendLinesLocked(head, text, w.ts, cfg)
+	switch {
+	case err == nil:
+		j.resolve(p, w.key, at, ts, -1, tail)
+		w.has = len(tail) > 0
+	case stored > 0:
+		// The first batches are in the log (leo+1 at least), the writer
+		// is answered a short write and keeps no line.
+		j.resolve(p, w.key, at, ts, leo+1, nil)
+		w.has = false
+	default:
+		j.resolve(p, w.key, at, ts, condNever, nil)
+	}
+	return first, last, stored, err
+}
+
+// encode appends an entry to dst.
+func encodeUnfinished(dst []byte, kind byte, k writerKey, ts, cond int64, tail []byte) []byte {
+	n := unfinishedBodyHdr + len(tail)
+	start := len(dst)
+	dst = append(dst, make([]byte, unfinishedHdr+n)...)
+	e := dst[start:]
+	binary.BigEndian.PutUint32(e[0:], uint32(n))
+	b := e[unfinishedHdr:]
+	b[0] = kind
+	binary.BigEndian.PutUint64(b[1:], k.run)
+	binary.BigEndian.PutUint64(b[9:], k.id)
+	binary.BigEndian.PutUint64(b[17:], uint64(ts))
+	binary.BigEndian.PutUint64(b[25:], uint64(cond))
+	binary.BigEndian.PutUint32(b[33:], uint32(len(tail)))
+	copy(b[37:], tail)
+	// b[37+len(tail):] is padding (zero), used by an in-place rewrite
+	// that shortens the tail.
+	binary.BigEndian.PutUint32(e[4:], crc32.Checksum(b, castagnoli))
+	return dst
+}
+
+// unfinishedEntry is a decoded entry.
+type unfinishedEntry struct {
+	kind byte
+	key  writerKey
+	ts   int64
+	cond int64
+	tail []byte
+}
+
+// decodeUnfinished decodes the entries of b up to the first torn or
+// damaged one, and returns them and the bytes they take.
+func decodeUnfinished(b []byte) ([]unfinishedEntry, int) {
+	var out []unfinishedEntry
+	pos := 0
+	for len(b)-pos >= unfinishedHdr {
+		n := int(binary.BigEndian.Uint32(b[pos:]))
+		if n < unfinishedBodyHdr || n > len(b)-pos-unfinishedHdr {
+			break
+		}
+		body := b[pos+unfinishedHdr : pos+unfinishedHdr+n]
+		if crc32.Checksum(body, castagnoli) != binary.BigEndian.Uint32(b[pos+4:]) {
+			break
+		}
+		tl := int(binary.BigEndian.Uint32(body[33:]))
+		if tl > n-37 || (body[0] != unfinishedSet && body[0] != unfinishedExtend) {
+			break
+		}
+		out = append(out, unfinishedEntry{
+			kind: body[0],
+			key:  writerKey{binary.BigEndian.Uint64(body[1:]), binary.BigEndian.Uint64(body[9:])},
+			ts:   int64(binary.BigEndian.Uint64(body[17:])),
+			cond: int64(binary.BigEndian.Uint64(body[25:])),
+			tail: body[37 : 37+tl],
+		})
+		pos += unfinishedHdr + n
+	}
+	return out, pos
+}
+
+// apply records an entry in the in-memory lines.
+func (j *unfinishedJournal) apply(kind byte, k writerKey, ts int64, tail []byte) {
+	if j.lines == nil {
+		j.lines = map[writerKey]*unfinishedLine{}
+	}
+	j.seq++
+	l := j.lines[k]
+	if l != nil {
+		j.live -= int64(unfinishedHdr + unfinishedBodyHdr + len(l.tail))
+	}
+	switch {
+	case kind == unfinishedSet && len(tail) == 0:
+		delete(j.lines, k)
+		return
+	case l == nil:
+		l = &unfinishedLine{}
+		j.lines[k] = l
+	}
+	if kind == unfinishedSet {
+		l.tail = append(l.tail[:0], tail...)
+	} else {
+		l.tail = append(l.tail, tail...)
+	}
+	l.ts, l.seq = ts, j.seq
+	j.live += int64(unfinishedHdr + unfinishedBodyHdr + len(l.tail))
+}
+
+// open opens (creating) the journal file. The caller holds j.mu.
+func (j *unfinishedJournal) open(p *Partition) error {
+	if j.f != nil {
+		return nil
+	}
+	f, err := os.OpenFile(filepath.Join(p.dir, unfinishedFile), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	j.f, j.size = f, 0
+	if fi, err := f.Stat(); err == nil {
+		j.size = fi.Size()
+	}
+	return nil
+}
+
+// appendEntry writes e at the journal's end and returns where. A failed
+// write is cut off again, so that the entries written after it are read.
+// The caller holds j.mu.
+func (j *unfinishedJournal) appendEntry(p *Partition, e []byte) (int64, error) {
+	if j.broken {
+		if j.pending {
+			// A rewrite would drop the conditional entry resolve is
+			// yet to settle in place.
+			return 0, errors.New("journal of unfinished lines being repaired")
+		}
+		if err := j.rewrite(p); err != nil {
+			return 0, err
+		}
+	}
+	if err := j.open(p); err != nil {
+		return 0, err
+	}
+	at := j.size
+	if _, err := j.f.WriteAt(e, at); err != nil {
+		if terr := j.f.Truncate(at); terr != nil {
+			j.broken = true
+		}
+		return 0, fmt.Errorf("journal of unfinished lines %s: %w", j.f.Name(), err)
+	}
+	j.size += int64(len(e))
+	j.dirty = true
+	return at, nil
+}
+
+// write appends an unconditional entry and applies it.
+func (j *unfinishedJournal) write(p *Partition, kind byte, k writerKey, ts, cond int64, tail []byte) error {
+	if p.store.closed.Load() {
+		return ErrClosed
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.buf = encodeUnfinished(j.buf[:0], kind, k, ts, cond, tail)
+	if _, err := j.appendEntry(p, j.buf); err != nil {
+		return err
+	}
+	j.apply(kind, k, ts, tail)
+	j.maybeShrink(p)
+	return nil
+}
+
+// writeCond appends the conditional entry of an append (amu held) and
+// returns where it is, for resolve.
+func (j *unfinishedJournal) writeCond(p *Partition, k writerKey, ts, cond int64, tail []byte) (int64, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.buf = encodeUnfinished(j.buf[:0], unfinishedSet, k, ts, cond, tail)
+	at, err := j.appendEntry(p, j.buf)
+	if err != nil {
+		return 0, err
+	}
+	j.pending = true
+	return at, nil
+}
+
+// resolve settles the conditional entry at at once its append returned
+// (amu held). cond < 0: it succeeded, and the entry holds: tail is the
+// writer's line, written at ts. Otherwise the entry is rewritten in place
+// with cond and tail (no longer than the entry's, the rest padded):
+// cond = condNever, the writer's line stays as before; another cond (the
+// first batch's end) with no tail, after a short write.
+func (j *unfinishedJournal) resolve(p *Partition, k writerKey, at, ts, cond int64, tail []byte) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.pending = false
+	if cond != condNever {
+		j.apply(unfinishedSet, k, ts, tail)
+	}
+	if cond >= 0 && !j.undo(at, k, ts, cond, tail) {
+		// The entry may still claim a line the writer does not have:
+		// the journal is rewritten from memory, now or before the
+		// next entry.
+		j.broken = true
+		p.log().Warn("journal of unfinished lines: a failed append's entry could not be undone; rewriting the journal")
+		if err := j.rewrite(p); err != nil {
+			p.log().Warn("journal of unfinished lines not rewritten", "err", err)
+		}
+	}
+	j.maybeShrink(p)
+}
+
+// undo rewrites the entry at at in place (resolve). The caller holds j.mu.
+func (j *unfinishedJournal) undo(at int64, k writerKey, ts, cond int64, tail []byte) bool {
+	if j.f == nil {
+		return false
+	}
+	var hdr [unfinishedHdr]byte
+	if _, err := j.f.ReadAt(hdr[:], at); err != nil {
+		return false
+	}
+	n := int(binary.BigEndian.Uint32(hdr[:]))
+	if n < unfinishedBodyHdr+len(tail) {
+		return false
+	}
+	e := make([]byte, unfinishedHdr+n)
+	enc := encodeUnfinished(nil, unfinishedSet, k, ts, cond, tail)
+	copy(e, enc)
+	binary.BigEndian.PutUint32(e[0:], uint32(n))
+	binary.BigEndian.PutUint32(e[4:], crc32.Checksum(e[unfinishedHdr:], castagnoli))
+	_, err := j.f.WriteAt(e, at)
+	return err == nil
+}
+
+// maybeShrink truncates the journal when no writer has a line, and
+// rewrites it when it grew large with entries that no longer count. The
+// caller holds j.mu.
+func (j *unfinishedJournal) maybeShrink(p *Partition) {
+	if j.pending || j.f == nil {
+		return
+	}
+	if len(j.lines) == 0 {
+		if j.size == 0 {
+			return
+		}
+		if err := j.f.Truncate(0); err != nil {
+			j.broken = true
+			return
+		}
+		j.size = 0
+		j.dirty = true
+		return
+	}
+	if j.size > unfinishedRewriteAt && j.size > 2*j.live {
+		if err := j.rewrite(p); err != nil {
+			p.log().Warn("journal of unfinished lines not rewritten", "err", err)
+		}
+	}
+}
+
+// rewrite replaces the journal with one unconditional entry per writer
+// that has a line, in the order of their last entries, through a temp
+// file and a rename (no fsync: kill -9 keeps the page cache; flushLocked
+// syncs the file before a batch is made durable). The caller holds j.mu.
+func (j *unfinishedJournal) rewrite(p *Partition) error {
+	path := filepath.Join(p.dir, unfinishedFile)
+	var b []byte
+	for _, k := range j.ordered() {
+		l := j.lines[k]
+		b = encodeUnfinished(b, unfinishedSet, k, l.ts, -1, l.tail)
+	}
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if j.f != nil {
+		j.f.Close()
+	}
+	j.f, j.size, j.live, j.broken, j.dirty = f, int64(len(b)), int64(len(b)), false, true
+	return nil
+}
+
+// ordered returns the writers with a line, in the order of their last
+// entries.
+func (j *unfinishedJournal) ordered() []writerKey {
+	keys := make([]writerKey, 0, len(j.lines))
+	for k := range j.lines {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(a, b int) bool { return j.lines[keys[a]].seq < j.lines[keys[b]].seq })
+	return keys
+}
+
+// sync makes the journal durable before flushLocked makes batches
+// durable: a batch that ended a writer's line is then never on disk
+// without the entry that says so (its line would come back as a record
+// after a power cut). amu is held.
+func (j *unfinishedJournal) sync() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if !j.dirty || j.f == nil {
+		return nil
+	}
+	if err := j.f.Sync(); err != nil {
+		return err
+	}
+	j.dirty = false
+	return nil
+}
+
+// close closes the journal at the partition's close, removing it if no
+// writer has a line (a clean stop leaves none behind).
+func (j *unfinishedJournal) close(p *Partition) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.f != nil {
+		j.f.Close()
+		j.f = nil
+	}
+	if len(j.lines) == 0 {
+		if err := os.Remove(filepath.Join(p.dir, unfinishedFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			p.log().Warn("journal of unfinished lines not removed", "err", err)
+		}
+	}
+}
+
+// recoverUnfinished makes each writer's unfinished line in the journal a
+// record, as its close would have (a daemon's death is its writers'
+// close), at the open of the partition, after the segments are
+// recovered: entries whose batches are not in the log did not happen.
+// The lines are appended in the order of their writers' last entries,
+// each with the time of its last write as CreateTime; one the close would
+// have refused (no key on a compacted topic, too long) is dropped with a
+// warning. If an append fails the journal keeps the lines not yet
+// stored, for the next open.
+func (p *Partition) recoverUnfinished() error {
+	path := filepath.Join(p.dir, unfinishedFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		// Left in place for the next open; nothing here depends on it.
+		p.log().Warn("journal of unfinished lines not read; the lines it holds are not recovered", "file", path, "err", err)
+		return nil
+	}
+	j := &p.unfinished
+	ents, used := decodeUnfinished(b)
+	if used < len(b) {
+		p.log().Warn("journal of unfinished lines ends in a torn or damaged entry; its later bytes are ignored",
+			"file", path, "valid_bytes", used, "ignored_bytes", len(b)-used)
+	}
+	leo := p.leo.Load()
+	j.mu.Lock()
+	for _, e := range ents {
+		if e.cond >= 0 && leo < e.cond {
+			continue // its batches are not in the log: it did not happen
+		}
+		j.apply(e.kind, e.key, e.ts, e.tail)
+	}
+	keys := j.ordered()
+	if len(keys) == 0 {
+		j.mu.Unlock()
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	// Conditional entries must go before anything is appended: the
+	// appends below move the log end past conditions that failed.
+	err = j.rewrite(p)
+	j.mu.Unlock()
+	if err != nil {
+		// Appends would make the conditions of entries that did not
+		// happen come true: the partition takes none until a restart
+		// recovers the lines (a full disk: once there is room).
+		p.amu.Lock()
+		ferr := p.failLocked(fmt.Errorf("rewriting %s to recover unfinished lines: %w", path, err))
+		p.amu.Unlock()
+		p.log().Warn("unfinished lines not recovered", "err", ferr)
+		return nil
+	}
+	for _, k := range keys {
+		j.mu.Lock()
+		l := j.lines[k]
+		line := append(append([]byte(nil), l.tail...), '\n')
+		ts := l.ts
+		j.mu.Unlock()
+		w := &LineWriter{p: p, key: k, has: true, ts: ts}
+		_, _, _, err := w.AppendLines(nil, line, nil)
+		if err != nil {
+			if errors.Is(err, ErrMessageTooLarge) || errors.Is(err, ErrBatchTooLarge) || errors.Is(err, ErrInvalidRecord) {
+				p.log().Warn("unfinished line of a writer the daemon lost not appended: the close would have refused it",
+					"bytes", len(line), "err", err)
+				if err := w.Set(nil); err != nil {
+					return err
+				}
+				continue
+			}
+			p.log().Warn("unfinished line of a writer the daemon lost not appended; the journal keeps it for the next open",
+				"bytes", len(line), "err", err)
+			return nil
+		}
+		p.log().Info("unfinished line of a writer the daemon lost appended as a record", "bytes", len(line)-1)
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if len(j.lines) == 0 {
+		if j.f != nil {
+			j.f.Close()
+			j.f = nil
+		}
+		j.size = 0
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,325 @@
+package logstore
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+func journalPath(p *Partition) string { return filepath.Join(p.dir, unfinishedFile) }
+
+func journalSize(t *testing.T, p *Partition) int64 {
+	t.Helper()
+	fi, err := os.Stat(journalPath(p))
+	if errors.Is(err, os.ErrNotExist) {
+		return -1
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}
+
+// crashReopen abandons s as kill -9 would (the page cache stays) and opens
+// the data directory again.
+func crashReopen(t *testing.T, s *Store, dir, topic string) (*Store, *Partition) {
+	t.Helper()
+	s.abandon()
+	s = openStore(t, dir, newClock())
+	t.Cleanup(func() { s.Close() })
+	return s, mustPartition(t, s, topic)
+}
+
+func mustAppend(t *testing.T, w *LineWriter, head, text, tail string) {
+	t.Helper()
+	var h []byte
+	if head != "" {
+		h = []byte(head)
+	}
+	if _, _, _, err := w.AppendLines(h, []byte(text), []byte(tail)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A writer's unfinished line, journaled by Extend and AppendLines, is a
+// record after a crash, with the time of its last write; a line a later
+// append ended is not there twice; the journal is gone afterwards.
+func TestUnfinishedRecoveredAfterCrash(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, newClock())
+	s.CreateTopic("a", 1, nil)
+	p := mustPartition(t, s, "a")
+	w1, w2, w3 := p.NewLineWriter(), p.NewLineWriter(), p.NewLineWriter()
+	if err := w1.Extend([]byte("one-")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w2.Extend([]byte("two")); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, w1, "one-done\n", "x\n", "tail-")
+	if err := w1.Extend([]byte("more")); err != nil {
+		t.Fatal(err)
+	}
+	// w3's line ends before the crash: nothing of it is recovered.
+	w3.Extend([]byte("three"))
+	mustAppend(t, w3, "three\n", "", "")
+	if err := w2.Extend([]byte("-2")); err != nil {
+		t.Fatal(err)
+	}
+	wantTs := s.now().UnixMilli() // the clock ticks a ms per reading
+	if journalSize(t, p) <= 0 {
+		t.Fatal("no journal while writers have unfinished lines")
+	}
+	s, p = crashReopen(t, s, dir, "a")
+	// Recovered in the order of the writers' last entries: w1, then w2.
+	if got, want := textOf(t, p, 0), "one-done\nx\nthree\ntail-more\ntwo-2\n"; got != want {
+		t.Fatalf("text after crash %q, want %q", got, want)
+	}
+	recs := linearRecords(t, p)
+	if ts := recs[len(recs)-1].ts; ts >= wantTs || ts < wantTs-5 {
+		t.Fatalf("recovered line's timestamp %d, want its write time just before %d", ts, wantTs)
+	}
+	if n := journalSize(t, p); n != -1 {
+		t.Fatalf("journal left after recovery: %d bytes", n)
+	}
+	// A clean stop leaves none either.
+	w := p.NewLineWriter()
+	w.Extend([]byte("abc"))
+	mustAppend(t, w, "abc\n", "", "")
+	s.Close()
+	if n := journalSize(t, p); n != -1 {
+		t.Fatalf("journal left after a clean close: %d bytes", n)
+	}
+}
+
+// An entry whose batches did not reach the log did not happen: the
+// writer's line is what its earlier entries say.
+func TestUnfinishedConditionalBatchMissing(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, newClock())
+	s.CreateTopic("a", 1, nil)
+	p := mustPartition(t, s, "a")
+	mustAppend(t, p.NewLineWriter(), "", "first\n", "")
+	seg := p.active().path(logSuffix)
+	fi, _ := os.Stat(seg)
+	w := p.NewLineWriter()
+	w.Extend([]byte("ab"))
+	// The line "abc" is appended and "xy" becomes the unfinished line,
+	// but the batch is lost (the segment cut back below it).
+	mustAppend(t, w, "abc\n", "", "xy")
+	s.abandon()
+	if err := os.Truncate(seg, fi.Size()); err != nil {
+		t.Fatal(err)
+	}
+	s = openStore(t, dir, newClock())
+	defer s.Close()
+	p = mustPartition(t, s, "a")
+	if got, want := textOf(t, p, 0), "first\nab\n"; got != want {
+		t.Fatalf("text %q, want %q", got, want)
+	}
+}
+
+// A torn or damaged entry ends the journal: the entries before it count.
+func TestUnfinishedTornEntry(t *testing.T) {
+	for _, damage := range []string{"torn", "bitflip"} {
+		t.Run(damage, func(t *testing.T) {
+			dir := t.TempDir()
+			s := openStore(t, dir, newClock())
+			s.CreateTopic("a", 1, nil)
+			p := mustPartition(t, s, "a")
+			w1, w2 := p.NewLineWriter(), p.NewLineWriter()
+			w1.Extend([]byte("w1"))
+			w2.Extend([]byte("w2"))
+			before := journalSize(t, p)
+			w1.Extend([]byte("-lost"))
+			path := journalPath(p)
+			s.abandon()
+			switch damage {
+			case "torn":
+				if err := os.Truncate(path, before+10); err != nil {
+					t.Fatal(err)
+				}
+			case "bitflip":
+				b, _ := os.ReadFile(path)
+				b[len(b)-2] ^= 0x40
+				os.WriteFile(path, b, 0o644)
+			}
+			s = openStore(t, dir, newClock())
+			defer s.Close()
+			p = mustPartition(t, s, "a")
+			if got, want := textOf(t, p, 0), "w1\nw2\n"; got != want {
+				t.Fatalf("text %q, want %q", got, want)
+			}
+			if n := journalSize(t, p); n != -1 {
+				t.Fatalf("journal left: %d", n)
+			}
+		})
+	}
+}
+
+// The journal is cut to nothing once no writer has a line, and rewritten
+// when it grew past unfinishedRewriteAt.
+func TestUnfinishedBounded(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, newClock())
+	s.CreateTopic("a", 1, nil)
+	p := mustPartition(t, s, "a")
+	w := p.NewLineWriter()
+	// Whole lines only: nothing is journaled.
+	mustAppend(t, w, "", "a\nb\n", "")
+	if n := journalSize(t, p); n != -1 {
+		t.Fatalf("journal written for whole lines: %d", n)
+	}
+	w.Extend([]byte("x"))
+	mustAppend(t, w, "x\n", "", "")
+	if n := journalSize(t, p); n != 0 {
+		t.Fatalf("journal after the last line ended: %d bytes, want 0", n)
+	}
+	// A long cat: every WRITE ends inside a line.
+	other := p.NewLineWriter()
+	other.Extend([]byte("kept"))
+	chunk := strings.Repeat("0123456789abcdef\n", 100)
+	var max int64
+	for i := 0; i < 3000; i++ {
+		mustAppend(t, w, "", chunk, "part")
+		max = maxInt(max, journalSize(t, p))
+	}
+	if max > unfinishedRewriteAt+1000 {
+		t.Fatalf("journal grew to %d bytes", max)
+	}
+	if n := journalSize(t, p); n > unfinishedRewriteAt {
+		t.Fatalf("journal %d bytes", n)
+	}
+	s, p = crashReopen(t, s, dir, "a")
+	text := textOf(t, p, 0)
+	if !strings.HasSuffix(text, chunk+"kept\npart\n") && !strings.HasSuffix(text, chunk+"part\nkept\n") {
+		t.Fatalf("text ends %q", text[len(text)-40:])
+	}
+	if strings.Count(text, "kept\n") != 1 || strings.Count(text, "part\n") != 1 {
+		t.Fatal("a line recovered twice")
+	}
+}
+
+func maxInt(a, b int64) int64 {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+// A failed append leaves the journal saying what the writer holds: its
+// old line when nothing was stored (even after later appends move the log
+// past the failed entry's condition), no line after a short write.
+func TestUnfinishedFailedAppend(t *testing.T) {
+	t.Run("nothing stored", func(t *testing.T) {
+		dir := t.TempDir()
+		s := openStore(t, dir, newClock())
+		s.CreateTopic("a", 1, nil)
+		p := mustPartition(t, s, "a")
+		w := p.NewLineWriter()
+		w.Extend([]byte("ab"))
+		appendFail = func(int) error { return syscall.ENOSPC }
+		_, _, stored, err := w.AppendLines([]byte("abc\n"), []byte("d\n"), []byte("zz"))
+		appendFail = nil
+		if err == nil || stored != 0 {
+			t.Fatalf("append: stored %d err %v", stored, err)
+		}
+		// Others append past the failed entry's condition.
+		o := p.NewLineWriter()
+		for i := 0; i < 5; i++ {
+			mustAppend(t, o, "", "q\n", "")
+		}
+		s, p = crashReopen(t, s, dir, "a")
+		if got, want := textOf(t, p, 0), "q\nq\nq\nq\nq\nab\n"; got != want {
+			t.Fatalf("text %q, want %q", got, want)
+		}
+	})
+	t.Run("short write", func(t *testing.T) {
+		dir := t.TempDir()
+		s := openStore(t, dir, newClock())
+		s.CreateTopic("a", 1, map[string]string{"max.message.bytes": "1000"})
+		p := mustPartition(t, s, "a")
+		w := p.NewLineWriter()
+		w.Extend([]byte("ab"))
+		appendFail = func(stored int) error {
+			if stored > 0 {
+				return syscall.ENOSPC
+			}
+			return nil
+		}
+		text := strings.Repeat(strings.Repeat("y", 99)+"\n", 30)
+		_, _, stored, err := w.AppendLines([]byte("abc\n"), []byte(text), []byte("zz"))
+		appendFail = nil
+		if err == nil || stored == 0 {
+			t.Fatalf("append: stored %d err %v", stored, err)
+		}
+		o := p.NewLineWriter()
+		for i := 0; i < 40; i++ {
+			mustAppend(t, o, "", "q\n", "")
+		}
+		before := textOf(t, p, 0)
+		s, p = crashReopen(t, s, dir, "a")
+		if got := textOf(t, p, 0); got != before {
+			t.Fatalf("recovery added %q", got[len(before):])
+		}
+	})
+	t.Run("refused", func(t *testing.T) {
+		dir := t.TempDir()
+		s := openStore(t, dir, newClock())
+		s.CreateTopic("a", 1, map[string]string{"cleanup.policy": "compact", "key.separator": ":"})
+		p := mustPartition(t, s, "a")
+		w := p.NewLineWriter()
+		w.Extend([]byte("k:ab"))
+		if _, _, _, err := w.AppendLines(nil, []byte("k:1\nnokey\n"), []byte("k:zz")); !errors.Is(err, ErrInvalidRecord) {
+			t.Fatalf("append: %v", err)
+		}
+		// A keyless unfinished line is dropped at recovery, with
+		// the other writer's line recovered.
+		o := p.NewLineWriter()
+		o.Extend([]byte("keyless"))
+		s, p = crashReopen(t, s, dir, "a")
+		if got, want := textOf(t, p, 0), "k:ab\n"; got != want {
+			t.Fatalf("text %q, want %q", got, want)
+		}
+		if n := journalSize(t, p); n != -1 {
+			t.Fatalf("journal left: %d", n)
+		}
+	})
+}
+
+// A crash during recovery itself recovers each line once.
+func TestUnfinishedCrashDuringRecovery(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, newClock())
+	s.CreateTopic("a", 1, nil)
+	p := mustPartition(t, s, "a")
+	w1, w2 := p.NewLineWriter(), p.NewLineWriter()
+	w1.Extend([]byte("l1"))
+	w2.Extend([]byte("l2"))
+	// w1 ends a line with a new tail, but that batch is lost.
+	seg := p.active().path(logSuffix)
+	mustAppend(t, w1, "l1\n", "", "new")
+	s.abandon()
+	os.Truncate(seg, 0)
+	// The recovery's second append fails (the crash).
+	n := 0
+	appendFail = func(int) error {
+		n++
+		if n == 2 {
+			return syscall.EIO
+		}
+		return nil
+	}
+	s = openStore(t, dir, newClock())
+	appendFail = nil
+	if got, want := textOf(t, mustPartition(t, s, "a"), 0), "l1\n"; got != want {
+		t.Fatalf("after the failed recovery %q, want %q", got, want)
+	}
+	s, p = crashReopen(t, s, dir, "a")
+	if got, want := textOf(t, p, 0), "l1\nl2\n"; got != want {
+		t.Fatalf("text %q, want %q", got, want)
+	}
+}
