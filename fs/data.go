@@ -709,7 +709,7 @@ func (h *dataHandle) syncClose() syscall.Errno {
 	stored := false
 	if h.asm.pending() {
 		line := append(append([]byte(nil), h.asm.partial...), '\n')
-		if _, _, err := h.node.part.AppendLines(line); err != nil {
+		if _, _, _, err := h.lw.AppendLines(nil, line, nil); err != nil {
 			h.mu.Unlock()
 			f.gate.RUnlock()
 			f.log.Warn("unfinished line at close not appended", "topic", h.node.part.Topic().Name(),
@@ -823,7 +823,7 @@ func (n *textNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uin
 		return nil, 0, errno
 	}
 	// O_SYNC includes O_DSYNC's bit, and F_SETFL cannot change either.
-	h := &dataHandle{node: n, syncOpen: flags&syscall.O_DSYNC != 0, opener: callerPid(ctx)}
+	h := &dataHandle{node: n, syncOpen: flags&syscall.O_DSYNC != 0, opener: callerPid(ctx), lw: n.part.NewLineWriter()}
 	if acc == syscall.O_RDWR {
 		v, errno := n.acquire()
 		if errno != 0 {
@@ -857,6 +857,12 @@ type dataHandle struct {
 	// from the opener's thread since, so another process's close may be
 	// the last one (flush).
 	openerClosed bool
+	// lw journals asm's unfinished line in the partition, so that the
+	// bytes of it that write(2)s acknowledged survive the daemon's death
+	// (logstore/unfinished.go): every change of it is journaled before
+	// the WRITE is answered, and each end of it (a record) clears it in
+	// the same step as its batch.
+	lw *logstore.LineWriter
 	// owesSync: an fsync (or a synchronous WRITE, syncwrite.go) found an
 	// unfinished line, which it could not sync, not being a record yet;
 	// the next close(2) stores and syncs it, or syncs the record a later
@@ -902,12 +908,29 @@ func (h *dataHandle) Write(ctx context.Context, data []byte, off int64) (uint32,
 		// its last descriptor.
 		h.openerClosed = false
 	}
+	hadLine := len(h.asm.partial) > 0
 	head, lines, keep, n, err := h.asm.add(data, h.maxLine())
 	if err != nil {
+		if hadLine && len(h.asm.partial) == 0 {
+			// The line grew too long and is dropped: so it is from
+			// the journal.
+			h.journalDrop()
+		}
 		return 0, syscall.EMSGSIZE
 	}
-	if head != nil || lines != nil {
-		if _, _, stored, err := h.node.part.AppendLinesAfter(head, lines); err != nil {
+	if head == nil && lines == nil {
+		// No line ends here: the unfinished line grows by the chunk,
+		// journaled before the write(2) is answered.
+		if err := h.lw.Extend(keep); err != nil {
+			errno := toErrno(err)
+			f.log.Warn("unfinished line not journaled; write failed", "topic", h.node.part.Topic().Name(),
+				"partition", h.node.part.Num(), "bytes", len(keep), "err", err)
+			return 0, errno
+		}
+	} else {
+		// The journal entry (keep is the new unfinished line, valid
+		// once the batches are in) goes first, under the append lock.
+		if _, _, stored, err := h.lw.AppendLines(head, lines, keep); err != nil {
 			if stored > 0 {
 				// A write longer than max.message.bytes is several
 				// batches, and one after the first failed (ENOSPC): the
@@ -929,6 +952,7 @@ func (h *dataHandle) Write(ctx context.Context, data []byte, off int64) (uint32,
 				// unfinished line, which an earlier write() was told
 				// was taken, would stay as it was.
 				h.asm.abort(errno == syscall.EMSGSIZE)
+				h.journalDrop()
 			}
 			// Other failures (ENOSPC, EIO) leave the unfinished line
 			// as it was: the writer may retry the same chunk.
@@ -940,6 +964,16 @@ func (h *dataHandle) Write(ctx context.Context, data []byte, off int64) (uint32,
 	h.asm.commit(head, lines, keep)
 	grew = head != nil || lines != nil
 	return uint32(n), 0
+}
+
+// journalDrop tells the journal that the handle's unfinished line was
+// dropped (refused). If that fails, the line would come back as a record
+// after a crash; the write fails anyway, so a warning is all.
+func (h *dataHandle) journalDrop() {
+	if err := h.lw.Set(nil); err != nil {
+		h.node.fs.log.Warn("dropped unfinished line not cleared from the journal", "topic", h.node.part.Topic().Name(),
+			"partition", h.node.part.Num(), "err", err)
+	}
 }
 
 // lineRefused reports whether the append would refuse line ('\n'-ended) on
@@ -980,9 +1014,15 @@ func (h *dataHandle) commitPartial() (durable bool) {
 	if line == nil {
 		return false
 	}
-	if _, _, err := h.node.part.AppendLines(line); err != nil {
+	if _, _, _, err := h.lw.AppendLines(nil, line, nil); err != nil {
 		h.node.fs.log.Warn("unfinished line at close not appended", "topic", h.node.part.Topic().Name(),
 			"partition", h.node.part.Num(), "bytes", len(line), "err", err)
+		if errors.Is(err, logstore.ErrMessageTooLarge) || errors.Is(err, logstore.ErrBatchTooLarge) || errors.Is(err, logstore.ErrInvalidRecord) {
+			// Refused for what it is: dropped, as the close drops it.
+			h.journalDrop()
+		}
+		// Otherwise (a full disk, a fenced partition) the journal
+		// keeps it, and the next open of the partition stores it.
 		return false
 	}
 	return h.syncOpen || h.owesSync
