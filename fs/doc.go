@@ -97,7 +97,17 @@
 // cannot become valid: an unknown key, or a value the key can never take
 // (logstore.CheckUnfinishedConfigLine).
 // The reply is sent after the append returned: a write(2) that returned
-// is in the segment file. A WRITE from a file opened O_SYNC or O_DSYNC, or a
+// is in the segment file, and the unfinished line it leaves is in the
+// partition's journal of unfinished lines (logstore.LineWriter; logstore
+// doc, "Unfinished lines"), so that a kill -9 of the daemon is that
+// handle's close: the next mount makes the line a record. Each change of
+// the line is journaled before the reply (a WRITE with no newline:
+// Extend; one that stores lines: the entry goes with the batch, under
+// the append lock), and each end of it (a record at RELEASE, at an
+// O_SYNC close, at unmount, or a refusal that drops it) clears it; a
+// writer that never leaves a line unfinished writes nothing there. A line
+// RELEASE could not store for want of space stays in the journal for the
+// next mount; one refused for what it is is cleared. A WRITE from a file opened O_SYNC or O_DSYNC, or a
 // pwritev2 with RWF_DSYNC, is answered after the FSYNC fsync(2) would send
 // (syncwrite.go): for direct I/O the kernel leaves that sync to the server.
 // The unfinished line of such a file, or of one fsynced while the line was

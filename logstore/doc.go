@@ -98,6 +98,38 @@
 // deleted whole, producer state included, and restarts empty at the log
 // start, as Kafka's loader does, so that no offset is handed out twice.
 //
+// # Unfinished lines
+//
+// A writer of the mount whose write(2) ended inside a line holds the
+// line's start in the daemon until more bytes or its close make it a
+// record; those bytes were acknowledged, so each change of a writer's
+// unfinished line (LineWriter: Extend, AppendLines, Set) is appended to
+// segfs-unfinished-lines in the partition directory first, with one pwrite
+// and no fsync (unfinished.go has the entry format). A WRITE that stores
+// lines and changes the line writes its entry under the append lock before
+// the batches, valid only once the log reaches the end of those batches:
+// an entry whose batches a crash lost did not happen. An append that fails
+// after its entry rewrites the entry in place (the same bytes, so a full
+// disk cannot refuse it) as never valid, or, after a short write, as "no
+// line". Writers of whole lines write nothing. The journal is cut to
+// nothing when no writer has a line, and rewritten (temp file and rename)
+// with only the current lines when it passes 1 MiB and is more than twice
+// their size; a clean close removes it. Open, after recovering the
+// segments, makes each writer's last line a record, in the order of their
+// last writes, with its last write's time as CreateTime, as the close
+// would have (a line the close would refuse, keyless on a compacted topic
+// or too long, is dropped with a warning), then removes the journal: first
+// the journal is rewritten without its conditional entries, so that the
+// records appended cannot make a lost entry's condition come true, and
+// each record's entry is conditional on it, so a crash during recovery
+// recovers each line once. Power cuts: flushLocked fsyncs the journal
+// before the segment, so a durable batch that ended a line never comes
+// back with the older entry that still holds its start (a duplicate); the
+// rewrite is not synced, and a power cut may lose unfinished lines (at
+// worst the journal is empty or ends in a torn entry, which reading stops
+// at), as it loses unflushed records. Offline tools (verify, dump-log)
+// and Kafka's loader ignore the file: it has no suffix Kafka uses.
+//
 // # Cleaners
 //
 // Retention deletes whole segments, oldest first, by Kafka's rules
