@@ -921,7 +921,7 @@ func (h *dataHandle) Write(ctx context.Context, data []byte, off int64) (uint32,
 	if head == nil && lines == nil {
 		// No line ends here: the unfinished line grows by the chunk,
 		// journaled before the write(2) is answered.
-		if err := h.lw.Extend(keep); err != nil {
+		if err := h.lw.Extend(h.asm.partial, keep); err != nil {
 			errno := toErrno(err)
 			f.log.Warn("unfinished line not journaled; write failed", "topic", h.node.part.Topic().Name(),
 				"partition", h.node.part.Num(), "bytes", len(keep), "err", err)

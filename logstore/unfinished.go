@@ -100,7 +100,10 @@ type LineWriter struct {
 	p   *Partition
 	key writerKey
 	has bool // the journal holds a non-empty line for it
-	ts  int64
+	// stale: a Set failed, so the journal may hold another line than
+	// the caller's: the next Extend writes the whole line.
+	stale bool
+	ts    int64
 }
 
 // NewLineWriter returns a writer with no unfinished line.
@@ -108,12 +111,15 @@ func (p *Partition) NewLineWriter() *LineWriter {
 	return &LineWriter{p: p, key: writerKey{runID, writerIDs.Add(1)}, ts: -1}
 }
 
-// Extend journals b as added to the writer's unfinished line. Nothing is
-// written for an empty b. An error means the bytes are not journaled: the
-// caller must not take them.
-func (w *LineWriter) Extend(b []byte) error {
+// Extend journals b as added to the writer's unfinished line, prev.
+// Nothing is written for an empty b. An error means the bytes are not
+// journaled: the caller must not take them.
+func (w *LineWriter) Extend(prev, b []byte) error {
 	if len(b) == 0 {
 		return nil
+	}
+	if w.stale {
+		return w.Set(append(append([]byte(nil), prev...), b...))
 	}
 	if err := w.p.unfinished.write(w.p, unfinishedExtend, w.key, w.now(), -1, b); err != nil {
 		return err
@@ -131,9 +137,10 @@ func (w *LineWriter) Set(tail []byte) error {
 		return nil
 	}
 	if err := w.p.unfinished.write(w.p, unfinishedSet, w.key, w.now(), -1, tail); err != nil {
+		w.stale = true
 		return err
 	}
-	w.has = len(tail) > 0
+	w.has, w.stale = len(tail) > 0, false
 	return nil
 }
 
@@ -167,7 +174,7 @@ func (w *LineWriter) AppendLines(head, text, tail []byte) (first, last int64, st
 	}
 	p.amu.Lock()
 	defer p.amu.Unlock()
-	if !w.has && len(tail) == 0 {
+	if !w.has && !w.stale && len(tail) == 0 {
 		// The common case (an echo, a writer of whole lines): no line
 		// before or after, nothing to journal.
 		return p.appendLinesLocked(head, text, -1, cfg)
@@ -192,12 +199,12 @@ func (w *LineWriter) AppendLines(head, text, tail []byte) (first, last int64, st
 	switch {
 	case err == nil:
 		j.resolve(p, w.key, at, ts, -1, tail)
-		w.has = len(tail) > 0
+		w.has, w.stale = len(tail) > 0, false
 	case stored > 0:
 		// The first batches are in the log (leo+1 at least), the writer
 		// is answered a short write and keeps no line.
 		j.resolve(p, w.key, at, ts, leo+1, nil)
-		w.has = false
+		w.has, w.stale = false, false
 	default:
 		j.resolve(p, w.key, at, ts, condNever, nil)
 	}

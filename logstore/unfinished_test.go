@@ -53,20 +53,20 @@ func TestUnfinishedRecoveredAfterCrash(t *testing.T) {
 	s.CreateTopic("a", 1, nil)
 	p := mustPartition(t, s, "a")
 	w1, w2, w3 := p.NewLineWriter(), p.NewLineWriter(), p.NewLineWriter()
-	if err := w1.Extend([]byte("one-")); err != nil {
+	if err := w1.Extend(nil, []byte("one-")); err != nil {
 		t.Fatal(err)
 	}
-	if err := w2.Extend([]byte("two")); err != nil {
+	if err := w2.Extend(nil, []byte("two")); err != nil {
 		t.Fatal(err)
 	}
 	mustAppend(t, w1, "one-done\n", "x\n", "tail-")
-	if err := w1.Extend([]byte("more")); err != nil {
+	if err := w1.Extend(nil, []byte("more")); err != nil {
 		t.Fatal(err)
 	}
 	// w3's line ends before the crash: nothing of it is recovered.
-	w3.Extend([]byte("three"))
+	w3.Extend(nil, []byte("three"))
 	mustAppend(t, w3, "three\n", "", "")
-	if err := w2.Extend([]byte("-2")); err != nil {
+	if err := w2.Extend(nil, []byte("-2")); err != nil {
 		t.Fatal(err)
 	}
 	wantTs := s.now().UnixMilli() // the clock ticks a ms per reading
@@ -87,7 +87,7 @@ func TestUnfinishedRecoveredAfterCrash(t *testing.T) {
 	}
 	// A clean stop leaves none either.
 	w := p.NewLineWriter()
-	w.Extend([]byte("abc"))
+	w.Extend(nil, []byte("abc"))
 	mustAppend(t, w, "abc\n", "", "")
 	s.Close()
 	if n := journalSize(t, p); n != -1 {
@@ -106,7 +106,7 @@ func TestUnfinishedConditionalBatchMissing(t *testing.T) {
 	seg := p.active().path(logSuffix)
 	fi, _ := os.Stat(seg)
 	w := p.NewLineWriter()
-	w.Extend([]byte("ab"))
+	w.Extend(nil, []byte("ab"))
 	// The line "abc" is appended and "xy" becomes the unfinished line,
 	// but the batch is lost (the segment cut back below it).
 	mustAppend(t, w, "abc\n", "", "xy")
@@ -131,10 +131,10 @@ func TestUnfinishedTornEntry(t *testing.T) {
 			s.CreateTopic("a", 1, nil)
 			p := mustPartition(t, s, "a")
 			w1, w2 := p.NewLineWriter(), p.NewLineWriter()
-			w1.Extend([]byte("w1"))
-			w2.Extend([]byte("w2"))
+			w1.Extend(nil, []byte("w1"))
+			w2.Extend(nil, []byte("w2"))
 			before := journalSize(t, p)
-			w1.Extend([]byte("-lost"))
+			w1.Extend(nil, []byte("-lost"))
 			path := journalPath(p)
 			s.abandon()
 			switch damage {
@@ -173,14 +173,14 @@ func TestUnfinishedBounded(t *testing.T) {
 	if n := journalSize(t, p); n != -1 {
 		t.Fatalf("journal written for whole lines: %d", n)
 	}
-	w.Extend([]byte("x"))
+	w.Extend(nil, []byte("x"))
 	mustAppend(t, w, "x\n", "", "")
 	if n := journalSize(t, p); n != 0 {
 		t.Fatalf("journal after the last line ended: %d bytes, want 0", n)
 	}
 	// A long cat: every WRITE ends inside a line.
 	other := p.NewLineWriter()
-	other.Extend([]byte("kept"))
+	other.Extend(nil, []byte("kept"))
 	chunk := strings.Repeat("0123456789abcdef\n", 100)
 	var max int64
 	for i := 0; i < 3000; i++ {
@@ -220,7 +220,7 @@ func TestUnfinishedFailedAppend(t *testing.T) {
 		s.CreateTopic("a", 1, nil)
 		p := mustPartition(t, s, "a")
 		w := p.NewLineWriter()
-		w.Extend([]byte("ab"))
+		w.Extend(nil, []byte("ab"))
 		appendFail = func(int) error { return syscall.ENOSPC }
 		_, _, stored, err := w.AppendLines([]byte("abc\n"), []byte("d\n"), []byte("zz"))
 		appendFail = nil
@@ -243,7 +243,7 @@ func TestUnfinishedFailedAppend(t *testing.T) {
 		s.CreateTopic("a", 1, map[string]string{"max.message.bytes": "1000"})
 		p := mustPartition(t, s, "a")
 		w := p.NewLineWriter()
-		w.Extend([]byte("ab"))
+		w.Extend(nil, []byte("ab"))
 		appendFail = func(stored int) error {
 			if stored > 0 {
 				return syscall.ENOSPC
@@ -272,14 +272,14 @@ func TestUnfinishedFailedAppend(t *testing.T) {
 		s.CreateTopic("a", 1, map[string]string{"cleanup.policy": "compact", "key.separator": ":"})
 		p := mustPartition(t, s, "a")
 		w := p.NewLineWriter()
-		w.Extend([]byte("k:ab"))
+		w.Extend(nil, []byte("k:ab"))
 		if _, _, _, err := w.AppendLines(nil, []byte("k:1\nnokey\n"), []byte("k:zz")); !errors.Is(err, ErrInvalidRecord) {
 			t.Fatalf("append: %v", err)
 		}
 		// A keyless unfinished line is dropped at recovery, with
 		// the other writer's line recovered.
 		o := p.NewLineWriter()
-		o.Extend([]byte("keyless"))
+		o.Extend(nil, []byte("keyless"))
 		s, p = crashReopen(t, s, dir, "a")
 		if got, want := textOf(t, p, 0), "k:ab\n"; got != want {
 			t.Fatalf("text %q, want %q", got, want)
@@ -297,8 +297,8 @@ func TestUnfinishedCrashDuringRecovery(t *testing.T) {
 	s.CreateTopic("a", 1, nil)
 	p := mustPartition(t, s, "a")
 	w1, w2 := p.NewLineWriter(), p.NewLineWriter()
-	w1.Extend([]byte("l1"))
-	w2.Extend([]byte("l2"))
+	w1.Extend(nil, []byte("l1"))
+	w2.Extend(nil, []byte("l2"))
 	// w1 ends a line with a new tail, but that batch is lost.
 	seg := p.active().path(logSuffix)
 	mustAppend(t, w1, "l1\n", "", "new")
