@@ -46,7 +46,7 @@ import (
 const (
 	unfinishedFile    = "segfs-unfinished-lines"
 	unfinishedHdr     = 8  // length, CRC
-	unfinishedBodyHdr = 41 // kind, run, writer, time, cond, tail length
+	unfinishedBodyHdr = 37 // kind, run, writer, time, cond, tail length
 	unfinishedSet     = 1
 	unfinishedExtend  = 2
 	// unfinishedRewriteAt: past this size the journal is rewritten with
@@ -225,8 +225,8 @@ func encodeUnfinished(dst []byte, kind byte, k writerKey, ts, cond int64, tail [
 	binary.BigEndian.PutUint64(b[17:], uint64(ts))
 	binary.BigEndian.PutUint64(b[25:], uint64(cond))
 	binary.BigEndian.PutUint32(b[33:], uint32(len(tail)))
-	copy(b[37:], tail)
-	// b[37+len(tail):] is padding (zero), used by an in-place rewrite
+	copy(b[unfinishedBodyHdr:], tail)
+	// b[unfinishedBodyHdr+len(tail):] is padding (zero), used by an in-place rewrite
 	// that shortens the tail.
 	binary.BigEndian.PutUint32(e[4:], crc32.Checksum(b, castagnoli))
 	return dst
@@ -256,7 +256,7 @@ func decodeUnfinished(b []byte) ([]unfinishedEntry, int) {
 			break
 		}
 		tl := int(binary.BigEndian.Uint32(body[33:]))
-		if tl > n-37 || (body[0] != unfinishedSet && body[0] != unfinishedExtend) {
+		if tl > n-unfinishedBodyHdr || (body[0] != unfinishedSet && body[0] != unfinishedExtend) {
 			break
 		}
 		out = append(out, unfinishedEntry{
@@ -264,7 +264,7 @@ func decodeUnfinished(b []byte) ([]unfinishedEntry, int) {
 			key:  writerKey{binary.BigEndian.Uint64(body[1:]), binary.BigEndian.Uint64(body[9:])},
 			ts:   int64(binary.BigEndian.Uint64(body[17:])),
 			cond: int64(binary.BigEndian.Uint64(body[25:])),
-			tail: body[37 : 37+tl],
+			tail: body[unfinishedBodyHdr : unfinishedBodyHdr+tl],
 		})
 		pos += unfinishedHdr + n
 	}

@@ -300,3 +300,31 @@ func TestUnfinishedCatKilledMidway(t *testing.T) {
 		all = append(all[:0:0], all...)
 	}
 }
+
+// A clean stop while a writer holds an unfinished line (SIGTERM, the
+// grace runs out): the stop stores the line (stopWrites) and clears it
+// from the journal, which it removes; the next mount does not store it a
+// second time. And a kill -9 after a remount with a fresh writer: only
+// that writer's line is recovered.
+func TestUnfinishedLineAtCleanStopOnce(t *testing.T) {
+	m := mntNew(t, "--unmount-grace", "500ms")
+	m.ok(`mkdir "$M/t"`)
+	h := startUnfinishedHolder(t, m, `exec 3>>"$M/t/0/data"; printf 'held' >&3`)
+	m.ok(`kill -TERM ` + strconv.Itoa(m.pid))
+	if !waitExit(m.pid, 20*time.Second) {
+		t.Fatalf("daemon still running 20s after SIGTERM\n%s", m.daemonLog())
+	}
+	h.stop()
+	if _, err := os.Stat(filepath.Join(m.data, "t-0", "segfs-unfinished-lines")); !os.IsNotExist(err) {
+		t.Fatalf("journal left after a clean stop: %v", err)
+	}
+	m.mount("--unmount-grace", "500ms")
+	if got, want := strings.Join(recordsOf(m, "t"), "|"), "held"; got != want {
+		t.Fatalf("records after the clean stop %q, want %q", got, want)
+	}
+	h = startUnfinishedHolder(t, m, `exec 3>>"$M/t/0/data"; printf 'second' >&3`)
+	remountAfterKill(t, m, h)
+	if got, want := strings.Join(recordsOf(m, "t"), "|"), "held|second"; got != want {
+		t.Fatalf("records %q, want %q", got, want)
+	}
+}
