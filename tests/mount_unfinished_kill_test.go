@@ -123,8 +123,11 @@ func TestUnfinishedLineClosedThenKill9(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		line := fmt.Sprintf("no newline %d", i)
 		want = append(want, line)
-		m.ok(fmt.Sprintf(`printf '%s' >> "$M/t/0/data"`, line))
-		m.kill9()
+		// The kill from the same shell, right after close(2) returned.
+		m.ok(fmt.Sprintf(`printf '%s' >> "$M/t/0/data"; kill -9 %d`, line, m.pid))
+		if !waitExit(m.pid, 10*time.Second) {
+			t.Fatalf("daemon %d survived SIGKILL", m.pid)
+		}
 		m.mount()
 		if got := recordsOf(m, "t"); strings.Join(got, "|") != strings.Join(want, "|") {
 			t.Fatalf("round %d: records %q, want %q", i, got, want)
