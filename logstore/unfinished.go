@@ -144,11 +144,6 @@ func (w *LineWriter) Set(tail []byte) error {
 	return nil
 }
 
-// Close forgets the writer: its unfinished line, if the journal still
-// has one (a close whose line could not be stored), is dropped, as the
-// close dropped it.
-func (w *LineWriter) Close() error { return w.Set(nil) }
-
 func (w *LineWriter) now() int64 {
 	if w.ts >= 0 {
 		return w.ts
