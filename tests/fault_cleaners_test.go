@@ -263,7 +263,7 @@ func (r *faultRig) tryReadCleaned(topic string, c *faultCleaned) (*faultPartitio
 	// The segments, as dump-log reads them from disk.
 	logs, _ := filepath.Glob(filepath.Join(r.data, topic+"-0", "*.log"))
 	slices.Sort(logs)
-	out, derr := faultRun(t, 120, segfsBin, append([]string{"dump-log", "--print-data-log"}, logs...)...)
+	out, derr := faultRun(t, 120, r.tools(), append([]string{"dump-log", "--print-data-log"}, logs...)...)
 	var offs []int64
 	var recs []string
 	if derr == nil {

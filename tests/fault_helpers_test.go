@@ -438,8 +438,14 @@ type faultRig struct {
 	rng         *rand.Rand
 	readTopic   string   // of tail -f and grep -c
 	mountArgs   []string // options of segfs mount
-	seed        uint64
-	cleaned     map[string]*faultCleaned // topics with retention or compaction (fault_cleaners_test.go)
+	// toolBin, if set, is the segfs binary the oracle runs dump-log and
+	// verify with; otherwise segfsBin. F11 mounts a race-enabled daemon
+	// and reads with the plain binary: the offline tools run in one
+	// goroutine, so the race detector has nothing to find in them, and
+	// under it they were a third of F11's time.
+	toolBin string
+	seed    uint64
+	cleaned map[string]*faultCleaned // topics with retention or compaction (fault_cleaners_test.go)
 
 	// figures
 	faults, ackedChecked, lost, truncations, droppedBytes, manual int64
@@ -460,6 +466,14 @@ func faultNewRig(t testing.TB, data string, extra ...string) *faultRig {
 	r.m = mntAt(t, data, r.mountArgs...)
 	kafkaWaitListening(t, r.addr)
 	return r
+}
+
+// tools is the segfs binary for the oracle's offline tools.
+func (r *faultRig) tools() string {
+	if r.toolBin != "" {
+		return r.toolBin
+	}
+	return segfsBin
 }
 
 // topic creates a topic (partition 0) with config lines.
@@ -749,7 +763,7 @@ func (r *faultRig) dumpLog(topic string, p *faultPartition) {
 	if len(logs) == 0 {
 		t.Fatalf("%s: no segments in %s", topic, r.data)
 	}
-	out, err := faultRun(t, 120, segfsBin, append([]string{"dump-log", "--print-data-log"}, logs...)...)
+	out, err := faultRun(t, 120, r.tools(), append([]string{"dump-log", "--print-data-log"}, logs...)...)
 	if err != nil || strings.Contains(out, "invalid bytes") {
 		t.Fatalf("dump-log of %s: %v\n%.3000s", topic, err, out)
 	}
@@ -788,7 +802,7 @@ func (r *faultRig) verify() {
 	t := r.t
 	t.Helper()
 	for attempt := 0; ; attempt++ {
-		out, err := faultRun(t, 120, segfsBin, "verify", r.data)
+		out, err := faultRun(t, 120, r.tools(), "verify", r.data)
 		if err == nil {
 			return
 		}

@@ -31,6 +31,7 @@ func TestFaultRaceDaemon(t *testing.T) {
 	t.Cleanup(func() { segfsBin = orig })
 	disk := faultLoopDisk(t, "ext4", 256)
 	r := faultNewRig(t, filepath.Join(disk.dir, "data"), "--unmount-grace", "500ms")
+	r.toolBin = orig // dump-log and verify: see faultRig.toolBin
 	faultMixedLoad(r, "", false)
 	for i := 0; i < rounds; i++ {
 		r.rounds = i
