@@ -598,12 +598,20 @@ func (r *faultRig) waitProgress(n int64) {
 // stopClients waits briefly for every writer to stop by itself (they do
 // when the mount dies), then kills whatever is left, readers first. No
 // client may outlive the daemon it wrote to: a Kafka retry must never
-// reach the next one.
+// reach the next one. A Kafka writer is killed at once, with the
+// readers: it gives up only after its 3 s delivery timeout, so it never
+// stopped by itself within any grace given here, and waiting for it cost
+// every round the whole grace.
 func (r *faultRig) stopClients(grace time.Duration) {
 	for _, p := range r.readers {
 		p.kill()
 	}
 	r.readers = nil
+	for _, w := range r.writers {
+		if w.proc != nil && w.kind == "kafka" {
+			w.proc.kill()
+		}
+	}
 	deadline := time.Now().Add(grace)
 	for _, w := range r.writers {
 		if w.proc != nil {
