@@ -23,6 +23,9 @@ import (
 // accepts the directory after each restart. (kgo is fenced by the new
 // epoch after each restart and validates with OffsetForLeaderEpoch.)
 func TestKafkaConsumerAcrossRestarts(t *testing.T) {
+	// It mostly waits (group timers, clients) on a server, data dir and
+	// port of its own: it runs beside the other tests that do (t.Parallel).
+	t.Parallel()
 	addr := kafkaFreeAddr(t)
 	data := filepath.Join(t.TempDir(), "data")
 	const topic, group = "live", "live-readers"

@@ -345,6 +345,9 @@ func describeClassic(t *testing.T, addr, group string) kmsg.DescribeGroupsRespon
 // members at a restart: heartbeats got UNKNOWN_MEMBER_ID and both
 // rejoined.
 func TestKafkaKgoGroupAcrossServeRestarts(t *testing.T) {
+	// It mostly waits (group timers, clients) on a server, data dir and
+	// port of its own: it runs beside the other tests that do (t.Parallel).
+	t.Parallel()
 	data := filepath.Join(t.TempDir(), "data")
 	addr := kafkaFreeAddr(t)
 	flags := []string{"--listen", addr, "--partitions", "2"}

@@ -25,6 +25,9 @@ import (
 // untouched: no rebalance, which is what static membership is for.
 // Before, every restart of a static member rebalanced the whole group.
 func TestKafkaKcatStaticMemberRestart(t *testing.T) {
+	// It mostly waits (group timers, clients) on a server, data dir and
+	// port of its own: it runs beside the other tests that do (t.Parallel).
+	t.Parallel()
 	kafkaNeedKcat(t)
 	srv := kafkaServe(t, "", "--partitions", "4")
 	const topic, group = "static", "kcat-static"
@@ -153,6 +156,9 @@ func (m *kgoStaticMember) state() (int, []int32) {
 // JoinGroup v9, which gives it the members with SkipAssignment: it gets
 // its old partitions back, and the follower is not rebalanced.
 func TestKafkaKgoStaticMemberRestart(t *testing.T) {
+	// It mostly waits (group timers, clients) on a server, data dir and
+	// port of its own: it runs beside the other tests that do (t.Parallel).
+	t.Parallel()
 	srv := kafkaServe(t, "", "--partitions", "4")
 	const topic, group = "kgo-static", "kgo-static-group"
 	prod := kafkaClient(t, srv.addr, kgo.AllowAutoTopicCreation())
@@ -248,6 +254,9 @@ func kcatGroupRead(t *testing.T, addr, group, topic, reset string, n int) []stri
 // consumer of the group starts the deleted partitions from
 // auto.offset.reset and the others from the commits left.
 func TestKafkaDeleteGroupOffsets(t *testing.T) {
+	// It mostly waits (group timers, clients) on a server, data dir and
+	// port of its own: it runs beside the other tests that do (t.Parallel).
+	t.Parallel()
 	kafkaNeedKcat(t)
 	srv := kafkaServe(t, "", "--partitions", "2")
 	const topic, group = "deletable", "kcat-del"

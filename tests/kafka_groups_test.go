@@ -198,6 +198,9 @@ func produceRound(t *testing.T, cl *kgo.Client, topic string, partitions int32, 
 // offsets. Before segfs served JoinGroup, kcat said "JoinGroup failed:
 // Local: Required feature not supported by broker" and consumed nothing.
 func TestKafkaKcatConsumerGroup(t *testing.T) {
+	// It mostly waits (group timers, clients) on a server, data dir and
+	// port of its own: it runs beside the other tests that do (t.Parallel).
+	t.Parallel()
 	kafkaNeedKcat(t)
 	srv := kafkaServe(t, "", "--partitions", "4")
 	const topic, group = "events", "kcat-workers"

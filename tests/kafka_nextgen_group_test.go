@@ -274,6 +274,9 @@ func nextGenRound(t *testing.T, cl *kgo.Client, topic string, partitions int32, 
 // back to the classic protocol, which nextGenCheckType catches (the group
 // was not of type consumer).
 func TestKafkaNextGenGroupMembership(t *testing.T) {
+	// It mostly waits (group timers, clients) on a server, data dir and
+	// port of its own: it runs beside the other tests that do (t.Parallel).
+	t.Parallel()
 	data := t.TempDir() + "/data"
 	flags := []string{"--partitions", "6", "--group-consumer-heartbeat-interval", "200ms", "--group-consumer-session-timeout", "4s"}
 	srv := kafkaServe(t, data, flags...)
@@ -389,6 +392,9 @@ func nextGenCheckType(t *testing.T, addr, group string) {
 // Before, the members fell back to the classic protocol (segfs did not
 // serve ConsumerGroupHeartbeat) and the group was not of type consumer.
 func TestKafkaNextGenGroupNewPartitionThroughMount(t *testing.T) {
+	// It mostly waits (group timers, clients) on a server, data dir and
+	// port of its own: it runs beside the other tests that do (t.Parallel).
+	t.Parallel()
 	addr := kafkaFreeAddr(t)
 	m := mntNew(t, "--kafka-listen", addr, "--partitions", "2", "--group-consumer-heartbeat-interval", "200ms")
 	m.ok(`mkdir "$M/np"`)

@@ -25,6 +25,9 @@ import (
 // rejoined with new member ids, and ConsumerGroupDescribe showed the
 // group Empty.
 func TestKafkaNextGenMembersAcrossServeRestarts(t *testing.T) {
+	// It mostly waits (group timers, clients) on a server, data dir and
+	// port of its own: it runs beside the other tests that do (t.Parallel).
+	t.Parallel()
 	data := filepath.Join(t.TempDir(), "data")
 	addr := kafkaFreeAddr(t)
 	flags := []string{"--listen", addr, "--partitions", "2",

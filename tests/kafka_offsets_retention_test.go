@@ -111,6 +111,9 @@ func retentionWait(t *testing.T, cl *kgo.Client, what string, cond func(map[stri
 // restart. Before, every group and offset stayed forever (and mount had
 // no --offsets-retention).
 func TestKafkaOffsetsRetention(t *testing.T) {
+	// It mostly waits (group timers, clients) on a server, data dir and
+	// port of its own: it runs beside the other tests that do (t.Parallel).
+	t.Parallel()
 	kafkaNeedKcat(t)
 	addr := kafkaFreeAddr(t)
 	// The retention leaves the member that stays time to rejoin after

@@ -50,6 +50,9 @@ sys.exit("no record in 60 polls")
 // latest to the log end. franz-go, kcat and confluent-kafka-python
 // (librdkafka) each do, from both sides of the range.
 func TestKafkaOutOfRangeReset(t *testing.T) {
+	// It mostly waits (group timers, clients) on a server, data dir and
+	// port of its own: it runs beside the other tests that do (t.Parallel).
+	t.Parallel()
 	kafkaNeedKcat(t)
 	addr := kafkaFreeAddr(t)
 	m := mntNew(t, "--kafka-listen", addr)
