@@ -28,12 +28,33 @@ func appendTextReference(d *Decoder, dst, b []byte, from int64, keySep []byte) (
 
 // checkTextSame fails t unless AppendText and appendTextReference agree on
 // b for a few starting offsets and separators.
+//
+// Both render after an "x" already in dst. Every call renders once into a
+// fresh one-byte dst, so that AppendText grows it (the first offset, with
+// each separator in turn from call to call); the other renders reuse
+// buffers with room to spare. Growing a fresh dst for every render was
+// most of the differential test's time under -race, which tracks every
+// allocation.
+var (
+	textSameCalls            int
+	textSameGot, textSameRef []byte
+)
+
 func checkTextSame(t *testing.T, d *Decoder, b []byte, froms ...int64) {
 	t.Helper()
-	for _, from := range froms {
-		for _, sep := range []string{"", "=", "->"} {
-			got, gerr := d.AppendText([]byte("x"), b, from, []byte(sep))
-			want, werr := appendTextReference(d, []byte("x"), b, from, []byte(sep))
+	fresh := textSameCalls % 3
+	textSameCalls++
+	for i, from := range froms {
+		for j, sep := range []string{"", "=", "->"} {
+			dst, ref := append(textSameGot[:0], 'x'), append(textSameRef[:0], 'x')
+			if i == 0 && j == fresh {
+				dst, ref = []byte("x"), []byte("x")
+			}
+			got, gerr := d.AppendText(dst, b, from, []byte(sep))
+			want, werr := appendTextReference(d, ref, b, from, []byte(sep))
+			if i != 0 || j != fresh {
+				textSameGot, textSameRef = got[:0], want[:0]
+			}
 			if fmt.Sprint(gerr) != fmt.Sprint(werr) {
 				t.Fatalf("from %d sep %q: error %v, reference %v", from, sep, gerr, werr)
 			}
