@@ -104,6 +104,9 @@ func TestKafkaTruncationDetectedAfterPowerCut(t *testing.T) {
 // shows it): a group's stored offset resumes, a full read gets every
 // line.
 func TestKafkaKcatAcrossRemount(t *testing.T) {
+	// It mostly waits (timers, clients) on a server, data dir and
+	// port of its own: it runs beside the other tests that do (t.Parallel).
+	t.Parallel()
 	kafkaNeedKcat(t)
 	addr := kafkaFreeAddr(t)
 	m := mntNew(t, "--kafka-listen", addr)

@@ -116,6 +116,9 @@ func (l *lineLog) waitLine(t *testing.T, want string, diag func() string) {
 // read 3-5 again (with group.instance.id); without it the final commit
 // could be lost.
 func TestKafkaPythonGroupCommitAcrossMountRestart(t *testing.T) {
+	// It mostly waits (timers, clients) on a server, data dir and
+	// port of its own: it runs beside the other tests that do (t.Parallel).
+	t.Parallel()
 	const python = "/usr/bin/python3"
 	if err := exec.Command(python, "-c", "import confluent_kafka").Run(); err != nil {
 		t.Skip("confluent-kafka-python not installed (apt-get install python3-confluent-kafka); CI installs it")

@@ -179,6 +179,9 @@ func TestKafkaKgoTailAndListOffsets(t *testing.T) {
 // day) the daemon drops producers whose last batch is that old, and the
 // snapshot of the close holds none of them.
 func TestKafkaProducerIDExpiration(t *testing.T) {
+	// It mostly waits (timers, clients) on a server, data dir and
+	// port of its own: it runs beside the other tests that do (t.Parallel).
+	t.Parallel()
 	addr := kafkaFreeAddr(t)
 	m := mntNew(t, "--kafka-listen", addr, "--producer-id-expiration", "1s")
 	kafkaWaitListening(t, addr)

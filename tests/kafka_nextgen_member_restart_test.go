@@ -180,6 +180,9 @@ func TestKafkaNextGenMembersAcrossServeRestarts(t *testing.T) {
 // assigned again and reads the records appended since once. segfs forgot
 // it at the restart: its heartbeat got UNKNOWN_MEMBER_ID and it rejoined.
 func TestKafkaNextGenMemberAcrossMountRestart(t *testing.T) {
+	// It mostly waits (timers, clients) on a server, data dir and
+	// port of its own: it runs beside the other tests that do (t.Parallel).
+	t.Parallel()
 	addr := kafkaFreeAddr(t)
 	flags := []string{"--kafka-listen", addr, "--group-consumer-heartbeat-interval", "300ms"}
 	m := mntNew(t, flags...)

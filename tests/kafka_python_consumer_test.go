@@ -66,6 +66,9 @@ c.close()
 // committed offset below the log start reset by auto.offset.reset,
 // position, seek, pause and resume, and committed after a commit.
 func TestKafkaPythonConsumerAPIs(t *testing.T) {
+	// It mostly waits (timers, clients) on a server, data dir and
+	// port of its own: it runs beside the other tests that do (t.Parallel).
+	t.Parallel()
 	const python = "/usr/bin/python3"
 	if err := exec.Command(python, "-c", "import confluent_kafka").Run(); err != nil {
 		t.Skip("confluent-kafka-python not installed (apt-get install python3-confluent-kafka); CI installs it")

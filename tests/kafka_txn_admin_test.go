@@ -72,6 +72,9 @@ func txnAdminEnd(t *testing.T, addr string, commit bool) {
 // all of it holds after kill -9 and a remount. segfs served neither API:
 // the transactions stayed open until retention passed them.
 func TestKafkaTxnAdminEnd(t *testing.T) {
+	// It mostly waits (timers, clients) on a server, data dir and
+	// port of its own: it runs beside the other tests that do (t.Parallel).
+	t.Parallel()
 	kafkaNeedKcat(t)
 	all := []string{"plain-a", "open-1", "plain-b", "plain-c", "open-2"}
 	for _, tc := range []struct {

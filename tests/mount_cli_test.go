@@ -366,6 +366,10 @@ func TestMountPartitionGapMessage(t *testing.T) {
 // path up (lstat, to follow links) blocked in the kernel for as long as
 // the daemon stayed stopped.
 func TestMountOnHungMount(t *testing.T) {
+	// It mostly waits (the attribute cache, mount's 5 s bounds) on a
+	// mount of its own, which no other test looks through: it runs beside
+	// the other tests that wait (t.Parallel).
+	t.Parallel()
 	m := mntNew(t)
 	m.ok(`ls "$M"`)
 	syscall.Kill(m.pid, syscall.SIGSTOP)
