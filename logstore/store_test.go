@@ -530,6 +530,14 @@ func TestRecoveryIndexes(t *testing.T) {
 	wantText := textOf(t, p, 0)
 	recs := linearRecords(t, p)
 	s.Close()
+	// textAt[o] is where record o's line starts in the text.
+	textAt := make([]int, len(recs)+1)
+	for i, r := range recs {
+		textAt[i+1] = textAt[i] + len(r.value) + 1
+	}
+	if textAt[len(recs)] != len(wantText) {
+		t.Fatalf("the records' lines make %d bytes, the text %d", textAt[len(recs)], len(wantText))
+	}
 	damages := map[string]func(path string){
 		"deleted":     func(path string) { os.Remove(path) },
 		"zero length": func(path string) { os.Truncate(path, 0) },
@@ -567,8 +575,27 @@ func TestRecoveryIndexes(t *testing.T) {
 					if err != nil || !ok || recs[off].ts < r.ts || (off > 0 && recs[off-1].ts >= r.ts) {
 						t.Fatalf("OffsetForTime(%d) = %d %v %v", r.ts, off, ok, err)
 					}
-					if got := textOf(t, p, r.offset); !strings.HasPrefix(got, r.value+"\n") {
-						t.Fatalf("offset %d reads %q", r.offset, got[:20])
+					// The view from r's offset: its size is the rest of
+					// the text, and it starts with r's line (read alone:
+					// reading the whole rest for each of the 200 lookups
+					// was most of this test's time under -race).
+					v, err := p.Text(r.offset)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if size, want := v.Size(), int64(len(wantText)-textAt[r.offset]); size != want {
+						v.Close()
+						t.Fatalf("view from offset %d: Size()=%d, want %d", r.offset, size, want)
+					}
+					got := make([]byte, len(r.value)+1)
+					n, err := v.ReadAt(got, 0)
+					v.Close()
+					if n != len(got) || string(got) != r.value+"\n" {
+						t.Fatalf("offset %d reads %q (%v), want %q", r.offset, got[:n], err, r.value+"\n")
+					}
+					// Every 20th is read whole: exactly the rest of the text.
+					if i%20 == 0 && textOf(t, p, r.offset) != wantText[textAt[r.offset]:] {
+						t.Fatalf("the text from offset %d is not the rest of the text", r.offset)
 					}
 				}
 				for _, seg := range p.acquireSegments(0) {
