@@ -389,9 +389,11 @@ func startDaemon(c *ucli.Context, dataDir, mp string) error {
 // mountForeground serves the mount until a signal or an umount. It writes
 // "ready" to ready (if any) once the mount answers.
 func mountForeground(c *ucli.Context, dataDir, mp string, ready *os.File) error {
-	level := slog.LevelInfo
+	// A LevelVar, shared with the Kafka server: the broker logger "root"
+	// (kafka-configs --entity-type broker-loggers) changes it live.
+	level := new(slog.LevelVar)
 	if c.Bool("debug") {
-		level = slog.LevelDebug
+		level.Set(slog.LevelDebug)
 	}
 	logger := slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level}))
 	logFileLimit(logger)
@@ -468,7 +470,7 @@ func mountForeground(c *ucli.Context, dataDir, mp string, ready *os.File) error 
 		return err
 	}
 	mpLock.Close() // the mount itself now tells a second segfs off
-	stopFetch := startFetch(c, ln, store, logger)
+	stopFetch := startFetch(c, ln, store, logger, level)
 	ln = nil
 	// abandoned: the `segfs mount` waiting for "ready" is gone (Ctrl-C or
 	// a kill during a long recovery). Its user was told nothing, or that
@@ -722,7 +724,7 @@ func describeHolder(err error) error {
 
 // startFetch serves the Kafka protocol on ln (nil: --kafka-listen was not
 // given) and returns the function that stops it.
-func startFetch(c *ucli.Context, ln net.Listener, store *logstore.Store, logger *slog.Logger) (stop func()) {
+func startFetch(c *ucli.Context, ln net.Listener, store *logstore.Store, logger *slog.Logger, level *slog.LevelVar) (stop func()) {
 	if ln == nil {
 		return func() {}
 	}
@@ -731,6 +733,7 @@ func startFetch(c *ucli.Context, ln net.Listener, store *logstore.Store, logger 
 		AutoCreateTopics:               c.Bool("auto-create-topics"),
 		MaxRequestBytes:                int32(min(c.Int("max-request-bytes"), 1<<31-1)),
 		Logger:                         logger,
+		LogLevel:                       level,
 		ConsumerGroupSessionTimeout:    c.Duration("group-consumer-session-timeout"),
 		ConsumerGroupHeartbeatInterval: c.Duration("group-consumer-heartbeat-interval"),
 		OffsetsRetention:               c.Duration("offsets-retention"),

@@ -78,9 +78,11 @@ func runServe(c *ucli.Context) error {
 			return fmt.Errorf("serve: --advertise: %w", err)
 		}
 	}
-	level := slog.LevelInfo
+	// A LevelVar, shared with the Kafka server: the broker logger "root"
+	// (kafka-configs --entity-type broker-loggers) changes it live.
+	level := new(slog.LevelVar)
 	if c.Bool("debug") {
-		level = slog.LevelDebug
+		level.Set(slog.LevelDebug)
 	}
 	logger := slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level}))
 	logFileLimit(logger)
@@ -119,6 +121,7 @@ func runServe(c *ucli.Context) error {
 		AutoCreateTopics:               c.Bool("auto-create-topics"),
 		MaxRequestBytes:                int32(min(c.Int("max-request-bytes"), 1<<31-1)),
 		Logger:                         logger,
+		LogLevel:                       level,
 		ConsumerGroupSessionTimeout:    c.Duration("group-consumer-session-timeout"),
 		ConsumerGroupHeartbeatInterval: c.Duration("group-consumer-heartbeat-interval"),
 		OffsetsRetention:               c.Duration("offsets-retention"),

@@ -42,7 +42,7 @@ func handleAlterConfigs(c *conn, h *reqHeader, r kmsg.Request) error {
 		sr.ErrorCode, sr.ErrorMessage = c.s.alterResource(rr.ResourceType, rr.ResourceName, count[resourceKey{rr.ResourceType, rr.ResourceName}] > 1, false,
 			keys, req.ValidateOnly, func(_ logstore.Config, overrides map[string]string) (map[string]string, int16, string) {
 				return replaceOverrides(overrides, rr.Configs)
-			})
+			}, nil)
 		resp.Resources = append(resp.Resources, sr)
 	}
 	return c.send(h, resp)
@@ -51,12 +51,13 @@ func handleAlterConfigs(c *conn, h *reqHeader, r kmsg.Request) error {
 // alterResource answers one resource of AlterConfigs or
 // IncrementalAlterConfigs, whose checks are the same: dup says the
 // request names the resource twice, keys are its config names, and
-// change turns the request into a topic's SetConfig changes. Group, broker
+// change turns the request into a topic's SetConfig changes, and logger
+// (IncrementalAlterConfigs only) answers a broker logger resource. Group, broker
 // logger and client metrics resources have configs for
 // IncrementalAlterConfigs only (incremental): Kafka's legacy AlterConfigs
 // refuses them, INVALID_REQUEST.
 func (s *Server) alterResource(typ kmsg.ConfigResourceType, name string, dup, incremental bool, keys []string, validateOnly bool,
-	change buildChanges) (int16, *string) {
+	change buildChanges, logger func() (int16, string)) (int16, *string) {
 	var code int16
 	var msg string
 	switch {
@@ -68,6 +69,8 @@ func (s *Server) alterResource(typ kmsg.ConfigResourceType, name string, dup, in
 		code, msg = s.alterTopicConfigs(name, validateOnly, change)
 	case typ == kmsg.ConfigResourceTypeBroker:
 		code, msg = alterBroker(name, keys)
+	case logger != nil && typ == kmsg.ConfigResourceTypeBrokerLogger:
+		code, msg = logger()
 	case incremental && (typ == kmsg.ConfigResourceTypeGroupConfig || typ == kmsg.ConfigResourceTypeBrokerLogger || typ == kmsg.ConfigResourceTypeClientMetrics):
 		code, msg = alterUnchangeable(typ, name, keys)
 	default:

@@ -26,11 +26,12 @@ import (
 // and changes nothing. A key named twice, a null value for SET, APPEND or
 // SUBTRACT, an unknown operation or a resource named twice is
 // INVALID_REQUEST. Unknown topic: UNKNOWN_TOPIC_OR_PARTITION. Broker
-// resources: INVALID_REQUEST for any change, as AlterConfigs. Group, broker
-// logger and client metrics resources (32, 8, 16): their names are checked
-// as DescribeConfigs checks them, and any change is INVALID_REQUEST, as
-// segfs applies none of their settings per resource (configs.go,
-// alterUnchangeable); segfs refused them as unknown resource types.
+// resources: INVALID_REQUEST for any change, as AlterConfigs. The broker
+// logger resource (8) sets the level of segfs's one logger, root, live
+// (broker_logger.go, alterBrokerLogger). Group and client metrics
+// resources (32, 16): their names are checked as DescribeConfigs checks
+// them, and any change is INVALID_REQUEST, as segfs applies none of their
+// settings per resource (configs.go, alterUnchangeable).
 func init() { register(44, 0, 1, handleIncrementalAlterConfigs) }
 
 func handleIncrementalAlterConfigs(c *conn, h *reqHeader, r kmsg.Request) error {
@@ -47,10 +48,14 @@ func handleIncrementalAlterConfigs(c *conn, h *reqHeader, r kmsg.Request) error 
 		for _, rc := range rr.Configs {
 			keys = append(keys, rc.Name)
 		}
+		var logger func() (int16, string)
+		if rr.ResourceType == kmsg.ConfigResourceTypeBrokerLogger {
+			logger = func() (int16, string) { return c.s.alterBrokerLogger(rr.ResourceName, rr.Configs, req.ValidateOnly) }
+		}
 		sr.ErrorCode, sr.ErrorMessage = c.s.alterResource(rr.ResourceType, rr.ResourceName, count[resourceKey{rr.ResourceType, rr.ResourceName}] > 1, true,
 			keys, req.ValidateOnly, func(cfg logstore.Config, _ map[string]string) (map[string]string, int16, string) {
 				return incrementalChanges(cfg, rr.Configs)
-			})
+			}, logger)
 		resp.Resources = append(resp.Resources, sr)
 	}
 	return c.send(h, resp)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -292,20 +293,24 @@ const rootLogger = "root"
 // brokerLoggerEntries is what DescribeConfigs lists for the broker logger
 // resource: Kafka lists each log4j logger with its level
 // (DYNAMIC_BROKER_LOGGER_CONFIG); segfs has one logger, its slog logger,
-// shown as root at the level it logs from (DEBUG with --debug, else INFO).
-// Its level is set at start: read-only, where Kafka's are not.
+// shown as root at the level it logs from by Kafka's name for it
+// (broker_logger.go). Changeable through Config.LogLevel, as Kafka's are;
+// read-only without it.
 func (s *Server) brokerLoggerEntries() []configEntry {
-	level := "ERROR"
-	for _, l := range []struct {
-		level slog.Level
-		name  string
-	}{{slog.LevelDebug - 4, "TRACE"}, {slog.LevelDebug, "DEBUG"}, {slog.LevelInfo, "INFO"}, {slog.LevelWarn, "WARN"}} {
-		if s.log.Enabled(context.Background(), l.level) {
-			level = l.name
-			break
+	var level slog.Level
+	if s.cfg.LogLevel != nil {
+		level = s.cfg.LogLevel.Level()
+	} else {
+		level = slog.Level(math.MaxInt32)
+		for _, k := range kafkaLevels {
+			if s.log.Enabled(context.Background(), k.level) {
+				level = k.level
+				break
+			}
 		}
 	}
-	return []configEntry{{name: rootLogger, value: level, source: kmsg.ConfigSourceDynamicBrokerLoggerConfig, readOnly: true, typ: kmsg.ConfigTypeString}}
+	return []configEntry{{name: rootLogger, value: levelName(level), source: kmsg.ConfigSourceDynamicBrokerLoggerConfig,
+		readOnly: s.cfg.LogLevel == nil, typ: kmsg.ConfigTypeString}}
 }
 
 // brokerLoggerResource checks a broker logger resource's name as Kafka
@@ -348,7 +353,7 @@ func alterUnchangeable(typ kmsg.ConfigResourceType, name string, keys []string) 
 		why = "segfs applies the server's group settings to every group"
 	case kmsg.ConfigResourceTypeBrokerLogger:
 		code, msg = brokerLoggerResource(name)
-		why = "segfs's log level is set at start (--debug)"
+		why = "this server's log level is fixed"
 	default:
 		code, msg = clientMetricsResource(name)
 		why = "segfs does not collect client metrics"

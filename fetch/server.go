@@ -46,6 +46,11 @@ type Config struct {
 	MaxWriteIdle time.Duration
 	// Logger receives connection and request errors; nil = slog.Default().
 	Logger *slog.Logger
+	// LogLevel, if set, is the level Logger logs from (its handler's
+	// Leveler): IncrementalAlterConfigs of the broker logger "root"
+	// changes it live, as kafka-configs --entity-type broker-loggers
+	// does in Kafka. nil: the level is fixed and such a change refused.
+	LogLevel *slog.LevelVar
 
 	// CopyRecords sends record bytes with pread + write instead of
 	// sendfile. It exists to measure what zero copy buys (benchmarks) and
