@@ -2,6 +2,7 @@ package fetch
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -22,7 +23,8 @@ import (
 // twice or a resource named twice is INVALID_REQUEST, as in Kafka. Unknown
 // topic: UNKNOWN_TOPIC_OR_PARTITION. Broker resources: segfs has no
 // dynamic broker configs, so any setting is INVALID_REQUEST, Kafka's
-// answer for a static broker config (configs.go, alterBroker).
+// answer for a static broker config (configs.go, alterBroker). Group,
+// client metrics and broker logger resources: legacyOther.
 func init() { register(33, 0, 2, handleAlterConfigs) }
 
 func handleAlterConfigs(c *conn, h *reqHeader, r kmsg.Request) error {
@@ -39,10 +41,10 @@ func handleAlterConfigs(c *conn, h *reqHeader, r kmsg.Request) error {
 		for _, rc := range rr.Configs {
 			keys = append(keys, rc.Name)
 		}
-		sr.ErrorCode, sr.ErrorMessage = c.s.alterResource(rr.ResourceType, rr.ResourceName, count[resourceKey{rr.ResourceType, rr.ResourceName}] > 1, false,
+		sr.ErrorCode, sr.ErrorMessage = c.s.alterResource(rr.ResourceType, rr.ResourceName, count[resourceKey{rr.ResourceType, rr.ResourceName}] > 1,
 			keys, req.ValidateOnly, func(_ logstore.Config, overrides map[string]string) (map[string]string, int16, string) {
 				return replaceOverrides(overrides, rr.Configs)
-			}, nil)
+			}, func() (int16, string) { return legacyOther(rr.ResourceType, rr.ResourceName, rr.Configs) })
 		resp.Resources = append(resp.Resources, sr)
 	}
 	return c.send(h, resp)
@@ -50,14 +52,11 @@ func handleAlterConfigs(c *conn, h *reqHeader, r kmsg.Request) error {
 
 // alterResource answers one resource of AlterConfigs or
 // IncrementalAlterConfigs, whose checks are the same: dup says the
-// request names the resource twice, keys are its config names, and
-// change turns the request into a topic's SetConfig changes, and logger
-// (IncrementalAlterConfigs only) answers a broker logger resource. Group, broker
-// logger and client metrics resources have configs for
-// IncrementalAlterConfigs only (incremental): Kafka's legacy AlterConfigs
-// refuses them, INVALID_REQUEST.
-func (s *Server) alterResource(typ kmsg.ConfigResourceType, name string, dup, incremental bool, keys []string, validateOnly bool,
-	change buildChanges, logger func() (int16, string)) (int16, *string) {
+// request names the resource twice, keys are its config names, change
+// turns the request into a topic's SetConfig changes, and other answers a
+// group, broker logger or client metrics resource.
+func (s *Server) alterResource(typ kmsg.ConfigResourceType, name string, dup bool, keys []string, validateOnly bool,
+	change buildChanges, other func() (int16, string)) (int16, *string) {
 	var code int16
 	var msg string
 	switch {
@@ -69,10 +68,8 @@ func (s *Server) alterResource(typ kmsg.ConfigResourceType, name string, dup, in
 		code, msg = s.alterTopicConfigs(name, validateOnly, change)
 	case typ == kmsg.ConfigResourceTypeBroker:
 		code, msg = alterBroker(name, keys)
-	case logger != nil && typ == kmsg.ConfigResourceTypeBrokerLogger:
-		code, msg = logger()
-	case incremental && (typ == kmsg.ConfigResourceTypeGroupConfig || typ == kmsg.ConfigResourceTypeBrokerLogger || typ == kmsg.ConfigResourceTypeClientMetrics):
-		code, msg = alterUnchangeable(typ, name, keys)
+	case typ == kmsg.ConfigResourceTypeGroupConfig || typ == kmsg.ConfigResourceTypeBrokerLogger || typ == kmsg.ConfigResourceTypeClientMetrics:
+		code, msg = other()
 	default:
 		return unsupportedResource(typ)
 	}
@@ -80,6 +77,31 @@ func (s *Server) alterResource(typ kmsg.ConfigResourceType, name string, dup, in
 		return 0, nil
 	}
 	return code, &msg
+}
+
+// legacyOther answers a legacy AlterConfigs of a group, broker logger or
+// client metrics resource as a Kafka 4 broker does
+// (ConfigAdminManager.preprocess for AlterConfigs): a null value is
+// INVALID_REQUEST first; a broker logger resource is then INVALID_REQUEST
+// "Unknown resource type 8", since KIP-412 log levels are only changed
+// through IncrementalAlterConfigs; group and client metrics resources go
+// on as IncrementalAlterConfigs' do (alterUnchangeable: any change
+// refused, none succeeds). segfs refused all three as unsupported types.
+func legacyOther(typ kmsg.ConfigResourceType, name string, configs []kmsg.AlterConfigsRequestResourceConfig) (int16, string) {
+	var keys, nulls []string
+	for _, c := range configs {
+		keys = append(keys, c.Name)
+		if c.Value == nil {
+			nulls = append(nulls, c.Name)
+		}
+	}
+	if len(nulls) > 0 {
+		return kerr.InvalidRequest.Code, "Null value not supported for : " + strings.Join(nulls, ", ")
+	}
+	if typ == kmsg.ConfigResourceTypeBrokerLogger {
+		return kerr.InvalidRequest.Code, fmt.Sprintf("Unknown resource type %d", typ)
+	}
+	return alterUnchangeable(typ, name, keys)
 }
 
 // replaceOverrides turns a legacy AlterConfigs set into SetConfig changes:

@@ -48,14 +48,16 @@ func handleIncrementalAlterConfigs(c *conn, h *reqHeader, r kmsg.Request) error 
 		for _, rc := range rr.Configs {
 			keys = append(keys, rc.Name)
 		}
-		var logger func() (int16, string)
-		if rr.ResourceType == kmsg.ConfigResourceTypeBrokerLogger {
-			logger = func() (int16, string) { return c.s.alterBrokerLogger(rr.ResourceName, rr.Configs, req.ValidateOnly) }
+		other := func() (int16, string) {
+			if rr.ResourceType == kmsg.ConfigResourceTypeBrokerLogger {
+				return c.s.alterBrokerLogger(rr.ResourceName, rr.Configs, req.ValidateOnly)
+			}
+			return alterUnchangeable(rr.ResourceType, rr.ResourceName, keys)
 		}
-		sr.ErrorCode, sr.ErrorMessage = c.s.alterResource(rr.ResourceType, rr.ResourceName, count[resourceKey{rr.ResourceType, rr.ResourceName}] > 1, true,
+		sr.ErrorCode, sr.ErrorMessage = c.s.alterResource(rr.ResourceType, rr.ResourceName, count[resourceKey{rr.ResourceType, rr.ResourceName}] > 1,
 			keys, req.ValidateOnly, func(cfg logstore.Config, _ map[string]string) (map[string]string, int16, string) {
 				return incrementalChanges(cfg, rr.Configs)
-			}, logger)
+			}, other)
 		resp.Resources = append(resp.Resources, sr)
 	}
 	return c.send(h, resp)

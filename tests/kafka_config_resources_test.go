@@ -127,3 +127,58 @@ func TestKafkaConfigResourcesGroupLoggerMetrics(t *testing.T) {
 		t.Errorf("group g after the refused change: %+v", c)
 	}
 }
+
+// TestKafkaLegacyAlterConfigsOtherResources: legacy AlterConfigs (key 33)
+// of group, client metrics and broker logger resources answers as a Kafka
+// 4 broker's ConfigAdminManager does. segfs answered INVALID_REQUEST
+// "Unsupported resource type" for all three. Kafka passes group and
+// client metrics resources on as IncrementalAlterConfigs does (segfs:
+// an empty change succeeds, a setting is refused with its reason), and
+// refuses a broker logger, INVALID_REQUEST "Unknown resource type 8",
+// after its null value check.
+func TestKafkaLegacyAlterConfigsOtherResources(t *testing.T) {
+	srv := kafkaServe(t, "")
+	cl := kafkaClient(t, srv.addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	alter := func(typ kmsg.ConfigResourceType, name string, kv ...*string) kmsg.AlterConfigsResponseResource {
+		t.Helper()
+		req := kmsg.NewPtrAlterConfigsRequest()
+		rr := kmsg.NewAlterConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName = typ, name
+		for i := 0; i+1 < len(kv); i += 2 {
+			c := kmsg.NewAlterConfigsRequestResourceConfig()
+			c.Name, c.Value = *kv[i], kv[i+1]
+			rr.Configs = append(rr.Configs, c)
+		}
+		req.Resources = append(req.Resources, rr)
+		resp, err := cl.Broker(0).RetriableRequest(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.(*kmsg.AlterConfigsResponse).Resources[0]
+	}
+	s := kmsg.StringPtr
+	for _, tc := range []struct {
+		typ  kmsg.ConfigResourceType
+		name string
+		kv   []*string
+		code int16
+		msg  string // "" = any reason
+	}{
+		{kmsg.ConfigResourceTypeGroupConfig, "g", nil, 0, ""},
+		{kmsg.ConfigResourceTypeClientMetrics, "sub", nil, 0, ""},
+		{kmsg.ConfigResourceTypeGroupConfig, "g", []*string{s("consumer.session.timeout.ms"), s("30000")}, kerr.InvalidRequest.Code, ""},
+		{kmsg.ConfigResourceTypeClientMetrics, "sub", []*string{s("interval.ms"), s("60000")}, kerr.InvalidRequest.Code, ""},
+		{kmsg.ConfigResourceTypeGroupConfig, "", nil, kerr.InvalidRequest.Code, "Group name must not be empty"},
+		{kmsg.ConfigResourceTypeGroupConfig, "g", []*string{s("consumer.session.timeout.ms"), nil}, kerr.InvalidRequest.Code, "Null value not supported for : consumer.session.timeout.ms"},
+		{kmsg.ConfigResourceTypeBrokerLogger, "0", []*string{s("root"), s("DEBUG")}, kerr.InvalidRequest.Code, "Unknown resource type 8"},
+		{kmsg.ConfigResourceTypeBrokerLogger, "0", nil, kerr.InvalidRequest.Code, "Unknown resource type 8"},
+		{kmsg.ConfigResourceTypeBrokerLogger, "0", []*string{s("root"), nil}, kerr.InvalidRequest.Code, "Null value not supported for : root"},
+	} {
+		r := alter(tc.typ, tc.name, tc.kv...)
+		if r.ErrorCode != tc.code || (tc.code != 0 && r.ErrorMessage == nil) || (tc.msg != "" && *r.ErrorMessage != tc.msg) {
+			t.Errorf("AlterConfigs %s %q %d settings: %v %v, want %v %q", tc.typ, tc.name, len(tc.kv)/2, kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage, kerr.ErrorForCode(tc.code), tc.msg)
+		}
+	}
+}
