@@ -178,13 +178,14 @@ func (s *Server) listOffset(topic string, part, currentEpoch int32, ts int64, is
 		sp.Offset = p.LogStartOffset()
 		sp.LeaderEpoch = p.EarliestEpoch()
 	case ts == listMaxTimestamp:
-		maxTS, off, ok, err := p.MaxTimestamp()
+		maxTS, off, epoch, ok, err := p.MaxTimestampAt()
 		if err != nil {
 			return errorCode(err)
 		}
 		if ok {
-			sp.Timestamp, sp.Offset = maxTS, off
-			sp.LeaderEpoch = p.EpochForOffset(off)
+			// The batch's own epoch, as Kafka answers: the offset may
+			// be below the log start, where the epoch cache has none.
+			sp.Timestamp, sp.Offset, sp.LeaderEpoch = maxTS, off, epoch
 		}
 	default: // ts >= 0: handleListOffsets refused the other negatives
 		off, recTs, ok, err := p.LookupTime(ts)

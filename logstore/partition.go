@@ -767,18 +767,32 @@ func (p *Partition) LookupTime(ts int64) (offset, recordTs int64, ok bool, err e
 }
 
 // MaxTimestamp returns the largest timestamp in the log and the offset of
-// the record carrying it (ListOffsets -3), ok=false for an empty log. As
-// Kafka's UnifiedLog.fetchOffsetByTimestamp(MAX_TIMESTAMP) finds it, the
-// first batch whose max timestamp is the largest decides: the answer is
-// its first record with that timestamp, and nothing when it has none. That
+// the record carrying it (ListOffsets -3), ok=false for an empty log: see
+// MaxTimestampAt.
+func (p *Partition) MaxTimestamp() (int64, int64, bool, error) {
+	ts, off, _, ok, err := p.MaxTimestampAt()
+	return ts, off, ok, err
+}
+
+// MaxTimestampAt returns the largest timestamp in the log, the offset of
+// the record carrying it and the leader epoch of its batch (-1 if the
+// batch has none), ok=false for an empty log. As Kafka's
+// UnifiedLog.fetchOffsetByTimestamp(MAX_TIMESTAMP) finds it, the first
+// batch whose max timestamp is the largest decides: the answer is its
+// first record with that timestamp, and nothing when it has none. That
 // is an empty batch the cleaner kept as an active producer's last (its
 // header keeps the max timestamp of the records it held, as Kafka's
 // RETAIN_EMPTY header does): Kafka answers no offset even when a later
-// record has the same timestamp, and segfs, which looked for the first
-// record at or above the timestamp in the whole log, answered that record.
-func (p *Partition) MaxTimestamp() (int64, int64, bool, error) {
-	start := p.logStart.Load()
-	segs := p.acquireSegments(start)
+// record has the same timestamp.
+//
+// Kafka looks at every segment it still has and does not filter by the
+// log start offset: after DeleteRecords past that batch, the answer is an
+// offset below the log start (until retention deletes the segment holding
+// it). segfs did the same search from the log start: it skipped the
+// deleted batch and answered a later one of the segment with the same
+// timestamp, or nothing.
+func (p *Partition) MaxTimestampAt() (int64, int64, int32, bool, error) {
+	segs := p.acquireSegments(0)
 	defer releaseAll(segs)
 	var best *segment
 	for _, s := range segs {
@@ -787,13 +801,13 @@ func (p *Partition) MaxTimestamp() (int64, int64, bool, error) {
 		}
 	}
 	if best == nil {
-		return -1, -1, false, nil
+		return -1, -1, -1, false, nil
 	}
 	ts := best.maxTs.Load()
 	limit := best.size.Load()
-	pos, _, found, err := best.findBatch(max(best.tidx.Lookup(ts).Offset, start), limit)
+	pos, _, found, err := best.findBatch(best.tidx.Lookup(ts).Offset, limit)
 	if err != nil || !found {
-		return -1, -1, false, err
+		return -1, -1, -1, false, err
 	}
 	buf := getBuf()
 	defer func() { putBuf(buf) }()
@@ -802,38 +816,38 @@ func (p *Partition) MaxTimestamp() (int64, int64, bool, error) {
 		buf = sc.buf[:0] // ensure may have grown it
 		_, b, err := sc.next()
 		if err == io.EOF {
-			return -1, -1, false, nil
+			return -1, -1, -1, false, nil
 		}
 		if err != nil {
-			return -1, -1, false, err
+			return -1, -1, -1, false, err
 		}
 		h, err := record.ParseHeader(b)
 		if err != nil {
-			return -1, -1, false, err
+			return -1, -1, -1, false, err
 		}
-		if h.MaxTimestamp != ts || h.LastOffset() < start {
+		if h.MaxTimestamp != ts {
 			continue
 		}
 		if err := record.Validate(b); err != nil {
-			return -1, -1, false, &CorruptError{Path: best.path(logSuffix), Pos: sc.pos - int64(len(b)), Err: err}
+			return -1, -1, -1, false, &CorruptError{Path: best.path(logSuffix), Pos: sc.pos - int64(len(b)), Err: err}
 		}
 		got := int64(-1)
 		errStop := errors.New("stop")
 		var dec record.Decoder
 		err = dec.Records(b, func(r *record.Record) error {
-			if r.Timestamp == ts && r.Offset >= start {
+			if r.Timestamp == ts {
 				got = r.Offset
 				return errStop
 			}
 			return nil
 		})
 		if err != nil && err != errStop {
-			return -1, -1, false, err
+			return -1, -1, -1, false, err
 		}
 		if got < 0 {
-			return -1, -1, false, nil
+			return -1, -1, -1, false, nil
 		}
-		return ts, got, true, nil
+		return ts, got, max(h.PartitionLeaderEpoch, -1), true, nil
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/segfs/segfs/logstore"
@@ -94,5 +96,60 @@ func TestKafkaMaxTimestampEmptyBatch(t *testing.T) {
 	// An ordinary lookup by that timestamp still finds the record.
 	if out := kcat(t, srv.addr, "", "-Q", "-t", "mx:0:"+strconv.FormatInt(maxTs, 10)); !strings.Contains(out, "mx [0] offset 3\n") {
 		t.Errorf("kcat -Q by the max timestamp: %q, want offset 3", out)
+	}
+}
+
+// TestKafkaMaxTimestampBelowLogStart: `kcat -Q -t T:0:-3` after
+// DeleteRecords past the first batch carrying the largest timestamp, in
+// the middle of its segment. Kafka 4's UnifiedLog.fetchOffsetByTimestamp
+// (MAX_TIMESTAMP) picks the segment and the first batch with the largest
+// timestamp without looking at the log start offset, and answers that
+// batch's record: an offset below the log start. segfs looked only at the
+// batches from the log start on and answered the next record with that
+// timestamp (or -1 with none).
+func TestKafkaMaxTimestampBelowLogStart(t *testing.T) {
+	kafkaNeedKcat(t)
+	srv := kafkaServe(t, "")
+	cl := kafkaClient(t, srv.addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ct := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "mb", 1, 1
+	ct.Topics = append(ct.Topics, rt)
+	if resp, err := ct.RequestWith(ctx, cl); err != nil || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create topic mb: %v %+v", err, resp)
+	}
+	now := time.Now().UnixMilli()
+	maxTs := now + 10*60*1000 // within message.timestamp.after.max.ms
+	for i, ts := range []int64{now, maxTs, now, maxTs, now} {
+		// One batch each: separate synchronous produces.
+		r := &kgo.Record{Topic: "mb", Value: []byte(strconv.Itoa(i)), Timestamp: time.UnixMilli(ts)}
+		if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil || r.Offset != int64(i) {
+			t.Fatalf("produce %d: %v at %d", i, err, r.Offset)
+		}
+	}
+	if low, code := kafkaDeleteRecords(t, srv.addr, "mb", 2); code != 0 || low != 2 {
+		t.Fatalf("DeleteRecords to 2: low watermark %d, %v", low, kerr.ErrorForCode(code))
+	}
+	out := kcat(t, srv.addr, "", "-Q", "-t", "mb:0:-3")
+	if !strings.Contains(out, "mb [0] offset 1\n") {
+		t.Errorf("kcat -Q -t mb:0:-3 with the log start at 2: %q, want offset 1 (Kafka's: the first batch at the max timestamp, below the log start)", out)
+	}
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.Version = 7
+	lt := kmsg.NewListOffsetsRequestTopic()
+	lt.Topic = "mb"
+	lp := kmsg.NewListOffsetsRequestTopicPartition()
+	lp.Timestamp = -3
+	lt.Partitions = append(lt.Partitions, lp)
+	req.Topics = append(req.Topics, lt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := resp.Topics[0].Partitions[0]; p.ErrorCode != 0 || p.Offset != 1 || p.Timestamp != maxTs || p.LeaderEpoch != 0 {
+		t.Errorf("ListOffsets v7 -3: error %v, offset %d, timestamp %d, epoch %d; want offset 1 at %d, the batch's epoch 0",
+			kerr.ErrorForCode(p.ErrorCode), p.Offset, p.Timestamp, p.LeaderEpoch, maxTs)
 	}
 }
