@@ -120,8 +120,13 @@ func (s *Server) createTopic(rt *kmsg.CreateTopicsRequestTopic, st *kmsg.CreateT
 	}
 	name := rt.Topic
 	// The name first, as Kafka's controller checks it, by the rule of
-	// `mkdir MOUNT/T` (CreateTopic applies it again): INVALID_TOPIC_EXCEPTION,
-	// or TOPIC_AUTHORIZATION_FAILED for __cluster_metadata.
+	// `mkdir MOUNT/T` (CreateTopic applies it again): INVALID_TOPIC_EXCEPTION
+	// with Kafka's message (segfs sent its own wording), or
+	// TOPIC_AUTHORIZATION_FAILED for __cluster_metadata.
+	if msg, bad := topicNameInvalid(name); bad {
+		fail(kerr.InvalidTopicException.Code, "%s", msg)
+		return
+	}
 	if err := logstore.CheckNewTopicName(name); err != nil {
 		fail(errorCode(err), "%v", err)
 		return

@@ -46,7 +46,7 @@ func handleDescribeConfigs(c *conn, h *reqHeader, r kmsg.Request) error {
 		var entries []configEntry
 		switch rr.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
-			t, code, msg := c.s.lookupTopicResource(rr.ResourceName)
+			t, code, msg := c.s.lookupTopicResource(rr.ResourceName, false)
 			if code != 0 {
 				sr.ErrorCode, sr.ErrorMessage = code, msg
 				break

@@ -148,7 +148,7 @@ var testHookChangesBuilt func(t *logstore.Topic)
 // against other alterations and the mount's `config` file alike, whose
 // checks and persistence (Topic.SetConfig) they share.
 func (s *Server) alterTopicConfigs(name string, validateOnly bool, build buildChanges) (int16, string) {
-	t, code, msg := s.lookupTopicResource(name)
+	t, code, msg := s.lookupTopicResource(name, true)
 	if code != 0 {
 		return code, *msg
 	}

@@ -223,11 +223,16 @@ func configError(err error) (int16, *string) {
 }
 
 // lookupTopicResource finds the topic a config resource names: Kafka's
-// INVALID_TOPIC_EXCEPTION for a name no topic can have, else
-// UNKNOWN_TOPIC_OR_PARTITION if there is none.
-func (s *Server) lookupTopicResource(name string) (*logstore.Topic, int16, *string) {
-	if err := logstore.ValidateTopicName(name); err != nil {
-		msg := err.Error()
+// INVALID_TOPIC_EXCEPTION with Kafka's message for a name no topic can
+// have (topicNameInvalid), else UNKNOWN_TOPIC_OR_PARTITION if there is
+// none. alter: the resource of an AlterConfigs or IncrementalAlterConfigs,
+// whose empty name Kafka's controller refuses first, INVALID_REQUEST
+// (ControllerConfigurationValidator.validateTopicName).
+func (s *Server) lookupTopicResource(name string, alter bool) (*logstore.Topic, int16, *string) {
+	if alter && name == "" {
+		return nil, kerr.InvalidRequest.Code, kmsg.StringPtr("Default topic resources are not allowed.")
+	}
+	if msg, bad := topicNameInvalid(name); bad {
 		return nil, kerr.InvalidTopicException.Code, &msg
 	}
 	t, err := s.store.Topic(name)
@@ -236,6 +241,29 @@ func (s *Server) lookupTopicResource(name string) (*logstore.Topic, int16, *stri
 		return nil, errorCode(err), &msg
 	}
 	return t, 0, nil
+}
+
+// topicNameInvalid is Kafka's message for a name no topic can have, as
+// its Topic.validate words it (InvalidTopicException), and whether the
+// name is one: CreateTopics and the config APIs send it. The rule is
+// logstore.ValidateTopicName's, whose own wording is for the mount and
+// the CLI.
+func topicNameInvalid(name string) (string, bool) {
+	if logstore.ValidateTopicName(name) == nil {
+		return "", false
+	}
+	var why string
+	switch {
+	case name == "":
+		why = "the empty string is not allowed"
+	case name == ".", name == "..":
+		why = fmt.Sprintf("'%s' is not allowed", name)
+	case len(name) > 249:
+		why = fmt.Sprintf("the length of '%s' is longer than the max allowed length 249", name)
+	default:
+		why = fmt.Sprintf("'%s' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'", name)
+	}
+	return "Topic name is invalid: " + why, true
 }
 
 // resourceKey identifies a resource in a request, to find duplicates.
