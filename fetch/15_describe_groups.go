@@ -7,7 +7,8 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 // For admin tools (kafka-consumer-groups.sh --describe, kadm): each
 // group's state, protocol and members (groups.go describe). An unknown
 // group is answered, as Kafka before v6 does, with state Dead and no
-// error. Authorized operations (v3+), when asked, are every operation
+// error, and so is a KIP-848 consumer group, which is not a classic group
+// (Kafka's describeGroups); ConsumerGroupDescribe describes it. Authorized operations (v3+), when asked, are every operation
 // Kafka defines on a group, as Kafka answers without an authorizer (segfs
 // has none). v5 is flexible; v6
 // (GROUP_ID_NOT_FOUND for unknown groups) is not served.

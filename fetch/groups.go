@@ -1446,8 +1446,16 @@ func (gs *groups) describe(name string) kmsg.DescribeGroupsResponseGroup {
 	d.Group = name
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
-	if cg := gs.consumers[name]; cg != nil {
-		return gs.describeConsumer(cg)
+	if gs.consumers[name] != nil {
+		// A KIP-848 consumer group is not a classic group: Kafka's
+		// describeGroups looks the name up as one (classicGroup), fails,
+		// and answers Dead with nothing else, as for an unknown group
+		// (v6 would add GROUP_ID_NOT_FOUND "Group ... is not a classic
+		// group."). Admin clients describe it with ConsumerGroupDescribe.
+		// segfs answered it as a classic group: its state, protocol type
+		// "consumer", the assignor as protocol and the members.
+		d.State = "Dead"
+		return d
 	}
 	g := gs.byName[name]
 	if g == nil {
