@@ -1,6 +1,8 @@
 package fetch
 
 import (
+	"fmt"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -10,8 +12,9 @@ import (
 // The cluster Metadata describes: its id (Config.ClusterID), node 0 as
 // controller and as the one broker, at the advertised address. Asked for
 // controllers (v1+ endpoint type 2), a broker answers
-// UNSUPPORTED_ENDPOINT_TYPE, as Kafka's brokers do: only a KRaft
-// controller listener serves that. No broker is fenced (v2). The cluster
+// MISMATCHED_ENDPOINT_TYPE, as Kafka's brokers do: only a KRaft
+// controller listener serves that; an unknown type is
+// UNSUPPORTED_ENDPOINT_TYPE. No broker is fenced (v2). The cluster
 // authorized operations (when asked) are every operation Kafka defines on
 // a cluster: segfs has no authorizer, and Kafka without one allows all.
 func init() { register(60, 0, 2, handleDescribeCluster) }
@@ -49,13 +52,22 @@ func aclOperations(ops ...kmsg.ACLOperation) int32 {
 func handleDescribeCluster(c *conn, h *reqHeader, r kmsg.Request) error {
 	req := r.(*kmsg.DescribeClusterRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
-	if h.version >= 1 {
-		resp.EndpointType = req.EndpointType
-		if req.EndpointType != 1 {
-			resp.ErrorCode = kerr.UnsupportedEndpointType.Code
-			resp.ErrorMessage = kmsg.StringPtr("The request was sent to a broker, which describes brokers only (endpoint type 1).")
-			return c.send(h, resp)
-		}
+	// Kafka's AuthHelper.computeDescribeClusterResponse on a broker: a
+	// request for controllers (2) is MISMATCHED_ENDPOINT_TYPE, any type
+	// but 1 and 2 UNSUPPORTED_ENDPOINT_TYPE, each with Kafka's message
+	// and nothing else (the endpoint type is the schema's default, 1).
+	// segfs answered both UNSUPPORTED_ENDPOINT_TYPE with its own message
+	// and echoed the type asked for. (v0 has no endpoint type: 1.)
+	switch req.EndpointType {
+	case 1:
+	case 2:
+		resp.ErrorCode = kerr.MismatchedEndpointType.Code
+		resp.ErrorMessage = kmsg.StringPtr("The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER")
+		return c.send(h, resp)
+	default:
+		resp.ErrorCode = kerr.UnsupportedEndpointType.Code
+		resp.ErrorMessage = kmsg.StringPtr(fmt.Sprintf("Unsupported endpoint type %d", req.EndpointType))
+		return c.send(h, resp)
 	}
 	resp.ClusterID = c.s.cfg.ClusterID
 	resp.ControllerID = nodeID

@@ -971,7 +971,7 @@ func TestDescribeCluster(t *testing.T) {
 	}
 	req := kmsg.NewPtrDescribeClusterRequest()
 	req.Version, req.EndpointType = 1, 2
-	if resp := c.roundTrip(req).(*kmsg.DescribeClusterResponse); resp.ErrorCode != kerr.UnsupportedEndpointType.Code {
+	if resp := c.roundTrip(req).(*kmsg.DescribeClusterResponse); resp.ErrorCode != kerr.MismatchedEndpointType.Code {
 		t.Fatalf("controllers endpoint: %s", errName(resp.ErrorCode))
 	}
 
