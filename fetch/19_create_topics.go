@@ -135,6 +135,14 @@ func (s *Server) createTopic(rt *kmsg.CreateTopicsRequestTopic, st *kmsg.CreateT
 		fail(kerr.TopicAlreadyExists.Code, "Topic '%s' already exists.", name)
 		return
 	}
+	// A name that differs from an existing topic's only by '.' against
+	// '_': Kafka's controller refuses it with the names checked, before
+	// configs and partitions (validateNewTopicNames), in its words.
+	// (CreateTopic refuses it too, should one be created meanwhile.)
+	if other := s.store.CollidingTopic(name); other != "" {
+		fail(kerr.InvalidTopicException.Code, "Topic '%s' collides with existing topic: %s", name, other)
+		return
+	}
 	overrides, code, msg := createOverrides(rt.Configs)
 	if code != 0 {
 		st.ErrorCode, st.ErrorMessage = code, &msg

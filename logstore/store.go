@@ -747,6 +747,16 @@ func (s *Store) checkNameFreeLocked(name string) error {
 	return nil
 }
 
+// CollidingTopic returns an existing topic (or one being created) whose
+// name differs from name only by '.' against '_', "" if there is none:
+// CreateTopic refuses name then (ErrInvalidName). For callers that check
+// before creating, as Kafka's controller does before it looks at configs.
+func (s *Store) CollidingTopic(name string) string {
+	s.topicsMu.Lock()
+	defer s.topicsMu.Unlock()
+	return s.collidingTopicLocked(name)
+}
+
 // collidingTopicLocked returns an existing topic whose name differs from
 // name only by '.' against '_', "" if there is none. Kafka refuses to
 // create such a topic (InvalidTopicException, "collides with existing

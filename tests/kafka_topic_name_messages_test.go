@@ -94,3 +94,47 @@ func TestKafkaInvalidTopicNameMessages(t *testing.T) {
 		}
 	}
 }
+
+// TestKafkaCreateTopicCollisionMessage: creating a topic whose name
+// differs from an existing one's only by '.' against '_' is
+// INVALID_TOPIC_EXCEPTION "Topic 'a_b' collides with existing topic:
+// a.b", as Kafka's controller words it, checked with the name, before the
+// configs (validateNewTopicNames), with validate_only too. segfs sent its
+// own wording, and a bad config of such a topic was INVALID_CONFIG.
+func TestKafkaCreateTopicCollisionMessage(t *testing.T) {
+	srv := kafkaServe(t, "")
+	cl := kafkaClient(t, srv.addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	create := func(name string, validateOnly bool, kv ...string) kmsg.CreateTopicsResponseTopic {
+		t.Helper()
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.ValidateOnly = validateOnly
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, 1, 1
+		for i := 0; i+1 < len(kv); i += 2 {
+			c := kmsg.NewCreateTopicsRequestTopicConfig()
+			c.Name, c.Value = kv[i], kmsg.StringPtr(kv[i+1])
+			rt.Configs = append(rt.Configs, c)
+		}
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Topics[0]
+	}
+	if st := create("a.b", false); st.ErrorCode != 0 {
+		t.Fatalf("create a.b: %v %v", kerr.ErrorForCode(st.ErrorCode), st.ErrorMessage)
+	}
+	want := "Topic 'a_b' collides with existing topic: a.b"
+	for _, tc := range []struct {
+		validateOnly bool
+		kv           []string
+	}{{false, nil}, {true, nil}, {false, []string{"retention.ms", "abc"}}} {
+		st := create("a_b", tc.validateOnly, tc.kv...)
+		if st.ErrorCode != kerr.InvalidTopicException.Code || st.ErrorMessage == nil || *st.ErrorMessage != want {
+			t.Errorf("create a_b (validate only %v, configs %q): %v %v, want INVALID_TOPIC_EXCEPTION %q", tc.validateOnly, tc.kv, kerr.ErrorForCode(st.ErrorCode), st.ErrorMessage, want)
+		}
+	}
+}
