@@ -201,12 +201,27 @@ func (s *Server) createTopic(rt *kmsg.CreateTopicsRequestTopic, st *kmsg.CreateT
 func checkConfigValues[C any](configs []C, nameValue func(C) (string, *string)) (map[string]string, []string, error) {
 	var nulls []string
 	values := map[string]string{}
+	// Kafka's order (ControllerConfigurationValidator.validate, then
+	// LogConfig.validate): null values, then every name, then the
+	// values. An unknown name is refused in Kafka's words, as
+	// IncrementalAlterConfigs refuses it; segfs sent logstore's ("invalid
+	// config: unknown key ...").
+	for _, c := range configs {
+		if name, value := nameValue(c); value == nil {
+			nulls = append(nulls, name)
+		}
+	}
+	if len(nulls) > 0 {
+		return nil, nulls, nil
+	}
+	defaults := logstore.DefaultConfig()
+	for _, c := range configs {
+		if name, _ := nameValue(c); !knownTopicConfig(defaults, name) {
+			return nil, nil, fmt.Errorf("Unknown topic config name: %s", name)
+		}
+	}
 	for _, c := range configs {
 		name, value := nameValue(c)
-		if value == nil {
-			nulls = append(nulls, name)
-			continue
-		}
 		v := logstore.NormalizeConfigValue(name, *value)
 		if err := logstore.CheckConfigValue(name, v); err != nil {
 			return nil, nil, err
@@ -214,6 +229,12 @@ func checkConfigValues[C any](configs []C, nameValue func(C) (string, *string)) 
 		values[name] = v
 	}
 	return values, nulls, nil
+}
+
+// knownTopicConfig reports whether name is a topic config segfs knows.
+func knownTopicConfig(defaults logstore.Config, name string) bool {
+	_, ok := defaults.Get(name)
+	return ok
 }
 
 // createOverrides checks a new topic's configs one by one as a line of
