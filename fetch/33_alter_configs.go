@@ -38,11 +38,15 @@ func handleAlterConfigs(c *conn, h *reqHeader, r kmsg.Request) error {
 		sr := kmsg.NewAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
 		keys := make([]string, 0, len(rr.Configs))
+		var nulls []string
 		for _, rc := range rr.Configs {
 			keys = append(keys, rc.Name)
+			if rc.Value == nil {
+				nulls = append(nulls, rc.Name)
+			}
 		}
 		sr.ErrorCode, sr.ErrorMessage = c.s.alterResource(rr.ResourceType, rr.ResourceName, count[resourceKey{rr.ResourceType, rr.ResourceName}] > 1,
-			keys, req.ValidateOnly, func(_ logstore.Config, overrides map[string]string) (map[string]string, int16, string) {
+			keys, nulls, req.ValidateOnly, func(_ logstore.Config, overrides map[string]string) (map[string]string, int16, string) {
 				return replaceOverrides(overrides, rr.Configs)
 			}, func() (int16, string) { return legacyOther(rr.ResourceType, rr.ResourceName, rr.Configs) })
 		resp.Resources = append(resp.Resources, sr)
@@ -52,10 +56,11 @@ func handleAlterConfigs(c *conn, h *reqHeader, r kmsg.Request) error {
 
 // alterResource answers one resource of AlterConfigs or
 // IncrementalAlterConfigs, whose checks are the same: dup says the
-// request names the resource twice, keys are its config names, change
+// request names the resource twice, keys are its config names, nulls
+// those with a null value where one is not allowed, change
 // turns the request into a topic's SetConfig changes, and other answers a
 // group, broker logger or client metrics resource.
-func (s *Server) alterResource(typ kmsg.ConfigResourceType, name string, dup bool, keys []string, validateOnly bool,
+func (s *Server) alterResource(typ kmsg.ConfigResourceType, name string, dup bool, keys, nulls []string, validateOnly bool,
 	change buildChanges, other func() (int16, string)) (int16, *string) {
 	var code int16
 	var msg string
@@ -67,7 +72,7 @@ func (s *Server) alterResource(typ kmsg.ConfigResourceType, name string, dup boo
 	case typ == kmsg.ConfigResourceTypeTopic:
 		code, msg = s.alterTopicConfigs(name, validateOnly, change)
 	case typ == kmsg.ConfigResourceTypeBroker:
-		code, msg = alterBroker(name, keys)
+		code, msg = alterBroker(name, keys, nulls)
 	case typ == kmsg.ConfigResourceTypeGroupConfig || typ == kmsg.ConfigResourceTypeBrokerLogger || typ == kmsg.ConfigResourceTypeClientMetrics:
 		code, msg = other()
 	default:

@@ -45,8 +45,12 @@ func handleIncrementalAlterConfigs(c *conn, h *reqHeader, r kmsg.Request) error 
 		sr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
 		keys := make([]string, 0, len(rr.Configs))
+		var nulls []string
 		for _, rc := range rr.Configs {
 			keys = append(keys, rc.Name)
+			if rc.Op != kmsg.IncrementalAlterConfigOpDelete && rc.Value == nil {
+				nulls = append(nulls, rc.Name)
+			}
 		}
 		other := func() (int16, string) {
 			if rr.ResourceType == kmsg.ConfigResourceTypeBrokerLogger {
@@ -55,7 +59,7 @@ func handleIncrementalAlterConfigs(c *conn, h *reqHeader, r kmsg.Request) error 
 			return alterUnchangeable(rr.ResourceType, rr.ResourceName, keys)
 		}
 		sr.ErrorCode, sr.ErrorMessage = c.s.alterResource(rr.ResourceType, rr.ResourceName, count[resourceKey{rr.ResourceType, rr.ResourceName}] > 1,
-			keys, req.ValidateOnly, func(cfg logstore.Config, _ map[string]string) (map[string]string, int16, string) {
+			keys, nulls, req.ValidateOnly, func(cfg logstore.Config, _ map[string]string) (map[string]string, int16, string) {
 				return incrementalChanges(cfg, rr.Configs)
 			}, other)
 		resp.Resources = append(resp.Resources, sr)

@@ -201,10 +201,23 @@ func brokerResource(name string) (isDefault bool, code int16, msg string) {
 // "Cannot update these configs dynamically: Set(...)", which the admin
 // manager turns into INVALID_REQUEST, not POLICY_VIOLATION: no
 // alter.config.policy is involved). An empty change list changes nothing
-// and succeeds.
-func alterBroker(name string, keys []string) (int16, string) {
-	if _, code, msg := brokerResource(name); code != 0 {
-		return code, msg
+// and succeeds. Before that, as Kafka's ConfigAdminManager.preprocess: a
+// null value (nulls: the names with one) is INVALID_REQUEST, and a name
+// other than "" must be this broker's id, with the alteration's wording
+// (validateResourceNameIsCurrentNodeId), which is not DescribeConfigs'
+// (brokerResource); segfs sent DescribeConfigs' and ignored nulls.
+func alterBroker(name string, keys, nulls []string) (int16, string) {
+	if len(nulls) > 0 {
+		return kerr.InvalidRequest.Code, "Null value not supported for : " + strings.Join(nulls, ", ")
+	}
+	if name != "" {
+		id, err := strconv.ParseInt(name, 10, 32)
+		if err != nil {
+			return kerr.InvalidRequest.Code, "Node id must be an integer, but it is: " + name
+		}
+		if id != nodeID {
+			return kerr.InvalidRequest.Code, fmt.Sprintf("Unexpected broker id, expected %d, but received %s", nodeID, name)
+		}
 	}
 	if len(keys) == 0 {
 		return 0, ""

@@ -1,0 +1,66 @@
+package tests
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestKafkaAlterBrokerConfigsResourceName: IncrementalAlterConfigs and
+// AlterConfigs of a broker resource answer as Kafka's
+// ConfigAdminManager.preprocess does, before looking at the settings: a
+// null value is INVALID_REQUEST "Null value not supported for : X"; a
+// name that is not a number is "Node id must be an integer, but it is:
+// X", and another broker's id "Unexpected broker id, expected 0, but
+// received 5" (the alteration's wording, with a comma; DescribeConfigs
+// has its own). segfs answered these with DescribeConfigs' messages and
+// refused a null value as a static setting.
+func TestKafkaAlterBrokerConfigsResourceName(t *testing.T) {
+	srv := kafkaServe(t, "")
+	cl := kafkaClient(t, srv.addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		name  string
+		value *string
+		msg   string
+	}{
+		{"5", kmsg.StringPtr("1000"), "Unexpected broker id, expected 0, but received 5"},
+		{"x", kmsg.StringPtr("1000"), "Node id must be an integer, but it is: x"},
+		{"0", nil, "Null value not supported for : log.retention.ms"},
+		{"", nil, "Null value not supported for : log.retention.ms"},
+	} {
+		ireq := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		ir := kmsg.NewIncrementalAlterConfigsRequestResource()
+		ir.ResourceType, ir.ResourceName = kmsg.ConfigResourceTypeBroker, tc.name
+		ic := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		ic.Name, ic.Value = "log.retention.ms", tc.value
+		ir.Configs = append(ir.Configs, ic)
+		ireq.Resources = append(ireq.Resources, ir)
+		iresp, err := cl.Broker(0).RetriableRequest(ctx, ireq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := iresp.(*kmsg.IncrementalAlterConfigsResponse).Resources[0]; r.ErrorCode != kerr.InvalidRequest.Code || r.ErrorMessage == nil || *r.ErrorMessage != tc.msg {
+			t.Errorf("IncrementalAlterConfigs broker %q: %v %v, want INVALID_REQUEST %q", tc.name, kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage, tc.msg)
+		}
+
+		lreq := kmsg.NewPtrAlterConfigsRequest()
+		lr := kmsg.NewAlterConfigsRequestResource()
+		lr.ResourceType, lr.ResourceName = kmsg.ConfigResourceTypeBroker, tc.name
+		lc := kmsg.NewAlterConfigsRequestResourceConfig()
+		lc.Name, lc.Value = "log.retention.ms", tc.value
+		lr.Configs = append(lr.Configs, lc)
+		lreq.Resources = append(lreq.Resources, lr)
+		lresp, err := cl.Broker(0).RetriableRequest(ctx, lreq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := lresp.(*kmsg.AlterConfigsResponse).Resources[0]; r.ErrorCode != kerr.InvalidRequest.Code || r.ErrorMessage == nil || *r.ErrorMessage != tc.msg {
+			t.Errorf("AlterConfigs broker %q: %v %v, want INVALID_REQUEST %q", tc.name, kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage, tc.msg)
+		}
+	}
+}
