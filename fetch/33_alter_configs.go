@@ -66,7 +66,7 @@ func (s *Server) alterResource(typ kmsg.ConfigResourceType, name string, dup boo
 	var msg string
 	switch {
 	case dup:
-		code, msg = kerr.InvalidRequest.Code, "Duplicate resource: each may appear once in a request."
+		code, msg = kerr.InvalidRequest.Code, "Each resource must appear at most once."
 	case hasDuplicate(keys):
 		code, msg = kerr.InvalidRequest.Code, "Error due to duplicate config keys"
 	case typ == kmsg.ConfigResourceTypeTopic:

@@ -64,3 +64,66 @@ func TestKafkaAlterBrokerConfigsResourceName(t *testing.T) {
 		}
 	}
 }
+
+// TestKafkaAlterConfigsDuplicateResource: a resource named twice in one
+// IncrementalAlterConfigs or AlterConfigs is refused, both times,
+// INVALID_REQUEST "Each resource must appear at most once.", Kafka's
+// ConfigAdminManager message; segfs sent its own ("Duplicate resource:
+// each may appear once in a request."). Nothing is changed.
+func TestKafkaAlterConfigsDuplicateResource(t *testing.T) {
+	srv := kafkaServe(t, "")
+	cl := kafkaClient(t, srv.addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ct := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "dup", 1, 1
+	ct.Topics = append(ct.Topics, rt)
+	if resp, err := ct.RequestWith(ctx, cl); err != nil || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create dup: %v %+v", err, resp)
+	}
+	const want = "Each resource must appear at most once."
+	ireq := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	lreq := kmsg.NewPtrAlterConfigsRequest()
+	for _, v := range []string{"1000", "2000"} {
+		ir := kmsg.NewIncrementalAlterConfigsRequestResource()
+		ir.ResourceType, ir.ResourceName = kmsg.ConfigResourceTypeTopic, "dup"
+		ic := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		ic.Name, ic.Value = "retention.ms", kmsg.StringPtr(v)
+		ir.Configs = append(ir.Configs, ic)
+		ireq.Resources = append(ireq.Resources, ir)
+		lr := kmsg.NewAlterConfigsRequestResource()
+		lr.ResourceType, lr.ResourceName = kmsg.ConfigResourceTypeTopic, "dup"
+		lc := kmsg.NewAlterConfigsRequestResourceConfig()
+		lc.Name, lc.Value = "retention.ms", kmsg.StringPtr(v)
+		lr.Configs = append(lr.Configs, lc)
+		lreq.Resources = append(lreq.Resources, lr)
+	}
+	iresp, err := ireq.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lresp, err := lreq.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if r := iresp.Resources[i]; r.ErrorCode != kerr.InvalidRequest.Code || r.ErrorMessage == nil || *r.ErrorMessage != want {
+			t.Errorf("IncrementalAlterConfigs entry %d: %v %v, want INVALID_REQUEST %q", i, kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage, want)
+		}
+		if r := lresp.Resources[i]; r.ErrorCode != kerr.InvalidRequest.Code || r.ErrorMessage == nil || *r.ErrorMessage != want {
+			t.Errorf("AlterConfigs entry %d: %v %v, want INVALID_REQUEST %q", i, kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage, want)
+		}
+	}
+	dreq := kmsg.NewPtrDescribeConfigsRequest()
+	dr := kmsg.NewDescribeConfigsRequestResource()
+	dr.ResourceType, dr.ResourceName, dr.ConfigNames = kmsg.ConfigResourceTypeTopic, "dup", []string{"retention.ms"}
+	dreq.Resources = append(dreq.Resources, dr)
+	dresp, err := dreq.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := dresp.Resources[0].Configs; len(c) != 1 || c[0].Value == nil || *c[0].Value != "604800000" {
+		t.Errorf("retention.ms after the refused changes: %+v, want the default 604800000", c)
+	}
+}
