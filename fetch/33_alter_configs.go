@@ -69,10 +69,16 @@ func (s *Server) alterResource(typ kmsg.ConfigResourceType, name string, dup boo
 		code, msg = kerr.InvalidRequest.Code, "Each resource must appear at most once."
 	case hasDuplicate(keys):
 		code, msg = kerr.InvalidRequest.Code, "Error due to duplicate config keys"
+	case len(nulls) > 0:
+		// Kafka's ConfigAdminManager.preprocess, for every resource
+		// type, before anything else is looked at: segfs checked a
+		// topic's null values among its other settings, in order, and
+		// joined the names with "," where Kafka joins them with ", ".
+		code, msg = kerr.InvalidRequest.Code, "Null value not supported for : "+strings.Join(nulls, ", ")
 	case typ == kmsg.ConfigResourceTypeTopic:
 		code, msg = s.alterTopicConfigs(name, validateOnly, change)
 	case typ == kmsg.ConfigResourceTypeBroker:
-		code, msg = alterBroker(name, keys, nulls)
+		code, msg = alterBroker(name, keys)
 	case typ == kmsg.ConfigResourceTypeGroupConfig || typ == kmsg.ConfigResourceTypeBrokerLogger || typ == kmsg.ConfigResourceTypeClientMetrics:
 		code, msg = other()
 	default:
@@ -86,22 +92,17 @@ func (s *Server) alterResource(typ kmsg.ConfigResourceType, name string, dup boo
 
 // legacyOther answers a legacy AlterConfigs of a group, broker logger or
 // client metrics resource as a Kafka 4 broker does
-// (ConfigAdminManager.preprocess for AlterConfigs): a null value is
-// INVALID_REQUEST first; a broker logger resource is then INVALID_REQUEST
+// (ConfigAdminManager.preprocess for AlterConfigs): a broker logger
+// resource is INVALID_REQUEST
 // "Unknown resource type 8", since KIP-412 log levels are only changed
-// through IncrementalAlterConfigs; group and client metrics resources go
+// through IncrementalAlterConfigs (null values are refused before, by
+// alterResource); group and client metrics resources go
 // on as IncrementalAlterConfigs' do (alterUnchangeable: any change
 // refused, none succeeds). segfs refused all three as unsupported types.
 func legacyOther(typ kmsg.ConfigResourceType, name string, configs []kmsg.AlterConfigsRequestResourceConfig) (int16, string) {
-	var keys, nulls []string
+	var keys []string
 	for _, c := range configs {
 		keys = append(keys, c.Name)
-		if c.Value == nil {
-			nulls = append(nulls, c.Name)
-		}
-	}
-	if len(nulls) > 0 {
-		return kerr.InvalidRequest.Code, "Null value not supported for : " + strings.Join(nulls, ", ")
 	}
 	if typ == kmsg.ConfigResourceTypeBrokerLogger {
 		return kerr.InvalidRequest.Code, fmt.Sprintf("Unknown resource type %d", typ)

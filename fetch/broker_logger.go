@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"math"
 	"strconv"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -65,8 +64,8 @@ func levelByName(name string) (slog.Level, bool) {
 
 // alterBrokerLogger answers an IncrementalAlterConfigs of the broker
 // logger resource as Kafka's RuntimeLoggerManager does, after the
-// duplicate checks every resource gets: a null value for anything but
-// DELETE is INVALID_REQUEST; the name must be this broker's id
+// duplicate and null value checks every resource gets (alterResource):
+// the name must be this broker's id
 // (INVALID_REQUEST); every operation is checked before any is applied, so
 // a refused request changes nothing. segfs has one logger, root (its slog
 // logger, shared by the mount and the Kafka server through
@@ -77,15 +76,6 @@ func levelByName(name string) (slog.Level, bool) {
 // INVALID_REQUEST. Without Config.LogLevel the level cannot change and any
 // change is refused (alterUnchangeable).
 func (s *Server) alterBrokerLogger(name string, ops []kmsg.IncrementalAlterConfigsRequestResourceConfig, validateOnly bool) (int16, string) {
-	var nulls []string
-	for _, op := range ops {
-		if op.Op != kmsg.IncrementalAlterConfigOpDelete && op.Value == nil {
-			nulls = append(nulls, op.Name)
-		}
-	}
-	if len(nulls) > 0 {
-		return kerr.InvalidRequest.Code, "Null value not supported for : " + strings.Join(nulls, ", ")
-	}
 	if s.cfg.LogLevel == nil {
 		keys := make([]string, 0, len(ops))
 		for _, op := range ops {

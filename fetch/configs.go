@@ -201,15 +201,11 @@ func brokerResource(name string) (isDefault bool, code int16, msg string) {
 // "Cannot update these configs dynamically: Set(...)", which the admin
 // manager turns into INVALID_REQUEST, not POLICY_VIOLATION: no
 // alter.config.policy is involved). An empty change list changes nothing
-// and succeeds. Before that, as Kafka's ConfigAdminManager.preprocess: a
-// null value (nulls: the names with one) is INVALID_REQUEST, and a name
-// other than "" must be this broker's id, with the alteration's wording
-// (validateResourceNameIsCurrentNodeId), which is not DescribeConfigs'
-// (brokerResource); segfs sent DescribeConfigs' and ignored nulls.
-func alterBroker(name string, keys, nulls []string) (int16, string) {
-	if len(nulls) > 0 {
-		return kerr.InvalidRequest.Code, "Null value not supported for : " + strings.Join(nulls, ", ")
-	}
+// and succeeds. Before that, as Kafka's ConfigAdminManager.preprocess, a
+// name other than "" must be this broker's id, with the alteration's
+// wording (validateResourceNameIsCurrentNodeId), which is not
+// DescribeConfigs' (brokerResource); segfs sent DescribeConfigs'.
+func alterBroker(name string, keys []string) (int16, string) {
 	if name != "" {
 		id, err := strconv.ParseInt(name, 10, 32)
 		if err != nil {

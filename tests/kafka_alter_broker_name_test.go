@@ -127,3 +127,59 @@ func TestKafkaAlterConfigsDuplicateResource(t *testing.T) {
 		t.Errorf("retention.ms after the refused changes: %+v, want the default 604800000", c)
 	}
 }
+
+// TestKafkaAlterConfigsNullValuesFirst: null values in an
+// (Incremental)AlterConfigs of a topic are refused before anything else
+// about the settings, all of them named, as Kafka's
+// ConfigAdminManager.preprocess does for every resource type:
+// INVALID_REQUEST "Null value not supported for : a, b". segfs looked at
+// a topic's settings in order (an unknown name before them was
+// INVALID_CONFIG) and named the nulls joined by ",", or only the first.
+func TestKafkaAlterConfigsNullValuesFirst(t *testing.T) {
+	srv := kafkaServe(t, "")
+	cl := kafkaClient(t, srv.addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ct := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "nv", 1, 1
+	ct.Topics = append(ct.Topics, rt)
+	if resp, err := ct.RequestWith(ctx, cl); err != nil || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create nv: %v %+v", err, resp)
+	}
+	const want = "Null value not supported for : retention.ms, segment.ms"
+	settings := []struct {
+		name  string
+		value *string
+	}{{"no.such", kmsg.StringPtr("1")}, {"retention.ms", nil}, {"segment.ms", nil}}
+	ireq := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	ir := kmsg.NewIncrementalAlterConfigsRequestResource()
+	ir.ResourceType, ir.ResourceName = kmsg.ConfigResourceTypeTopic, "nv"
+	lreq := kmsg.NewPtrAlterConfigsRequest()
+	lr := kmsg.NewAlterConfigsRequestResource()
+	lr.ResourceType, lr.ResourceName = kmsg.ConfigResourceTypeTopic, "nv"
+	for _, s := range settings {
+		ic := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		ic.Name, ic.Value = s.name, s.value
+		ir.Configs = append(ir.Configs, ic)
+		lc := kmsg.NewAlterConfigsRequestResourceConfig()
+		lc.Name, lc.Value = s.name, s.value
+		lr.Configs = append(lr.Configs, lc)
+	}
+	ireq.Resources = append(ireq.Resources, ir)
+	lreq.Resources = append(lreq.Resources, lr)
+	iresp, err := ireq.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := iresp.Resources[0]; r.ErrorCode != kerr.InvalidRequest.Code || r.ErrorMessage == nil || *r.ErrorMessage != want {
+		t.Errorf("IncrementalAlterConfigs: %v %v, want INVALID_REQUEST %q", kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage, want)
+	}
+	lresp, err := lreq.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := lresp.Resources[0]; r.ErrorCode != kerr.InvalidRequest.Code || r.ErrorMessage == nil || *r.ErrorMessage != want {
+		t.Errorf("AlterConfigs: %v %v, want INVALID_REQUEST %q", kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage, want)
+	}
+}
