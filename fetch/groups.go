@@ -1431,6 +1431,24 @@ func (gs *groups) deleteOffsets(name string, topics []kmsg.OffsetDeleteRequestTo
 			tps = append(tps, topicPartition{t.Topic, p.Partition})
 		}
 	}
+	if g == nil && cg == nil {
+		// A group of commits only (Kafka's simple group, made by an
+		// admin or group-less commit): Kafka keeps it, Empty, after
+		// its offsets are deleted, until the expiry check removes an
+		// Empty group without offsets; it stays listed, described and
+		// deletable till then. segfs knew it from its offsets alone,
+		// and it vanished with the last one (DeleteGroups answered
+		// GROUP_ID_NOT_FOUND). Held here as an Empty classic group with
+		// no protocol type; its remaining offsets still expire from
+		// their commits (emptySince 0), as a simple group's do.
+		g = &group{name: name, members: map[string]*member{}, pending: map[string]*time.Timer{}, static: map[string]string{}}
+		if rec, ok := gs.s.offsets.staged().classics[name]; ok {
+			// A classic group known from the file (its members gone
+			// at a restart): as it was recorded.
+			g.emptySince, g.generation, g.protocolType = rec.EmptySinceMs, rec.Generation, rec.ProtocolType
+		}
+		gs.byName[name] = g
+	}
 	if len(tps) == 0 {
 		return 0, codes, nil
 	}
