@@ -25,7 +25,7 @@ func TestKafkaAdminKafkaOnlyConfigs(t *testing.T) {
 	wantResult(t, py(addr, "create", "x2", "1", "min.insync.replicas=0"), "x2 INVALID_CONFIG", "min.insync.replicas")
 	wantResult(t, py(addr, "create", "x3", "1", "preallocate=yes"), "x3 INVALID_CONFIG", "preallocate")
 	wantResult(t, py(addr, "create", "x4", "1", "remote.storage.enable=true"), "x4 INVALID_CONFIG", "Tiered Storage")
-	wantResult(t, py(addr, "create", "x5", "1", "min.insync.replica=1"), "x5 INVALID_CONFIG", "unknown key")
+	wantResult(t, py(addr, "create", "x5", "1", "min.insync.replica=1"), "x5 INVALID_CONFIG", "Unknown topic config name: min.insync.replica")
 	if got := m.ok(`ls "$M"`); got != "x1\n" {
 		t.Fatalf("topics after the refused creations: %q", got)
 	}
