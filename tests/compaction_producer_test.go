@@ -122,9 +122,6 @@ func TestCompactionKeepsProducerState(t *testing.T) {
 func TestCompactionRemovesTxnMarkersMounted(t *testing.T) {
 	data := t.TempDir()
 	pdir := filepath.Join(data, "tm-0")
-	if err := os.MkdirAll(pdir, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	txnWriteSegment(t, pdir, 0, []txnBatch{
 		{base: 0, pid: 100, seq: 0, values: []string{"committed-1"}, control: -1},
 		{base: 1, pid: 200, seq: 0, values: []string{"aborted-1"}, control: -1},

@@ -3,7 +3,6 @@ package tests
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -238,9 +237,6 @@ func TestKafkaTxnFindHanging(t *testing.T) {
 func TestKafkaTxnOpenWithoutSnapshot(t *testing.T) {
 	data := t.TempDir()
 	pdir := filepath.Join(data, "txo-0")
-	if err := os.MkdirAll(pdir, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	txnWriteSegment(t, pdir, 0, []txnBatch{
 		{base: 0, pid: -1, values: []string{"plain-a"}, control: -1},
 		{base: 1, pid: 500, seq: 0, values: []string{"open-1"}, control: -1},

@@ -78,9 +78,13 @@ func txnBuild(t *testing.T, b txnBatch, ts int64) []byte {
 
 // txnWriteSegment writes a segment's .log, .index, .timeindex (an entry
 // per batch but the first) and .txnindex (entries of pid, first, last,
-// lso; none: no file).
+// lso; none: no file) into the partition directory dir, which it
+// creates if need be.
 func txnWriteSegment(t *testing.T, dir string, base int64, batches []txnBatch, txns [][4]int64) {
 	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	var log, idx, tidx, txn []byte
 	for i, b := range batches {
 		ts := 1700000000000 + b.base*1000
@@ -114,9 +118,6 @@ func txnDataDir(t *testing.T) string {
 	t.Helper()
 	data := t.TempDir()
 	pdir := filepath.Join(data, "txn-0")
-	if err := os.MkdirAll(pdir, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	txnWriteSegment(t, pdir, 0, []txnBatch{
 		{base: 0, pid: -1, values: []string{"plain-1"}, control: -1},
 		{base: 1, pid: 100, seq: 0, values: []string{"committed-1", "committed-2"}, control: -1},
@@ -257,9 +258,6 @@ func txnOpenDataDir(t *testing.T) string {
 	t.Helper()
 	data := t.TempDir()
 	pdir := filepath.Join(data, "txo-0")
-	if err := os.MkdirAll(pdir, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	txnWriteSegment(t, pdir, 0, []txnBatch{
 		{base: 0, pid: -1, values: []string{"plain-a"}, control: -1},
 		{base: 1, pid: 500, seq: 0, values: []string{"open-1"}, control: -1},
@@ -418,9 +416,6 @@ func TestKafkaTxnOpenHeldBack(t *testing.T) {
 func TestKafkaTxnIndexDamagedRepair(t *testing.T) {
 	data := t.TempDir()
 	pdir := filepath.Join(data, "txn-0")
-	if err := os.MkdirAll(pdir, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	txnWriteSegment(t, pdir, 0, []txnBatch{
 		{base: 0, pid: -1, values: []string{"plain-1"}, control: -1},
 		{base: 1, pid: 200, seq: 0, values: []string{"aborted-a"}, control: -1},
