@@ -326,6 +326,161 @@ func waitKgoMembers(t *testing.T, what string, kick chan struct{}, cond func() b
 	}
 }
 
+// kgoGroupRounds is a group of kgoGroupMembers reading rounds of records
+// from a topic's two partitions: a round is one record to each
+// partition, and want holds every record produced so far as the members
+// record what they read ("partition value").
+type kgoGroupRounds struct {
+	t                  *testing.T
+	addr, group, topic string
+	prod               *kgo.Client
+	kick               chan struct{}
+	members            []*kgoGroupMember
+	want               []string
+}
+
+func newKgoGroupRounds(t *testing.T, addr, group, topic string, prod *kgo.Client) *kgoGroupRounds {
+	return &kgoGroupRounds{t: t, addr: addr, group: group, topic: topic, prod: prod, kick: make(chan struct{}, 1)}
+}
+
+// join starts a member of the group, consuming the topic.
+func (g *kgoGroupRounds) join(name string, opts ...kgo.Opt) *kgoGroupMember {
+	g.t.Helper()
+	m := startKgoGroupMember(g.t, g.addr, g.group, g.topic, name, g.kick, opts...)
+	g.members = append(g.members, m)
+	return m
+}
+
+// produce produces round's records: ROUND-p0 to partition 0, ROUND-p1
+// to partition 1.
+func (g *kgoGroupRounds) produce(round string) {
+	g.t.Helper()
+	for p := range int32(2) {
+		v := fmt.Sprintf("%s-p%d", round, p)
+		kafkaProduce(g.t, g.prod, g.topic, p, v)
+		g.want = append(g.want, fmt.Sprintf("%d %s", p, v))
+	}
+}
+
+// wait waits up to a minute until cond holds (see waitKgoMembers).
+func (g *kgoGroupRounds) wait(what string, cond func() bool) {
+	g.t.Helper()
+	waitKgoMembers(g.t, what, g.kick, cond, g.members...)
+}
+
+// allCommitted: the members together read and committed as many records
+// as were produced.
+func (g *kgoGroupRounds) allCommitted() bool { return g.total(true) >= len(g.want) }
+
+// allRead: the members together read as many records as were produced.
+func (g *kgoGroupRounds) allRead() bool { return g.total(false) >= len(g.want) }
+
+// total is how many records the members together read, or read and
+// committed.
+func (g *kgoGroupRounds) total(committed bool) int {
+	n := 0
+	for _, m := range g.members {
+		read, c, _, _, _ := m.snapshot()
+		if committed {
+			read = c
+		}
+		n += len(read)
+	}
+	return n
+}
+
+// assigned is how many assignments each member has had.
+func (g *kgoGroupRounds) assigned() []int {
+	var n []int
+	for _, m := range g.members {
+		_, _, _, as, _ := m.snapshot()
+		n = append(n, len(as))
+	}
+	return n
+}
+
+// logMarks is how long each member's log is, so that checkNotTold can
+// look at what was logged since.
+func (g *kgoGroupRounds) logMarks() map[string]int {
+	marks := map[string]int{}
+	for _, m := range g.members {
+		_, _, _, _, log := m.snapshot()
+		marks[m.name] = len(log)
+	}
+	return marks
+}
+
+// checkNotTold checks that no member's log since marks (nil: the whole
+// log) has any of bad.
+func (g *kgoGroupRounds) checkNotTold(what string, marks map[string]int, bad ...string) {
+	g.t.Helper()
+	for _, m := range g.members {
+		_, _, _, _, log := m.snapshot()
+		log = log[marks[m.name]:]
+		for _, b := range bad {
+			if strings.Contains(log, b) {
+				g.t.Errorf("%s: member %s was told %s:\n%s", what, m.name, b, log)
+			}
+		}
+	}
+}
+
+// checkReadOnce checks that the members together read every record
+// produced, each once.
+func (g *kgoGroupRounds) checkReadOnce(what string) {
+	g.t.Helper()
+	var got []string
+	for _, m := range g.members {
+		read, _, _, _, _ := m.snapshot()
+		got = append(got, read...)
+	}
+	slices.Sort(got)
+	if w := slices.Sorted(slices.Values(g.want)); !slices.Equal(got, w) {
+		g.t.Errorf("%s: records read %q, want each once: %q", what, got, w)
+	}
+}
+
+// checkCarriedOn checks that the members carried on across restarts:
+// no commit failed, none was told any of bad since marks (nil: ever), each
+// record was read once, and none was assigned partitions again since
+// it had assigned assignments.
+func (g *kgoGroupRounds) checkCarriedOn(what string, marks map[string]int, assigned []int, bad ...string) {
+	g.t.Helper()
+	for i, m := range g.members {
+		_, _, errs, as, _ := m.snapshot()
+		if len(errs) > 0 {
+			g.t.Errorf("%s: member %s's commits failed: %v", what, m.name, errs)
+		}
+		if len(as) != assigned[i] {
+			g.t.Errorf("%s: member %s was assigned %d times, %d before: %v", what, m.name, len(as), assigned[i], as)
+		}
+	}
+	g.checkNotTold(what, marks, bad...)
+	g.checkReadOnce(what)
+}
+
+// serveRestarts restarts srv (serving data with flags) twice, with
+// SIGTERM and then with kill -9; after each restart check looks at the
+// group (how: "SIGTERM", "SIGKILL"), then a round is produced (r1, r2),
+// which the members must read and commit. It returns the server last
+// started.
+func (g *kgoGroupRounds) serveRestarts(srv *kafkaServer, data string, flags []string, check func(how string)) *kafkaServer {
+	g.t.Helper()
+	for i, how := range []string{"SIGTERM", "SIGKILL"} {
+		if how == "SIGKILL" {
+			srv.cmd.Process.Kill()
+			<-srv.done
+		} else {
+			srv.stop()
+		}
+		srv = kafkaServe(g.t, data, flags...)
+		check(how)
+		g.produce(fmt.Sprintf("r%d", i+1))
+		g.wait(fmt.Sprintf("round r%d read and committed after the %s restart", i+1, how), g.allCommitted)
+	}
+	return srv
+}
+
 // describeClassic is DescribeGroups of group, through a fresh client.
 func describeClassic(t *testing.T, addr, group string) kmsg.DescribeGroupsResponseGroup {
 	t.Helper()
@@ -355,87 +510,25 @@ func TestKafkaKgoGroupAcrossServeRestarts(t *testing.T) {
 	addr := kafkaFreeAddr(t)
 	flags := []string{"--listen", addr, "--partitions", "2"}
 	srv := kafkaServe(t, data, flags...)
-	const topic, group = "restarts", "kgo-restarts"
-	prod := kafkaClient(t, addr, kgo.AllowAutoTopicCreation())
-	var want []string
-	produce := func(round string) {
-		t.Helper()
-		for p := range int32(2) {
-			v := fmt.Sprintf("%s-p%d", round, p)
-			kafkaProduce(t, prod, topic, p, v)
-			want = append(want, fmt.Sprintf("%d %s", p, v))
-		}
-	}
-	produce("r0")
-	kick := make(chan struct{}, 1)
-	a := startKgoGroupMember(t, addr, group, topic, "a", kick)
-	b := startKgoGroupMember(t, addr, group, topic, "b", kick, kgo.InstanceID("kgo-b"))
-	members := []*kgoGroupMember{a, b}
-	// allCommitted: every record produced so far was read and committed,
-	// once, by the members together.
-	allCommitted := func(ms ...*kgoGroupMember) func() bool {
-		return func() bool {
-			n := 0
-			for _, m := range ms {
-				_, c, _, _, _ := m.snapshot()
-				n += len(c)
-			}
-			return n >= len(want)
-		}
-	}
-	split := func() bool {
+	const topic = "restarts"
+	g := newKgoGroupRounds(t, addr, "kgo-restarts", topic, kafkaClient(t, addr, kgo.AllowAutoTopicCreation()))
+	g.produce("r0")
+	a := g.join("a")
+	b := g.join("b", kgo.InstanceID("kgo-b"))
+	g.wait("a partition each", func() bool {
 		_, _, _, aa, _ := a.snapshot()
 		_, _, _, ba, _ := b.snapshot()
 		return len(aa) > 0 && len(ba) > 0 && len(aa[len(aa)-1][topic]) == 1 && len(ba[len(ba)-1][topic]) == 1
-	}
-	waitKgoMembers(t, "a partition each", kick, split, members...)
-	waitKgoMembers(t, "round r0 read and committed", kick, allCommitted(members...), members...)
-	_, _, _, aAssigns, _ := a.snapshot()
-	_, _, _, bAssigns, _ := b.snapshot()
+	})
+	g.wait("round r0 read and committed", g.allCommitted)
+	assigned := g.assigned()
 
-	for i, how := range []string{"SIGTERM", "SIGKILL"} {
-		if how == "SIGKILL" {
-			srv.cmd.Process.Kill()
-			<-srv.done
-		} else {
-			srv.stop()
-		}
-		srv = kafkaServe(t, data, flags...)
-		d := describeClassic(t, addr, group)
-		if d.State != "Stable" || len(d.Members) != 2 {
+	srv = g.serveRestarts(srv, data, flags, func(how string) {
+		if d := describeClassic(t, addr, g.group); d.State != "Stable" || len(d.Members) != 2 {
 			t.Errorf("DescribeGroups after the %s restart: state %q, %d members; want Stable with both", how, d.State, len(d.Members))
 		}
-		produce(fmt.Sprintf("r%d", i+1))
-		waitKgoMembers(t, fmt.Sprintf("round r%d read and committed after the %s restart", i+1, how), kick, allCommitted(members...), members...)
-	}
-	check := func(what string, ms []*kgoGroupMember) {
-		t.Helper()
-		var got []string
-		for _, m := range ms {
-			read, _, errs, _, log := m.snapshot()
-			got = append(got, read...)
-			if len(errs) > 0 {
-				t.Errorf("%s: member %s's commits failed: %v", what, m.name, errs)
-			}
-			for _, bad := range []string{"UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "REBALANCE_IN_PROGRESS"} {
-				if strings.Contains(log, bad) {
-					t.Errorf("%s: member %s was told %s:\n%s", what, m.name, bad, log)
-				}
-			}
-		}
-		slices.Sort(got)
-		w := slices.Sorted(slices.Values(want))
-		if !slices.Equal(got, w) {
-			t.Errorf("%s: records read %q, want each once: %q", what, got, w)
-		}
-	}
-	check("after the restarts", members)
-	if _, _, _, as, _ := a.snapshot(); len(as) != len(aAssigns) {
-		t.Errorf("a was assigned %d times, %d before the restarts: %v", len(as), len(aAssigns), as)
-	}
-	if _, _, _, bs, _ := b.snapshot(); len(bs) != len(bAssigns) {
-		t.Errorf("b was assigned %d times, %d before the restarts: %v", len(bs), len(bAssigns), bs)
-	}
+	})
+	g.checkCarriedOn("after the restarts", nil, assigned, "UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "REBALANCE_IN_PROGRESS")
 	if t.Failed() {
 		return
 	}
@@ -447,30 +540,17 @@ func TestKafkaKgoGroupAcrossServeRestarts(t *testing.T) {
 	srv.stop()
 	b.close()
 	srv = kafkaServe(t, data, flags...)
-	if d := describeClassic(t, addr, group); d.State != "Stable" || len(d.Members) != 2 {
+	if d := describeClassic(t, addr, g.group); d.State != "Stable" || len(d.Members) != 2 {
 		t.Errorf("DescribeGroups after the restart without b: state %q, %d members; want Stable with both, until b's session ends", d.State, len(d.Members))
 	}
-	produce("r3")
-	waitKgoMembers(t, "a alone with both partitions", kick, func() bool {
+	g.produce("r3")
+	g.wait("a alone with both partitions", func() bool {
 		_, _, _, as, _ := a.snapshot()
-		return len(as) > len(aAssigns) && len(as[len(as)-1][topic]) == 2
-	}, a)
-	var bRead []string
-	bRead, _, _, _, _ = b.snapshot()
-	waitKgoMembers(t, "round r3 read and committed by a", kick, func() bool {
-		aRead, _, _, _, _ := a.snapshot()
-		return len(aRead)+len(bRead) >= len(want)
-	}, a)
-	var got []string
-	for _, m := range members {
-		read, _, _, _, _ := m.snapshot()
-		got = append(got, read...)
-	}
-	slices.Sort(got)
-	if w := slices.Sorted(slices.Values(want)); !slices.Equal(got, w) {
-		t.Errorf("after b's departure: records read %q, want each once: %q", got, w)
-	}
-	if d := describeClassic(t, addr, group); d.State != "Stable" || len(d.Members) != 1 {
+		return len(as) > assigned[0] && len(as[len(as)-1][topic]) == 2
+	})
+	g.wait("round r3 read and committed by a", g.allRead)
+	g.checkReadOnce("after b's departure")
+	if d := describeClassic(t, addr, g.group); d.State != "Stable" || len(d.Members) != 1 {
 		t.Errorf("DescribeGroups after b's session ended: state %q, %d members; want Stable with a alone", d.State, len(d.Members))
 	}
 }

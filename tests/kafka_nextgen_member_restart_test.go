@@ -33,38 +33,16 @@ func TestKafkaNextGenMembersAcrossServeRestarts(t *testing.T) {
 	flags := []string{"--listen", addr, "--partitions", "2",
 		"--group-consumer-heartbeat-interval", "300ms", "--group-consumer-session-timeout", "6s"}
 	srv := kafkaServe(t, data, flags...)
-	const topic, group = "ng-restarts", "ng-kgo-restarts"
-	prod := kafkaClient(t, addr, kgo.AllowAutoTopicCreation())
-	var want []string
-	produce := func(round string) {
-		t.Helper()
-		for p := range int32(2) {
-			v := fmt.Sprintf("%s-p%d", round, p)
-			kafkaProduce(t, prod, topic, p, v)
-			want = append(want, fmt.Sprintf("%d %s", p, v))
-		}
-	}
-	produce("r0")
-	kick := make(chan struct{}, 1)
-	a := startKgoGroupMember(t, addr, group, topic, "a", kick, kgo.ServerSideBalancer())
-	b := startKgoGroupMember(t, addr, group, topic, "b", kick, kgo.ServerSideBalancer(), kgo.InstanceID("ng-b"))
-	members := []*kgoGroupMember{a, b}
-	allCommitted := func(ms ...*kgoGroupMember) func() bool {
-		return func() bool {
-			n := 0
-			for _, m := range ms {
-				_, c, _, _, _ := m.snapshot()
-				n += len(c)
-			}
-			return n >= len(want)
-		}
-	}
-	waitKgoMembers(t, "round r0 read and committed", kick, allCommitted(members...), members...)
+	g := newKgoGroupRounds(t, addr, "ng-kgo-restarts", "ng-restarts", kafkaClient(t, addr, kgo.AllowAutoTopicCreation()))
+	g.produce("r0")
+	a := g.join("a", kgo.ServerSideBalancer())
+	b := g.join("b", kgo.ServerSideBalancer(), kgo.InstanceID("ng-b"))
+	g.wait("round r0 read and committed", g.allCommitted)
 	// The group is reconciled: both members at the assignment epoch, a
 	// partition each.
 	var before kmsg.ConsumerGroupDescribeResponseGroup
-	waitKgoMembers(t, "the group Stable with a partition each", kick, func() bool {
-		before = nextGenDescribe(t, addr, group)
+	g.wait("the group Stable with a partition each", func() bool {
+		before = nextGenDescribe(t, addr, g.group)
 		if before.State != "Stable" || len(before.Members) != 2 {
 			return false
 		}
@@ -74,19 +52,14 @@ func TestKafkaNextGenMembersAcrossServeRestarts(t *testing.T) {
 			}
 		}
 		return true
-	}, members...)
-	_, _, _, aAssigns, _ := a.snapshot()
-	_, _, _, bAssigns, _ := b.snapshot()
+	})
+	assigned := g.assigned()
 	// What each member's log had before the restarts (its rebalances
 	// then may well have been told of a stale epoch).
-	logBefore := map[string]int{}
-	for _, m := range members {
-		_, _, _, _, log := m.snapshot()
-		logBefore[m.name] = len(log)
-	}
+	logBefore := g.logMarks()
 
-	sameMembers := func(how string, d kmsg.ConsumerGroupDescribeResponseGroup) {
-		t.Helper()
+	srv = g.serveRestarts(srv, data, flags, func(how string) {
+		d := nextGenDescribe(t, addr, g.group)
 		if d.ErrorCode != 0 || d.State != "Stable" || d.Epoch != before.Epoch || len(d.Members) != 2 {
 			t.Errorf("ConsumerGroupDescribe after the %s restart: error %d, state %q, epoch %d, %d members; want Stable at epoch %d with both members", how, d.ErrorCode, d.State, d.Epoch, len(d.Members), before.Epoch)
 			return
@@ -99,43 +72,8 @@ func TestKafkaNextGenMembersAcrossServeRestarts(t *testing.T) {
 					how, m.MemberID, m.MemberEpoch, m.SubscribedTopics, m.Assignment.TopicPartitions, w.MemberID, w.MemberEpoch, w.SubscribedTopics, w.Assignment.TopicPartitions)
 			}
 		}
-	}
-	for i, how := range []string{"SIGTERM", "SIGKILL"} {
-		if how == "SIGKILL" {
-			srv.cmd.Process.Kill()
-			<-srv.done
-		} else {
-			srv.stop()
-		}
-		srv = kafkaServe(t, data, flags...)
-		sameMembers(how, nextGenDescribe(t, addr, group))
-		produce(fmt.Sprintf("r%d", i+1))
-		waitKgoMembers(t, fmt.Sprintf("round r%d read and committed after the %s restart", i+1, how), kick, allCommitted(members...), members...)
-	}
-	var got []string
-	for _, m := range members {
-		read, _, errs, _, log := m.snapshot()
-		log = log[logBefore[m.name]:]
-		got = append(got, read...)
-		if len(errs) > 0 {
-			t.Errorf("after the restarts: member %s's commits failed: %v", m.name, errs)
-		}
-		for _, bad := range []string{"UNKNOWN_MEMBER_ID", "FENCED_MEMBER_EPOCH", "STALE_MEMBER_EPOCH", "stale member epoch", "fenced"} {
-			if strings.Contains(log, bad) {
-				t.Errorf("after the restarts: member %s was told %s:\n%s", m.name, bad, log)
-			}
-		}
-	}
-	slices.Sort(got)
-	if w := slices.Sorted(slices.Values(want)); !slices.Equal(got, w) {
-		t.Errorf("after the restarts: records read %q, want each once: %q", got, w)
-	}
-	if _, _, _, as, _ := a.snapshot(); len(as) != len(aAssigns) {
-		t.Errorf("a was assigned %d times, %d before the restarts: %v", len(as), len(aAssigns), as)
-	}
-	if _, _, _, bs, _ := b.snapshot(); len(bs) != len(bAssigns) {
-		t.Errorf("b was assigned %d times, %d before the restarts: %v", len(bs), len(bAssigns), bs)
-	}
+	})
+	g.checkCarriedOn("after the restarts", logBefore, assigned, "UNKNOWN_MEMBER_ID", "FENCED_MEMBER_EPOCH", "STALE_MEMBER_EPOCH", "stale member epoch", "fenced")
 	if t.Failed() {
 		return
 	}
@@ -146,30 +84,21 @@ func TestKafkaNextGenMembersAcrossServeRestarts(t *testing.T) {
 	srv.stop()
 	b.close()
 	srv = kafkaServe(t, data, flags...)
-	if d := nextGenDescribe(t, addr, group); len(d.Members) != 2 {
+	if d := nextGenDescribe(t, addr, g.group); len(d.Members) != 2 {
 		t.Errorf("ConsumerGroupDescribe after the restart without b: state %q, %d members; want both, until b's session ends", d.State, len(d.Members))
 	}
-	produce("r3")
+	g.produce("r3")
 	// franz-go's OnPartitionsAssigned names the partitions added only.
-	waitKgoMembers(t, "a given b's partition", kick, func() bool {
+	g.wait("a given b's partition", func() bool {
 		_, _, _, as, _ := a.snapshot()
-		return len(as) > len(aAssigns)
-	}, a)
-	if d := nextGenDescribe(t, addr, group); len(d.Members) != 1 || len(d.Members[0].Assignment.TopicPartitions) != 1 || len(d.Members[0].Assignment.TopicPartitions[0].Partitions) != 2 {
+		return len(as) > assigned[0]
+	})
+	if d := nextGenDescribe(t, addr, g.group); len(d.Members) != 1 || len(d.Members[0].Assignment.TopicPartitions) != 1 || len(d.Members[0].Assignment.TopicPartitions[0].Partitions) != 2 {
 		t.Errorf("ConsumerGroupDescribe once a was given b's partition: %+v; want a alone with both partitions", d.Members)
 	}
-	bRead, _, _, _, _ := b.snapshot()
-	waitKgoMembers(t, "round r3 read by a", kick, func() bool {
-		aRead, _, _, _, _ := a.snapshot()
-		return len(aRead)+len(bRead) >= len(want)
-	}, a)
-	aRead, _, _, _, _ := a.snapshot()
-	got = append(slices.Clone(aRead), bRead...)
-	slices.Sort(got)
-	if w := slices.Sorted(slices.Values(want)); !slices.Equal(got, w) {
-		t.Errorf("after b's departure: records read %q, want each once: %q", got, w)
-	}
-	if d := nextGenDescribe(t, addr, group); len(d.Members) != 1 || d.Members[0].MemberID != before.Members[slices.IndexFunc(before.Members, func(m kmsg.ConsumerGroupDescribeResponseGroupMember) bool { return m.InstanceID == nil })].MemberID {
+	g.wait("round r3 read by a", g.allRead)
+	g.checkReadOnce("after b's departure")
+	if d := nextGenDescribe(t, addr, g.group); len(d.Members) != 1 || d.Members[0].MemberID != before.Members[slices.IndexFunc(before.Members, func(m kmsg.ConsumerGroupDescribeResponseGroupMember) bool { return m.InstanceID == nil })].MemberID {
 		t.Errorf("ConsumerGroupDescribe after b's session ended: state %q, %d members; want a alone", d.State, len(d.Members))
 	}
 }
