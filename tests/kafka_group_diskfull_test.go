@@ -145,44 +145,25 @@ func TestKafkaGroupRebalanceOnFullDisk(t *testing.T) {
 			const topic, group = "gfull", "gfull-group"
 			m.ok(`mkdir "$M/` + topic + `"`)
 			prod := kafkaClient(t, addr)
-			var want []string
-			produce := func(round string) {
-				t.Helper()
-				for p := range int32(2) {
-					v := fmt.Sprintf("%s-p%d", round, p)
-					kafkaProduce(t, prod, topic, p, v)
-					want = append(want, fmt.Sprintf("%d %s", p, v))
-				}
-			}
-			produce("r0")
+			g := newKgoGroupRounds(t, addr, group, topic, prod)
+			g.produce("r0")
 
-			kick := make(chan struct{}, 1)
 			key := int16(14) // SyncGroup
 			var opts []kgo.Opt
 			if proto == "consumer" {
 				key = 68 // ConsumerGroupHeartbeat
 				opts = append(opts, kgo.ServerSideBalancer())
 			}
-			a := startKgoGroupMember(t, addr, group, topic, "a", kick, opts...)
-			members := []*kgoGroupMember{a}
-			allCommitted := func() bool {
-				n := 0
-				for _, m := range members {
-					_, c, _, _, _ := m.snapshot()
-					n += len(c)
-				}
-				return n >= len(want)
-			}
-			waitKgoMembers(t, "round r0 read and committed by a", kick, allCommitted, a)
+			a := g.join("a", opts...)
+			g.wait("round r0 read and committed by a", g.allCommitted)
 			aID, _ := a.cl.GroupMetadata()
 			if ids, _ := groupFileRecord(t, data, group); !slices.Equal(ids, []string{aID}) {
 				t.Fatalf("offsets file before the disk fills: members %q, want a (%s)", ids, aID)
 			}
 
 			fillers := fillDisk(t, disk.dir)
-			hook := &groupReadHook{key: key, kick: kick}
-			b := startKgoGroupMember(t, addr, group, topic, "b", kick, append(opts, kgo.WithHooks(hook))...)
-			members = append(members, b)
+			hook := &groupReadHook{key: key, kick: g.kick}
+			b := g.join("b", append(opts, kgo.WithHooks(hook))...)
 			// b's rebalance is answered a few times, or b is assigned
 			// partitions: either way the server has decided.
 			assignedB := func() bool {
@@ -194,7 +175,7 @@ func TestKafkaGroupRebalanceOnFullDisk(t *testing.T) {
 				}
 				return false
 			}
-			waitKgoMembers(t, "b's rebalance answered on the full disk", kick, func() bool { return assignedB() || hook.n.Load() >= 6 }, a, b)
+			g.wait("b's rebalance answered on the full disk", func() bool { return assignedB() || hook.n.Load() >= 6 })
 			if assignedB() {
 				_, _, _, as, _ := b.snapshot()
 				ids, epoch := groupFileRecord(t, data, group)
@@ -229,9 +210,9 @@ func TestKafkaGroupRebalanceOnFullDisk(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			waitKgoMembers(t, "b assigned a partition once the disk has space", kick, assignedB, a, b)
-			produce("r1")
-			waitKgoMembers(t, "round r1 read and committed", kick, allCommitted, a, b)
+			g.wait("b assigned a partition once the disk has space", assignedB)
+			g.produce("r1")
+			g.wait("round r1 read and committed", g.allCommitted)
 			bID, _ := b.cl.GroupMetadata()
 			ids, _ := groupFileRecord(t, data, group)
 			slices.Sort(ids)
@@ -243,37 +224,19 @@ func TestKafkaGroupRebalanceOnFullDisk(t *testing.T) {
 
 			// kill -9 and a restart bring back the group the members
 			// hold: they carry on, none is told it is unknown or stale.
-			logBefore := map[string]int{}
-			for _, m := range members {
-				_, _, _, _, log := m.snapshot()
-				logBefore[m.name] = len(log)
-			}
+			logBefore := g.logMarks()
 			m.kill9()
 			m.mount(args...)
 			kafkaWaitListening(t, addr)
-			produce("r2")
-			waitKgoMembers(t, "round r2 read and committed after kill -9 and a restart", kick, allCommitted, a, b)
-			for _, m := range members {
-				_, _, _, _, log := m.snapshot()
-				for _, bad := range []string{"UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "FENCED_MEMBER_EPOCH"} {
-					if strings.Contains(log[logBefore[m.name]:], bad) {
-						t.Errorf("after the restart, member %s was told %s:\n%s", m.name, bad, log[logBefore[m.name]:])
-					}
-				}
-			}
-
-			var got []string
-			for _, m := range members {
-				read, _, errs, _, _ := m.snapshot()
-				got = append(got, read...)
-				if len(errs) > 0 {
+			g.produce("r2")
+			g.wait("round r2 read and committed after kill -9 and a restart", g.allCommitted)
+			g.checkNotTold("after the restart", logBefore, "UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "FENCED_MEMBER_EPOCH")
+			for _, m := range g.members {
+				if _, _, errs, _, _ := m.snapshot(); len(errs) > 0 {
 					t.Logf("member %s's commit errors (retried): %v", m.name, errs)
 				}
 			}
-			slices.Sort(got)
-			if w := slices.Sorted(slices.Values(want)); !slices.Equal(got, w) {
-				t.Errorf("records read %q, want each once: %q", got, w)
-			}
+			g.checkReadOnce("after the restart")
 		})
 	}
 }
