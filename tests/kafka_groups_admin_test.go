@@ -37,12 +37,7 @@ func TestKafkaKcatStaticMemberRestart(t *testing.T) {
 	a := kcatJoin(t, srv.addr, group, topic, "A", "-X", "group.instance.id=kcat-a")
 	a.waitUntil("all 4 partitions", func() bool { return a.assignedPartitions() == "0,1,2,3" })
 	b := kcatJoin(t, srv.addr, group, topic, "B", "-X", "group.instance.id=kcat-b")
-	var pa, pb string
-	b.waitUntil("a share of the partitions", func() bool { pb = b.assignedPartitions(); return pb != "" })
-	a.waitUntil("its share after B joined", func() bool { pa = a.assignedPartitions(); return len(pa) == 3 })
-	if len(pb) != 3 || pa == pb {
-		t.Fatalf("partitions split as A %q, B %q; want two each", pa, pb)
-	}
+	pa, _ := kcatSplit(t, a, b)
 	b.mu.Lock()
 	bAssigns := b.assigns
 	b.mu.Unlock()
@@ -60,15 +55,7 @@ func TestKafkaKcatStaticMemberRestart(t *testing.T) {
 	// Both consume what is produced now, each from its own partitions.
 	late := produceRound(t, cl, topic, 4, "late", 3)
 	for _, m := range []*kcatMember{a2, b} {
-		m.waitUntil("its 6 late records", func() bool {
-			n := 0
-			for _, r := range m.records {
-				if strings.Contains(r, "late-") {
-					n++
-				}
-			}
-			return n >= 6
-		})
+		m.waitUntil("its 6 late records", func() bool { return m.recordsWith("late-") >= 6 })
 	}
 	// kcat prints an "assigned:" line for every rebalance it takes part
 	// in; B's output is complete once it has exited.

@@ -169,6 +169,31 @@ func (m *kcatMember) assignedPartitions() string {
 	return strings.Join(ps, ",")
 }
 
+// recordsWith is how many records m read whose value has sub; call with
+// m.mu held.
+func (m *kcatMember) recordsWith(sub string) int {
+	n := 0
+	for _, r := range m.records {
+		if strings.Contains(r, sub) {
+			n++
+		}
+	}
+	return n
+}
+
+// kcatSplit waits until b has joined a's group and the two share the 4
+// partitions; it fails the test unless each holds two. It returns a's
+// and b's partitions.
+func kcatSplit(t *testing.T, a, b *kcatMember) (pa, pb string) {
+	t.Helper()
+	b.waitUntil("a share of the partitions", func() bool { pb = b.assignedPartitions(); return pb != "" })
+	a.waitUntil("its share after B joined", func() bool { pa = a.assignedPartitions(); return len(pa) == 3 })
+	if len(pb) != 3 || pa == pb {
+		t.Fatalf("partitions split as A %q, B %q; want two each", pa, pb)
+	}
+	return pa, pb
+}
+
 func (m *kcatMember) got() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -214,23 +239,10 @@ func TestKafkaKcatConsumerGroup(t *testing.T) {
 
 	b := kcatJoin(t, srv.addr, group, topic, "B")
 	// The group rebalances: A rejoins, each gets two partitions.
-	var pa, pb string
-	b.waitUntil("a share of the partitions", func() bool { pb = b.assignedPartitions(); return pb != "" })
-	a.waitUntil("its share after B joined", func() bool { pa = a.assignedPartitions(); return len(pa) == 3 })
-	if len(pb) != 3 || pa == pb {
-		t.Fatalf("partitions split as A %q, B %q; want two each", pa, pb)
-	}
+	kcatSplit(t, a, b)
 	want = append(want, produceRound(t, cl, topic, 4, "split", 5)...)
 	for _, m := range []*kcatMember{a, b} {
-		m.waitUntil("its records of the split round", func() bool {
-			n := 0
-			for _, r := range m.records {
-				if strings.Contains(r, "split-") {
-					n++
-				}
-			}
-			return n >= 10
-		})
+		m.waitUntil("its records of the split round", func() bool { return m.recordsWith("split-") >= 10 })
 	}
 	for _, m := range []*kcatMember{a, b} {
 		mine := map[string]bool{}
@@ -251,15 +263,7 @@ func TestKafkaKcatConsumerGroup(t *testing.T) {
 	b.stop()
 	a.waitUntil("all 4 partitions back", func() bool { return a.assignedPartitions() == "0,1,2,3" })
 	want = append(want, produceRound(t, cl, topic, 4, "late", 4)...)
-	a.waitUntil("every record of the late round", func() bool {
-		n := 0
-		for _, r := range a.records {
-			if strings.Contains(r, "late-") {
-				n++
-			}
-		}
-		return n >= 16
-	})
+	a.waitUntil("every record of the late round", func() bool { return a.recordsWith("late-") >= 16 })
 
 	got := append(a.got(), b.got()...)
 	slices.Sort(got)
