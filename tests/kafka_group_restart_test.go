@@ -484,11 +484,12 @@ func (g *kgoGroupRounds) serveRestarts(srv *kafkaServer, data string, flags []st
 // describeClassic is DescribeGroups of group, through a fresh client.
 func describeClassic(t *testing.T, addr, group string) kmsg.DescribeGroupsResponseGroup {
 	t.Helper()
-	cl := kafkaClient(t, addr)
 	req := kmsg.NewPtrDescribeGroupsRequest()
 	req.Groups = []string{group}
-	resp := adminRequest[*kmsg.DescribeGroupsResponse](t, cl, req)
-	cl.Close()
+	resp := freshRequest[*kmsg.DescribeGroupsResponse](t, addr, req)
+	if len(resp.Groups) != 1 {
+		t.Fatalf("DescribeGroups %s: %+v", group, resp)
+	}
 	return resp.Groups[0]
 }
 

@@ -205,6 +205,15 @@ func adminRequest[R kmsg.Response](t *testing.T, cl *kgo.Client, req kmsg.Reques
 	return resp.(R)
 }
 
+// freshRequest sends req through a client of its own to addr, closed
+// after, and fails the test on a transport error.
+func freshRequest[R kmsg.Response](t *testing.T, addr string, req kmsg.Request) R {
+	t.Helper()
+	cl := kafkaClient(t, addr)
+	defer cl.Close()
+	return adminRequest[R](t, cl, req)
+}
+
 // committed returns group's committed offsets of topic's partitions 0..n-1.
 func committed(t *testing.T, cl *kgo.Client, group, topic string, n int32) []int64 {
 	t.Helper()

@@ -38,32 +38,12 @@ func TestKafkaNextGenGroupTypeSurvivesRestart(t *testing.T) {
 	nextGenCheckType(t, srv.addr, group)
 	a.close() // commits, then leaves: the group is empty
 	a.check(t)
-	before := nextGenDescribe(t, srv.addr, group)
-	if before.ErrorCode != 0 || before.State != "Empty" || before.Epoch < 2 {
-		t.Fatalf("before the restart: ConsumerGroupDescribe %s: error %d %v, state %q, epoch %d, want an Empty group past epoch 1", group, before.ErrorCode, before.ErrorMessage, before.State, before.Epoch)
-	}
+	before := nextGenEmptyBefore(t, srv.addr, group)
 
 	srv.stop()
 	srv = kafkaServe(t, data, flags...)
 	prod = kafkaClient(t, srv.addr) // the new server listens elsewhere
-	if got := nextGenListed(t, srv.addr, group); got != "consumer consumer Empty" {
-		t.Errorf("after the restart ListGroups shows %s as %q, want type consumer, protocol type consumer, state Empty", group, got)
-	}
-	after := nextGenDescribe(t, srv.addr, group)
-	if after.ErrorCode != 0 || after.State != "Empty" || after.Epoch != before.Epoch || after.AssignmentEpoch != before.AssignmentEpoch || len(after.Members) != 0 {
-		msg := ""
-		if after.ErrorMessage != nil {
-			msg = *after.ErrorMessage
-		}
-		t.Errorf("after the restart ConsumerGroupDescribe %s: error %d %q, state %q, epoch %d, assignment epoch %d, %d members; want Empty at epoch %d, assignment epoch %d, as before it",
-			group, after.ErrorCode, msg, after.State, after.Epoch, after.AssignmentEpoch, len(after.Members), before.Epoch, before.AssignmentEpoch)
-	}
-	// DescribeGroups answers a KIP-848 group Dead, as Kafka does (it is
-	// not a classic group), restart or not: the restart must not turn it
-	// into a classic one.
-	if got := nextGenDescribeGroups(t, srv.addr, group); got != "Dead " {
-		t.Errorf("after the restart DescribeGroups %s: %q, want Dead (not a classic group)", group, got)
-	}
+	nextGenCheckKept(t, srv.addr, group, before)
 	if t.Failed() {
 		return
 	}
@@ -123,31 +103,59 @@ func TestKafkaNextGenGroupTypeSurvivesRestart(t *testing.T) {
 // nextGenDescribe is ConsumerGroupDescribe of one group.
 func nextGenDescribe(t *testing.T, addr, group string) kmsg.ConsumerGroupDescribeResponseGroup {
 	t.Helper()
-	cl := kafkaClient(t, addr)
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	req := kmsg.NewPtrConsumerGroupDescribeRequest()
 	req.Groups = []string{group}
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil || len(resp.Groups) != 1 {
-		t.Fatalf("ConsumerGroupDescribe %s: %v %+v", group, err, resp)
+	resp := freshRequest[*kmsg.ConsumerGroupDescribeResponse](t, addr, req)
+	if len(resp.Groups) != 1 {
+		t.Fatalf("ConsumerGroupDescribe %s: %+v", group, resp)
 	}
 	return resp.Groups[0]
+}
+
+// nextGenEmptyBefore is ConsumerGroupDescribe of group, whose member
+// left before a restart: it fails the test at once unless the group is
+// Empty past epoch 1.
+func nextGenEmptyBefore(t *testing.T, addr, group string) kmsg.ConsumerGroupDescribeResponseGroup {
+	t.Helper()
+	before := nextGenDescribe(t, addr, group)
+	if before.ErrorCode != 0 || before.State != "Empty" || before.Epoch < 2 {
+		t.Fatalf("before the restart: ConsumerGroupDescribe %s: error %d %v, state %q, epoch %d, want an Empty group past epoch 1", group, before.ErrorCode, before.ErrorMessage, before.State, before.Epoch)
+	}
+	return before
+}
+
+// nextGenCheckKept checks that after a restart group is still the Empty
+// consumer group it was before it: in ListGroups, in DescribeGroups, and
+// in ConsumerGroupDescribe, at the epochs it had, without members. It
+// returns ConsumerGroupDescribe's answer.
+func nextGenCheckKept(t *testing.T, addr, group string, before kmsg.ConsumerGroupDescribeResponseGroup) kmsg.ConsumerGroupDescribeResponseGroup {
+	t.Helper()
+	if got := nextGenListed(t, addr, group); got != "consumer consumer Empty" {
+		t.Errorf("after the restart ListGroups shows %s as %q, want type consumer, protocol type consumer, state Empty", group, got)
+	}
+	after := nextGenDescribe(t, addr, group)
+	if after.ErrorCode != 0 || after.State != "Empty" || after.Epoch != before.Epoch || after.AssignmentEpoch != before.AssignmentEpoch || len(after.Members) != 0 {
+		msg := ""
+		if after.ErrorMessage != nil {
+			msg = *after.ErrorMessage
+		}
+		t.Errorf("after the restart ConsumerGroupDescribe %s: error %d %q, state %q, epoch %d, assignment epoch %d, %d members; want Empty at epoch %d, assignment epoch %d, as before it",
+			group, after.ErrorCode, msg, after.State, after.Epoch, after.AssignmentEpoch, len(after.Members), before.Epoch, before.AssignmentEpoch)
+	}
+	// DescribeGroups answers a KIP-848 group Dead, as Kafka does (it is
+	// not a classic group), restart or not: the restart must not turn it
+	// into a classic one.
+	if got := nextGenDescribeGroups(t, addr, group); got != "Dead " {
+		t.Errorf("after the restart DescribeGroups %s: %q, want Dead (not a classic group)", group, got)
+	}
+	return after
 }
 
 // nextGenListed is ListGroups' "type protocol-type state" of group, "" if
 // it is not listed.
 func nextGenListed(t *testing.T, addr, group string) string {
 	t.Helper()
-	cl := kafkaClient(t, addr)
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	resp, err := kmsg.NewPtrListGroupsRequest().RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := freshRequest[*kmsg.ListGroupsResponse](t, addr, kmsg.NewPtrListGroupsRequest())
 	i := slices.IndexFunc(resp.Groups, func(g kmsg.ListGroupsResponseGroup) bool { return g.Group == group })
 	if i < 0 {
 		return ""
@@ -159,17 +167,8 @@ func nextGenListed(t *testing.T, addr, group string) string {
 // nextGenDescribeGroups is DescribeGroups' "state protocol-type" of group.
 func nextGenDescribeGroups(t *testing.T, addr, group string) string {
 	t.Helper()
-	cl := kafkaClient(t, addr)
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	req := kmsg.NewPtrDescribeGroupsRequest()
-	req.Groups = []string{group}
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil || len(resp.Groups) != 1 {
-		t.Fatalf("DescribeGroups %s: %v %+v", group, err, resp)
-	}
-	return resp.Groups[0].State + " " + resp.Groups[0].ProtocolType
+	d := describeClassic(t, addr, group)
+	return d.State + " " + d.ProtocolType
 }
 
 // TestKafkaNextGenGroupNeverCommittedSurvivesRestart: a KIP-848 consumer
@@ -220,10 +219,7 @@ func TestKafkaNextGenGroupNeverCommittedSurvivesRestart(t *testing.T) {
 	nextGenCheckType(t, srv.addr, group)
 	a.close()
 	a.check(t)
-	before := nextGenDescribe(t, srv.addr, group)
-	if before.ErrorCode != 0 || before.State != "Empty" || before.Epoch < 2 {
-		t.Fatalf("before the restart: ConsumerGroupDescribe %s: error %d %v, state %q, epoch %d, want an Empty group past epoch 1", group, before.ErrorCode, before.ErrorMessage, before.State, before.Epoch)
-	}
+	before := nextGenEmptyBefore(t, srv.addr, group)
 	if before.AssignorName != "uniform" {
 		t.Errorf("before the restart the Empty group names assignor %q, want Kafka's default, uniform", before.AssignorName)
 	}
@@ -241,24 +237,8 @@ func TestKafkaNextGenGroupNeverCommittedSurvivesRestart(t *testing.T) {
 
 	srv.stop()
 	srv = kafkaServe(t, data, flags...)
-	if got := nextGenListed(t, srv.addr, group); got != "consumer consumer Empty" {
-		t.Errorf("after the restart ListGroups shows %s as %q, want type consumer, protocol type consumer, state Empty", group, got)
-	}
-	after := nextGenDescribe(t, srv.addr, group)
-	if after.ErrorCode != 0 || after.State != "Empty" || after.Epoch != before.Epoch || after.AssignmentEpoch != before.AssignmentEpoch ||
-		after.AssignorName != before.AssignorName || len(after.Members) != 0 {
-		msg := ""
-		if after.ErrorMessage != nil {
-			msg = *after.ErrorMessage
-		}
-		t.Errorf("after the restart ConsumerGroupDescribe %s: error %d %q, state %q, epoch %d, assignment epoch %d, assignor %q, %d members; want Empty at epoch %d, assignment epoch %d, assignor %q, as before it",
-			group, after.ErrorCode, msg, after.State, after.Epoch, after.AssignmentEpoch, after.AssignorName, len(after.Members), before.Epoch, before.AssignmentEpoch, before.AssignorName)
-	}
-	// DescribeGroups answers a KIP-848 group Dead, as Kafka does (it is
-	// not a classic group), restart or not: the restart must not turn it
-	// into a classic one.
-	if got := nextGenDescribeGroups(t, srv.addr, group); got != "Dead " {
-		t.Errorf("after the restart DescribeGroups %s: %q, want Dead (not a classic group)", group, got)
+	if after := nextGenCheckKept(t, srv.addr, group, before); after.AssignorName != before.AssignorName {
+		t.Errorf("after the restart ConsumerGroupDescribe %s names assignor %q, want %q, as before it", group, after.AssignorName, before.AssignorName)
 	}
 
 	// DeleteGroups deletes it, across a restart too.
