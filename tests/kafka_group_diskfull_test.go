@@ -41,10 +41,7 @@ func (h *groupReadHook) OnBrokerRead(_ kgo.BrokerMetadata, key int16, _ int, _, 
 	default:
 		return
 	}
-	select {
-	case h.kick <- struct{}{}:
-	default:
-	}
+	wake(h.kick)
 }
 
 // fillDisk leaves no free block on the filesystem of dir: fallocate

@@ -244,7 +244,7 @@ func startKgoGroupMember(t *testing.T, addr, group, topic, name string, kick cha
 			m.mu.Lock()
 			defer m.mu.Unlock()
 			m.assigns = append(m.assigns, ps)
-			m.signal()
+			wake(m.kick)
 		})}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
@@ -253,14 +253,6 @@ func startKgoGroupMember(t *testing.T, addr, group, topic, name string, kick cha
 	go m.run()
 	t.Cleanup(m.close)
 	return m
-}
-
-// signal wakes the waiter, if any.
-func (m *kgoGroupMember) signal() {
-	select {
-	case m.kick <- struct{}{}:
-	default:
-	}
 }
 
 func (m *kgoGroupMember) run() {
@@ -291,7 +283,7 @@ func (m *kgoGroupMember) run() {
 		} else {
 			m.committed = append(m.committed, vals...)
 		}
-		m.signal()
+		wake(m.kick)
 		m.mu.Unlock()
 	}
 }

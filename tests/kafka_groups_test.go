@@ -69,7 +69,7 @@ func kcatJoin(t *testing.T, addr, group, topic, name string, extra ...string) *k
 			m.mu.Lock()
 			m.records = append(m.records, sc.Text())
 			m.mu.Unlock()
-			m.notify()
+			wake(m.changed)
 		}
 	}()
 	go func() {
@@ -84,22 +84,24 @@ func kcatJoin(t *testing.T, addr, group, topic, name string, extra ...string) *k
 				m.assigns++
 			}
 			m.mu.Unlock()
-			m.notify()
+			wake(m.changed)
 		}
 	}()
 	go func() {
 		wg.Wait()
 		m.cmd.Wait()
 		close(m.exited)
-		m.notify()
+		wake(m.changed)
 	}()
 	t.Cleanup(func() { m.stop() })
 	return m
 }
 
-func (m *kcatMember) notify() {
+// wake wakes whoever waits on ch, a channel of capacity 1, without
+// blocking: a wake-up already pending says as much.
+func wake(ch chan struct{}) {
 	select {
-	case m.changed <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }
