@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -119,10 +118,7 @@ func TestKafkaPythonGroupCommitAcrossMountRestart(t *testing.T) {
 	// It mostly waits (timers, clients) on a server, data dir and
 	// port of its own: it runs beside the other tests that do (t.Parallel).
 	t.Parallel()
-	const python = "/usr/bin/python3"
-	if err := exec.Command(python, "-c", "import confluent_kafka").Run(); err != nil {
-		t.Skip("confluent-kafka-python not installed (apt-get install python3-confluent-kafka); CI installs it")
-	}
+	pythonNeedKafka(t)
 	for _, instance := range []string{"w1", ""} {
 		name := "static"
 		if instance == "" {
@@ -134,11 +130,8 @@ func TestKafkaPythonGroupCommitAcrossMountRestart(t *testing.T) {
 			kafkaWaitListening(t, addr)
 			m.ok(`mkdir "$M/st1" && seq 1 3 >> "$M/st1/0/data"`)
 
-			script := filepath.Join(t.TempDir(), "autocommit.py")
-			if err := os.WriteFile(script, []byte(pythonAutoCommit), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			cmd := exec.Command("timeout", "-k", "5", "150", python, script, addr, "st1", "g-"+name, instance)
+			script := pythonScript(t, "autocommit.py", pythonAutoCommit)
+			cmd := exec.Command("timeout", "-k", "5", "150", pythonBin, script, addr, "st1", "g-"+name, instance)
 			stdout, err := cmd.StdoutPipe()
 			if err != nil {
 				t.Fatal(err)

@@ -9,9 +9,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -353,25 +351,14 @@ print("\n".join(got))
 // on close, and a second run resumes after the commit. Before, it failed:
 // the broker did not serve the group APIs.
 func TestKafkaPythonSubscribe(t *testing.T) {
-	const python = "/usr/bin/python3"
-	if err := exec.Command(python, "-c", "import confluent_kafka").Run(); err != nil {
-		t.Skip("confluent-kafka-python not installed (apt-get install python3-confluent-kafka); CI installs it")
-	}
-	script := filepath.Join(t.TempDir(), "subscribe.py")
-	if err := os.WriteFile(script, []byte(pythonSubscribe), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	pythonNeedKafka(t)
+	script := pythonScript(t, "subscribe.py", pythonSubscribe)
 	srv := kafkaServe(t, "", "--partitions", "2")
 	prod := kafkaClient(t, srv.addr, kgo.AllowAutoTopicCreation())
 	run := func(n int) []string {
 		t.Helper()
-		cmd := exec.Command("timeout", "-k", "5", "90", python, script, srv.addr, "jobs", fmt.Sprint(n))
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("python: %v\nstdout: %s\nstderr: %s", err, out.String(), errb.String())
-		}
-		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		out, _ := pythonRun(t, 90, script, srv.addr, "jobs", fmt.Sprint(n))
+		lines := strings.Split(strings.TrimSpace(out), "\n")
 		slices.Sort(lines)
 		return lines
 	}

@@ -1,10 +1,8 @@
 package tests
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -69,10 +67,7 @@ func TestKafkaPythonConsumerAPIs(t *testing.T) {
 	// It mostly waits (timers, clients) on a server, data dir and
 	// port of its own: it runs beside the other tests that do (t.Parallel).
 	t.Parallel()
-	const python = "/usr/bin/python3"
-	if err := exec.Command(python, "-c", "import confluent_kafka").Run(); err != nil {
-		t.Skip("confluent-kafka-python not installed (apt-get install python3-confluent-kafka); CI installs it")
-	}
+	pythonNeedKafka(t)
 	addr := kafkaFreeAddr(t)
 	m := mntNew(t, "--kafka-listen", addr)
 	kafkaWaitListening(t, addr)
@@ -94,12 +89,7 @@ func TestKafkaPythonConsumerAPIs(t *testing.T) {
 		t.Fatalf("data after DeleteRecords: %q", got)
 	}
 
-	cmd := exec.Command("timeout", "-k", "5", "120", python, "-c", pythonConsumerAPIs, addr, "apis", fmt.Sprint(base))
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("python: %v\nstdout: %s\nstderr: %s", err, out.String(), errb.String())
-	}
+	out, errs := pythonRun(t, 120, "-c", pythonConsumerAPIs, addr, "apis", fmt.Sprint(base))
 	want := []string{
 		"watermarks 2 6",
 		"time-before-start 2",
@@ -113,8 +103,8 @@ func TestKafkaPythonConsumerAPIs(t *testing.T) {
 		"from-beginning 2:r2",
 		"committed 3",
 	}
-	got := strings.Split(strings.TrimSpace(out.String()), "\n")
+	got := strings.Split(strings.TrimSpace(out), "\n")
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Fatalf("python consumer printed\n%s\nwant\n%s\nstderr: %s", out.String(), strings.Join(want, "\n"), errb.String())
+		t.Fatalf("python consumer printed\n%s\nwant\n%s\nstderr: %s", out, strings.Join(want, "\n"), errs)
 	}
 }

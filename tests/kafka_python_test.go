@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,28 +52,54 @@ elif mode == "consume":
     print("committed %d" % committed)
 `
 
+// pythonBin is Debian's python3, where python3-confluent-kafka installs.
+const pythonBin = "/usr/bin/python3"
+
+// pythonNeedKafka skips the test where confluent-kafka-python is not
+// installed.
+func pythonNeedKafka(t *testing.T) {
+	t.Helper()
+	if err := exec.Command(pythonBin, "-c", "import confluent_kafka").Run(); err != nil {
+		t.Skip("confluent-kafka-python not installed (apt-get install python3-confluent-kafka); CI installs it")
+	}
+}
+
+// pythonScript writes body to the file name in the test's temporary
+// directory and returns its path.
+func pythonScript(t *testing.T, name, body string) string {
+	t.Helper()
+	script := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(script, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return script
+}
+
+// pythonRun runs pythonBin with args under timeout(1): SIGTERM after
+// secs seconds, SIGKILL 5 s later. It fails the test, showing both
+// outputs, unless python exits 0, and returns its stdout and stderr.
+func pythonRun(t *testing.T, secs int, args ...string) (stdout, stderr string) {
+	t.Helper()
+	cmd := exec.Command("timeout", append([]string{"-k", "5", fmt.Sprint(secs), pythonBin}, args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("python %s: %v\nstdout: %s\nstderr: %s", strings.Join(args, " "), err, out.String(), errb.String())
+	}
+	return out.String(), errb.String()
+}
+
 // confluent-kafka-python (Debian's python3-confluent-kafka over librdkafka)
 // against segfs serve: an idempotent producer, a consumer with explicit
 // assignment that commits and, after a restart of the server, resumes at
 // the committed offset.
 func TestKafkaPythonCommitResume(t *testing.T) {
-	const python = "/usr/bin/python3" // Debian's, where the package installs
-	if err := exec.Command(python, "-c", "import confluent_kafka").Run(); err != nil {
-		t.Skip("confluent-kafka-python not installed (apt-get install python3-confluent-kafka); CI installs it")
-	}
-	script := filepath.Join(t.TempDir(), "client.py")
-	if err := os.WriteFile(script, []byte(pythonClient), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	pythonNeedKafka(t)
+	script := pythonScript(t, "client.py", pythonClient)
 	run := func(addr string, args ...string) []string {
 		t.Helper()
-		cmd := exec.Command("timeout", append([]string{"-k", "5", "90", python, script, args[0], addr}, args[1:]...)...)
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("python %s: %v\nstdout: %s\nstderr: %s", strings.Join(args, " "), err, out.String(), errb.String())
-		}
-		return strings.Fields(out.String())
+		out, _ := pythonRun(t, 90, append([]string{script, args[0], addr}, args[1:]...)...)
+		return strings.Fields(out)
 	}
 
 	srv := kafkaServe(t, "")
@@ -119,23 +146,12 @@ c.close()
 // segfs refused it with UNKNOWN_MEMBER_ID because the commit carried an
 // instance id.
 func TestKafkaPythonStaticMemberCommit(t *testing.T) {
-	const python = "/usr/bin/python3"
-	if err := exec.Command(python, "-c", "import confluent_kafka").Run(); err != nil {
-		t.Skip("confluent-kafka-python not installed (apt-get install python3-confluent-kafka); CI installs it")
-	}
-	script := filepath.Join(t.TempDir(), "static.py")
-	if err := os.WriteFile(script, []byte(pythonStaticCommit), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	pythonNeedKafka(t)
+	script := pythonScript(t, "static.py", pythonStaticCommit)
 	srv := kafkaServe(t, "")
 	kafkaProduce(t, kafkaClient(t, srv.addr, kgo.AllowAutoTopicCreation()), "orders", 0, "o1", "o2")
-	cmd := exec.Command("timeout", "-k", "5", "90", python, script, srv.addr, "orders")
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("python: %v\nstdout: %s\nstderr: %s", err, out.String(), errb.String())
-	}
-	if got := strings.TrimSpace(out.String()); got != "committed 1" {
+	out, _ := pythonRun(t, 90, script, srv.addr, "orders")
+	if got := strings.TrimSpace(out); got != "committed 1" {
 		t.Fatalf("got %q, want committed 1", got)
 	}
 }
