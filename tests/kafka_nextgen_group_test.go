@@ -335,10 +335,18 @@ func TestKafkaNextGenGroupMembership(t *testing.T) {
 	next := nextGenRound(t, prod, topic, parts, "r5", 3)
 	d := startNextGenMember(t, srv.addr, group, topic, "d", fresh)
 	fresh.waitFor(t, "after the restart", next)
-	d.close()
-	d.check(t)
-	fresh.check(t, next)
-	if n := len(fresh.seen); n != len(next) {
+	nextGenCheckResumed(t, d, fresh, next)
+}
+
+// nextGenCheckResumed closes m, a member that joined its group after a
+// restart, and checks what the group read since (log): each of next once
+// and nothing else, as it resumed from the commits.
+func nextGenCheckResumed(t *testing.T, m *nextGenMember, log *nextGenLog, next []string) {
+	t.Helper()
+	m.close()
+	m.check(t)
+	log.check(t, next)
+	if n := len(log.seen); n != len(next) {
 		t.Fatalf("after the restart the group read %d records, want only the %d produced since the commits", n, len(next))
 	}
 }
