@@ -377,6 +377,19 @@ func (p *Partition) appendLocked(b []byte, h *record.Header, st record.TextStats
 	record.SetLeaderEpoch(b, epoch)
 	h.BaseOffset = base
 	h.PartitionLeaderEpoch = epoch
+	// While a writer of the mount has an unfinished line, the journal
+	// records the log end this batch reaches before the batch is written
+	// (unfinished.go): after a power cut, recovery then tells a journal
+	// behind the log. Nothing is written when no line is pending.
+	if err := p.unfinished.mark(p, h.NextOffset()); err != nil {
+		return 0, err
+	}
+	stored := false
+	defer func() {
+		if !stored {
+			p.unfinished.unmark(p.leo.Load())
+		}
+	}()
 	if err := p.maybeRollLocked(int64(len(b)), h, cfg); err != nil {
 		var wf *writeFailure
 		if errors.As(err, &wf) && !wf.fatal {
@@ -402,6 +415,7 @@ func (p *Partition) appendLocked(b []byte, h *record.Header, st record.TextStats
 		seg.kickedTo = end
 	}
 	p.leo.Store(h.NextOffset())
+	stored = true
 	if h.ProducerID >= 0 && !h.Control() {
 		// A marker's state change is WriteTxnMarker's.
 		p.producers.update(h)
@@ -469,6 +483,9 @@ func (p *Partition) timeWaited(seg *segment, maxTs int64) int64 {
 // base and recovery after a crash rescans only the new segment.
 func (p *Partition) rollLocked(reason string, cfg *Config) error {
 	old := p.active()
+	// The seal fsyncs the segment: the journal first, as flushLocked
+	// does, so that its batches are not durable without their entries.
+	p.syncUnfinished()
 	if err := old.seal(); err != nil {
 		return err
 	}
@@ -512,12 +529,7 @@ func (p *Partition) flushLocked() error {
 	// power cut, a durable batch that ended a writer's unfinished line
 	// must not come back with the journal's older entry, which would
 	// make the line's start a record a second time.
-	if err := p.unfinished.sync(); err != nil {
-		p.log().Warn("journal of unfinished lines not synced", "err", err)
-		p.unfinished.mu.Lock()
-		p.unfinished.broken = true
-		p.unfinished.mu.Unlock()
-	}
+	p.syncUnfinished()
 	if err := p.active().flush(); err != nil {
 		// After a failed fsync the kernel may have dropped the dirty pages;
 		// a retry could report success for data that never reached disk.
@@ -530,6 +542,20 @@ func (p *Partition) flushLocked() error {
 	p.lastFlush = p.store.now()
 	p.store.markDirty()
 	return nil
+}
+
+// syncUnfinished makes the journal of unfinished lines durable before
+// an fsync of the segment (amu held). A failure leaves the journal to be
+// rewritten before its next entry; the batches are made durable all the
+// same, and a power cut before the journal is synced is then told at the
+// next open by the log ends its entries record (unfinished.go).
+func (p *Partition) syncUnfinished() {
+	if err := p.unfinished.sync(); err != nil {
+		p.log().Warn("journal of unfinished lines not synced", "err", err)
+		p.unfinished.mu.Lock()
+		p.unfinished.broken = true
+		p.unfinished.mu.Unlock()
+	}
 }
 
 // FileSlice is a byte range of a segment file.

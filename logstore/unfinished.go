@@ -30,9 +30,14 @@ import (
 //
 //	u32 body length, u32 CRC-32C of the body, then the body:
 //	u8 kind (set: the writer's unfinished line is tail; extend: tail is
-//	   appended to it), u64 run id, u64 writer id (together unique across
-//	   daemon runs), i64 time of the write (Unix ms), i64 cond, u32 tail
-//	   length, tail, zero padding.
+//	   appended to it; mark: no change, see below; 0x80 set: an end
+//	   field follows cond), u64 run id, u64 writer id (together unique
+//	   across daemon runs), i64 time of the write (Unix ms), i64 cond,
+//	   [i64 end], u32 tail length, tail, zero padding.
+//
+// (Entries without end, kinds 1 and 2, are those of a daemon from before
+// the end field; they are read, and a journal holding one is recovered
+// without the check below.)
 //
 // cond < 0: unconditional. cond >= 0: the entry happened only if the log
 // ends at cond or later: an append whose lines end a writer's unfinished
@@ -43,12 +48,38 @@ import (
 // its entry in place (same length, so no new space is needed): never
 // valid (cond = MaxInt64), or, for a write whose first batches were
 // stored, an empty tail valid once the first batch is there.
+//
+// end is the log end the entry implies: cond for a conditional entry, the
+// log end when it was written for an unconditional one. The journal and
+// the segments are written without fsync, so a power cut keeps of each
+// whatever pages the kernel had written back, and the segment's may be
+// newer than the journal's: a batch that ended a writer's line is in the
+// log while the entry that cleared the line is lost, and the older entry
+// would bring the line's start back as a second record. So while any
+// writer has a line in the journal, every append to the partition
+// (appendLocked: lines of any writer, produced batches, transaction
+// markers) first writes a mark, a conditional entry that changes no line,
+// recording the log end its batch reaches, unless an entry already
+// records that end or a later one (the conditional entry of a
+// LineWriter.AppendLines covers all its batches). At the next open, if a
+// writer's line is left and the log ends past the largest end a valid
+// entry records, batches reached the segment whose entries did not reach
+// the journal: the journal is behind the log, and no line is recovered
+// (a warning says how many lines and bytes are dropped). A log that ends
+// at or before that end (kill -9, where the page cache keeps both files
+// whole, or a power cut that lost the segment's newer pages) is
+// consistent with the journal, and the lines are recovered as the
+// entries say, the conditional entries whose batches are missing being
+// ignored as above.
 const (
 	unfinishedFile    = "segfs-unfinished-lines"
 	unfinishedHdr     = 8  // length, CRC
-	unfinishedBodyHdr = 37 // kind, run, writer, time, cond, tail length
+	unfinishedBodyHdr = 45 // kind, run, writer, time, cond, end, tail length
+	unfinishedOldHdr  = 37 // the same without end (kinds 1 and 2 without unfinishedHasEnd)
 	unfinishedSet     = 1
 	unfinishedExtend  = 2
+	unfinishedMark    = 3 // no change: the log end an append reaches (end = cond)
+	unfinishedHasEnd  = 0x80
 	// unfinishedRewriteAt: past this size the journal is rewritten with
 	// only the current lines (when they take less than half of it).
 	unfinishedRewriteAt = 1 << 20
@@ -78,6 +109,17 @@ type unfinishedJournal struct {
 	seq     uint64 // entries written
 	buf     []byte
 	pending bool // a conditional entry's batches are being appended
+	// reach is the log end once the append under way (amu) is done, or
+	// the log end when none is: the end an unconditional entry records.
+	// appendLocked sets it before each batch, under mu, so that an entry
+	// either records a batch's end or is in the journal before the
+	// batch's mark is decided (and then a mark is written).
+	reach int64
+	// recorded is the largest end an entry in the file records that is
+	// sure to be valid once the log reaches it (an unconditional entry,
+	// or a conditional one whose append has not failed); -1 when none.
+	// An append whose batch ends at or before it writes no mark.
+	recorded int64
 }
 
 // runID tells this daemon run's writers from earlier runs' in the journal.
@@ -207,19 +249,20 @@ func (w *LineWriter) AppendLines(head, text, tail []byte) (first, last int64, st
 }
 
 // encode appends an entry to dst.
-func encodeUnfinished(dst []byte, kind byte, k writerKey, ts, cond int64, tail []byte) []byte {
+func encodeUnfinished(dst []byte, kind byte, k writerKey, ts, cond, end int64, tail []byte) []byte {
 	n := unfinishedBodyHdr + len(tail)
 	start := len(dst)
 	dst = append(dst, make([]byte, unfinishedHdr+n)...)
 	e := dst[start:]
 	binary.BigEndian.PutUint32(e[0:], uint32(n))
 	b := e[unfinishedHdr:]
-	b[0] = kind
+	b[0] = kind | unfinishedHasEnd
 	binary.BigEndian.PutUint64(b[1:], k.run)
 	binary.BigEndian.PutUint64(b[9:], k.id)
 	binary.BigEndian.PutUint64(b[17:], uint64(ts))
 	binary.BigEndian.PutUint64(b[25:], uint64(cond))
-	binary.BigEndian.PutUint32(b[33:], uint32(len(tail)))
+	binary.BigEndian.PutUint64(b[33:], uint64(end))
+	binary.BigEndian.PutUint32(b[41:], uint32(len(tail)))
 	copy(b[unfinishedBodyHdr:], tail)
 	// b[unfinishedBodyHdr+len(tail):] is padding (zero), used by an in-place rewrite
 	// that shortens the tail.
@@ -229,10 +272,11 @@ func encodeUnfinished(dst []byte, kind byte, k writerKey, ts, cond int64, tail [
 
 // unfinishedEntry is a decoded entry.
 type unfinishedEntry struct {
-	kind byte
+	kind byte // without unfinishedHasEnd
 	key  writerKey
 	ts   int64
 	cond int64
+	end  int64 // -1: not recorded (an entry of an older daemon)
 	tail []byte
 }
 
@@ -243,23 +287,33 @@ func decodeUnfinished(b []byte) ([]unfinishedEntry, int) {
 	pos := 0
 	for len(b)-pos >= unfinishedHdr {
 		n := int(binary.BigEndian.Uint32(b[pos:]))
-		if n < unfinishedBodyHdr || n > len(b)-pos-unfinishedHdr {
+		if n < unfinishedOldHdr || n > len(b)-pos-unfinishedHdr {
 			break
 		}
 		body := b[pos+unfinishedHdr : pos+unfinishedHdr+n]
 		if crc32.Checksum(body, castagnoli) != binary.BigEndian.Uint32(b[pos+4:]) {
 			break
 		}
-		tl := int(binary.BigEndian.Uint32(body[33:]))
-		if tl > n-unfinishedBodyHdr || (body[0] != unfinishedSet && body[0] != unfinishedExtend) {
+		kind, hdr, end := body[0]&^unfinishedHasEnd, unfinishedOldHdr, int64(-1)
+		if body[0]&unfinishedHasEnd != 0 {
+			if n < unfinishedBodyHdr {
+				break
+			}
+			hdr, end = unfinishedBodyHdr, int64(binary.BigEndian.Uint64(body[33:]))
+		} else if kind == unfinishedMark {
+			break // marks always have an end
+		}
+		tl := int(binary.BigEndian.Uint32(body[hdr-4:]))
+		if tl > n-hdr || (kind != unfinishedSet && kind != unfinishedExtend && kind != unfinishedMark) {
 			break
 		}
 		out = append(out, unfinishedEntry{
-			kind: body[0],
+			kind: kind,
 			key:  writerKey{binary.BigEndian.Uint64(body[1:]), binary.BigEndian.Uint64(body[9:])},
 			ts:   int64(binary.BigEndian.Uint64(body[17:])),
 			cond: int64(binary.BigEndian.Uint64(body[25:])),
-			tail: body[unfinishedBodyHdr : unfinishedBodyHdr+tl],
+			end:  end,
+			tail: body[hdr : hdr+tl],
 		})
 		pos += unfinishedHdr + n
 	}
@@ -268,6 +322,9 @@ func decodeUnfinished(b []byte) ([]unfinishedEntry, int) {
 
 // apply records an entry in the in-memory lines.
 func (j *unfinishedJournal) apply(kind byte, k writerKey, ts int64, tail []byte) {
+	if kind == unfinishedMark {
+		return
+	}
 	if j.lines == nil {
 		j.lines = map[writerKey]*unfinishedLine{}
 	}
@@ -345,13 +402,50 @@ func (j *unfinishedJournal) write(p *Partition, kind byte, k writerKey, ts, cond
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.buf = encodeUnfinished(j.buf[:0], kind, k, ts, cond, tail)
+	end := j.reach
+	if cond >= 0 {
+		end = cond
+	}
+	j.buf = encodeUnfinished(j.buf[:0], kind, k, ts, cond, end, tail)
 	if _, err := j.appendEntry(p, j.buf); err != nil {
 		return err
+	}
+	if cond < 0 {
+		j.recorded = max(j.recorded, end)
 	}
 	j.apply(kind, k, ts, tail)
 	j.maybeShrink(p)
 	return nil
+}
+
+// mark is appendLocked's, before a batch that ends the log at next: while
+// a writer has a line, the journal records that end first, unless an
+// entry already does (see the file's comment). amu is held. An error
+// means the batch must not be appended: it would reach the segment with
+// nothing in the journal to tell a power cut's lost entries.
+func (j *unfinishedJournal) mark(p *Partition, next int64) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.reach = next
+	if len(j.lines) == 0 || j.recorded >= next {
+		return nil
+	}
+	j.buf = encodeUnfinished(j.buf[:0], unfinishedMark, writerKey{}, 0, next, next, nil)
+	if _, err := j.appendEntry(p, j.buf); err != nil {
+		return err
+	}
+	j.recorded = next
+	return nil
+}
+
+// unmark is appendLocked's after a batch failed: the log ends at leo, and
+// the marks and conditional entries written for batches not stored do not
+// count until the log reaches them (which a smaller batch may not). amu is
+// held.
+func (j *unfinishedJournal) unmark(leo int64) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.reach, j.recorded = leo, -1
 }
 
 // writeCond appends the conditional entry of an append (amu held) and
@@ -359,12 +453,15 @@ func (j *unfinishedJournal) write(p *Partition, kind byte, k writerKey, ts, cond
 func (j *unfinishedJournal) writeCond(p *Partition, k writerKey, ts, cond int64, tail []byte) (int64, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.buf = encodeUnfinished(j.buf[:0], unfinishedSet, k, ts, cond, tail)
+	j.buf = encodeUnfinished(j.buf[:0], unfinishedSet, k, ts, cond, cond, tail)
 	at, err := j.appendEntry(p, j.buf)
 	if err != nil {
 		return 0, err
 	}
 	j.pending = true
+	// It covers every batch of the append (their marks are not needed);
+	// resolve takes that back if the append fails.
+	j.recorded = max(j.recorded, cond)
 	return at, nil
 }
 
@@ -381,7 +478,12 @@ func (j *unfinishedJournal) resolve(p *Partition, k writerKey, at, ts, cond int6
 	if cond != condNever {
 		j.apply(unfinishedSet, k, ts, tail)
 	}
-	if cond >= 0 && !j.undo(at, k, ts, cond, tail) {
+	if cond >= 0 {
+		// The append failed: the log ends where its stored batches do,
+		// which the entry records from now on.
+		j.reach, j.recorded = p.leo.Load(), -1
+	}
+	if cond >= 0 && !j.undo(at, k, ts, cond, j.reach, tail) {
 		// The entry may still claim a line the writer does not have:
 		// the journal is rewritten from memory, now or before the
 		// next entry.
@@ -395,7 +497,7 @@ func (j *unfinishedJournal) resolve(p *Partition, k writerKey, at, ts, cond int6
 }
 
 // undo rewrites the entry at at in place (resolve). The caller holds j.mu.
-func (j *unfinishedJournal) undo(at int64, k writerKey, ts, cond int64, tail []byte) bool {
+func (j *unfinishedJournal) undo(at int64, k writerKey, ts, cond, end int64, tail []byte) bool {
 	if j.f == nil {
 		return false
 	}
@@ -408,7 +510,7 @@ func (j *unfinishedJournal) undo(at int64, k writerKey, ts, cond int64, tail []b
 		return false
 	}
 	e := make([]byte, unfinishedHdr+n)
-	enc := encodeUnfinished(nil, unfinishedSet, k, ts, cond, tail)
+	enc := encodeUnfinished(nil, unfinishedSet, k, ts, cond, end, tail)
 	copy(e, enc)
 	binary.BigEndian.PutUint32(e[0:], uint32(n))
 	binary.BigEndian.PutUint32(e[4:], crc32.Checksum(e[unfinishedHdr:], castagnoli))
@@ -431,7 +533,7 @@ func (j *unfinishedJournal) maybeShrink(p *Partition) {
 			j.broken = true
 			return
 		}
-		j.size = 0
+		j.size, j.recorded = 0, -1
 		j.dirty = true
 		return
 	}
@@ -451,7 +553,7 @@ func (j *unfinishedJournal) rewrite(p *Partition) error {
 	var b []byte
 	for _, k := range j.ordered() {
 		l := j.lines[k]
-		b = encodeUnfinished(b, unfinishedSet, k, l.ts, -1, l.tail)
+		b = encodeUnfinished(b, unfinishedSet, k, l.ts, -1, j.reach, l.tail)
 	}
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
@@ -472,6 +574,10 @@ func (j *unfinishedJournal) rewrite(p *Partition) error {
 		j.f.Close()
 	}
 	j.f, j.size, j.live, j.broken, j.dirty = f, int64(len(b)), int64(len(b)), false, true
+	j.recorded = -1
+	if len(b) > 0 {
+		j.recorded = j.reach
+	}
 	return nil
 }
 
@@ -530,6 +636,11 @@ func (j *unfinishedJournal) close(p *Partition) {
 // stored, for the next open.
 func (p *Partition) recoverUnfinished() error {
 	path := filepath.Join(p.dir, unfinishedFile)
+	j := &p.unfinished
+	leo := p.leo.Load()
+	j.mu.Lock()
+	j.reach, j.recorded = leo, -1
+	j.mu.Unlock()
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -539,19 +650,41 @@ func (p *Partition) recoverUnfinished() error {
 		p.log().Warn("journal of unfinished lines not read; the lines it holds are not recovered", "file", path, "err", err)
 		return nil
 	}
-	j := &p.unfinished
 	ents, used := decodeUnfinished(b)
 	if used < len(b) {
 		p.log().Warn("journal of unfinished lines ends in a torn or damaged entry; its later bytes are ignored",
 			"file", path, "valid_bytes", used, "ignored_bytes", len(b)-used)
 	}
-	leo := p.leo.Load()
 	j.mu.Lock()
+	// lstar: the largest log end a valid entry records (-1 if an entry
+	// of an older daemon records none: no check).
+	lstar := int64(-1)
+	known := true
 	for _, e := range ents {
 		if e.cond >= 0 && leo < e.cond {
 			continue // its batches are not in the log: it did not happen
 		}
+		if e.end < 0 {
+			known = false
+		}
+		lstar = max(lstar, e.end)
 		j.apply(e.kind, e.key, e.ts, e.tail)
+	}
+	if known && len(j.lines) > 0 && leo > lstar {
+		// Batches past lstar reached the segment but not the entries
+		// written before them (their marks at least): the journal is
+		// behind the log, as after a power cut that kept newer pages of
+		// the segment than of the journal. Its lines may have been ended
+		// by those batches: recovering them could store a line's start
+		// twice, so none is.
+		var n int
+		for _, l := range j.lines {
+			n += len(l.tail)
+		}
+		p.log().Warn("journal of unfinished lines is behind the log (a power cut?): its writers' unfinished lines are dropped, not recovered",
+			"file", path, "lines", len(j.lines), "bytes", n,
+			"log_end", leo, "journal_log_end", lstar)
+		j.lines, j.live = nil, 0
 	}
 	keys := j.ordered()
 	if len(keys) == 0 {

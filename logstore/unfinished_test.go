@@ -1,7 +1,9 @@
 package logstore
 
 import (
+	"bytes"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -321,5 +323,171 @@ func TestUnfinishedCrashDuringRecovery(t *testing.T) {
 	s, p = crashReopen(t, s, dir, "a")
 	if got, want := textOf(t, p, 0), "l1\nl2\n"; got != want {
 		t.Fatalf("text %q, want %q", got, want)
+	}
+}
+
+// openLogged opens dir with the store's log in buf.
+func openLogged(t *testing.T, dir string, buf *bytes.Buffer) (*Store, *Partition) {
+	t.Helper()
+	s, err := Open(dir, Options{Now: newClock().now, Logger: slog.New(slog.NewTextHandler(buf, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, mustPartition(t, s, "a")
+}
+
+// The state a power cut leaves when the kernel wrote back the segment's
+// pages of a batch that ended a writer's line but not the journal's page
+// of the entry that cleared it: the journal is copied aside while the line
+// is pending, the line is ended, the old journal put back. Its line's start
+// must not come back after the line it began (a duplicate); the lines are
+// dropped with a warning. Likewise when the journal is behind by another
+// writer's batch, or a produced batch: the journal cannot tell whether the
+// missing batches ended its lines.
+func TestUnfinishedJournalBehindLog(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		after func(t *testing.T, p *Partition, a *LineWriter)
+		want  string
+	}{
+		{"line ended", func(t *testing.T, p *Partition, a *LineWriter) {
+			mustAppend(t, a, "abc\n", "", "")
+		}, "first\nabc\n"},
+		{"line ended with a new tail", func(t *testing.T, p *Partition, a *LineWriter) {
+			mustAppend(t, a, "abc\n", "", "de")
+		}, "first\nabc\n"},
+		{"another writer", func(t *testing.T, p *Partition, a *LineWriter) {
+			mustAppend(t, p.NewLineWriter(), "", "x\n", "")
+		}, "first\nx\n"},
+		{"produced", func(t *testing.T, p *Partition, a *LineWriter) {
+			if _, err := p.AppendBatch(producedBatch(t, []int64{1}, []string{"k"})); err != nil {
+				t.Fatal(err)
+			}
+		}, "first\nk\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s := openStore(t, dir, newClock())
+			s.CreateTopic("a", 1, nil)
+			p := mustPartition(t, s, "a")
+			mustAppend(t, p.NewLineWriter(), "", "first\n", "")
+			a, b := p.NewLineWriter(), p.NewLineWriter()
+			if err := a.Extend(nil, []byte("ab")); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Extend(nil, []byte("b-line")); err != nil {
+				t.Fatal(err)
+			}
+			old, err := os.ReadFile(journalPath(p))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.after(t, p, a)
+			s.abandon()
+			if err := os.WriteFile(filepath.Join(dir, "a-0", unfinishedFile), old, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var logged bytes.Buffer
+			_, p = openLogged(t, dir, &logged)
+			if got := textOf(t, p, 0); got != tc.want {
+				t.Fatalf("text after the journal fell behind %q, want %q", got, tc.want)
+			}
+			if !strings.Contains(logged.String(), "journal of unfinished lines is behind the log") ||
+				!strings.Contains(logged.String(), "lines=2 bytes=8") {
+				t.Fatalf("no warning naming the lines dropped:\n%s", logged.String())
+			}
+			if n := journalSize(t, p); n != -1 {
+				t.Fatalf("journal left: %d bytes", n)
+			}
+		})
+	}
+}
+
+// A journal consistent with the log (kill -9: both whole) or ahead of it
+// (the segment's newer pages lost) recovers its lines as before, whatever
+// was appended while a line was pending: other writers' lines, produced
+// batches, a transaction marker.
+func TestUnfinishedJournalNotBehindLog(t *testing.T) {
+	for _, ahead := range []bool{false, true} {
+		name := "consistent"
+		if ahead {
+			name = "journal ahead"
+		}
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			s := openStore(t, dir, newClock())
+			s.CreateTopic("a", 1, nil)
+			p := mustPartition(t, s, "a")
+			mustAppend(t, p.NewLineWriter(), "", "first\n", "")
+			seg := p.active().path(logSuffix)
+			fi, err := os.Stat(seg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, b := p.NewLineWriter(), p.NewLineWriter()
+			if err := a.Extend(nil, []byte("ab")); err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 3; i++ {
+				mustAppend(t, b, "", "x\n", "")
+			}
+			if _, err := p.AppendBatch(producedBatch(t, []int64{1}, []string{"k"})); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := p.WriteTxnMarker(42, 0, 0, true); err != nil {
+				t.Fatal(err)
+			}
+			mustAppend(t, a, "abc\n", "", "de")
+			mustAppend(t, b, "", "y\n", "")
+			want := "first\nx\nx\nx\nk\nabc\ny\nde\n"
+			s.abandon()
+			if ahead {
+				// Every batch after "first" lost: a's line is what its
+				// first entry says.
+				if err := os.Truncate(seg, fi.Size()); err != nil {
+					t.Fatal(err)
+				}
+				want = "first\nab\n"
+			}
+			var logged bytes.Buffer
+			_, p = openLogged(t, dir, &logged)
+			if got := textOf(t, p, 0); got != want {
+				t.Fatalf("text %q, want %q\n%s", got, want, logged.String())
+			}
+			if strings.Contains(logged.String(), "behind the log") {
+				t.Fatalf("lines dropped:\n%s", logged.String())
+			}
+		})
+	}
+}
+
+// Writers of whole lines write nothing to the journal while no line is
+// pending, and marks stop once the last line is ended.
+func TestUnfinishedMarksOnlyWhileLinePending(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, newClock())
+	t.Cleanup(func() { s.Close() })
+	s.CreateTopic("a", 1, nil)
+	p := mustPartition(t, s, "a")
+	b := p.NewLineWriter()
+	mustAppend(t, b, "", "x\n", "")
+	if n := journalSize(t, p); n != -1 {
+		t.Fatalf("journal of %d bytes with no line pending", n)
+	}
+	a := p.NewLineWriter()
+	a.Extend(nil, []byte("ab"))
+	before := journalSize(t, p)
+	mustAppend(t, b, "", "x\n", "")
+	if n := journalSize(t, p); n <= before {
+		t.Fatalf("journal %d bytes after an append while a line is pending, %d before: no mark", n, before)
+	}
+	mustAppend(t, a, "abc\n", "", "")
+	if n := journalSize(t, p); n != 0 {
+		t.Fatalf("journal %d bytes once no line is pending", n)
+	}
+	mustAppend(t, b, "", "x\n", "")
+	if n := journalSize(t, p); n != 0 {
+		t.Fatalf("journal %d bytes after an append with no line pending", n)
 	}
 }
