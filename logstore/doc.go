@@ -122,12 +122,28 @@
 // the journal is rewritten without its conditional entries, so that the
 // records appended cannot make a lost entry's condition come true, and
 // each record's entry is conditional on it, so a crash during recovery
-// recovers each line once. Power cuts: flushLocked fsyncs the journal
-// before the segment, so a durable batch that ended a line never comes
-// back with the older entry that still holds its start (a duplicate); the
-// rewrite is not synced, and a power cut may lose unfinished lines (at
-// worst the journal is empty or ends in a torn entry, which reading stops
-// at), as it loses unflushed records. Offline tools (verify, dump-log)
+// recovers each line once. Power cuts: the kernel writes back each
+// file's pages when it likes (and the writeback kicker pushes the
+// segment's every 8 MiB), so the journal on disk may be older than the
+// segment: a batch that ended a writer's line is there while the entry
+// that cleared the line is not, and the older entry would store the
+// line's start a second time. So every entry records the log end it
+// implies, and while any writer has a line every append (appendLocked:
+// the mount's lines, produced batches, transaction markers) first
+// journals a mark recording the end its batch reaches (unless an entry
+// already records it, as an AppendLines' conditional entry does for its
+// batches; whole-line writers with no line pending write nothing). If
+// the recovered log ends past the largest end a valid entry records,
+// the journal is behind the log and no line is recovered: a warning
+// names the partition and counts the lines and bytes dropped, and the
+// journal is removed. A log ending at or before that end (kill -9, or a
+// power cut that lost the segment's newer pages) recovers the lines as
+// above. flushLocked and a roll fsync the journal before the segment, so
+// a flush keeps the two consistent; the rewrite is not synced. A power
+// cut may thus lose unfinished lines (all of the partition's, when the
+// journal is behind; at worst the journal is empty or ends in a torn
+// entry, which reading stops at), as it loses unflushed records, rather
+// than store a line's start twice. Offline tools (verify, dump-log)
 // and Kafka's loader ignore the file: it has no suffix Kafka uses.
 //
 // # Cleaners

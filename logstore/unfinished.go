@@ -426,15 +426,16 @@ func (j *unfinishedJournal) write(p *Partition, kind byte, k writerKey, ts, cond
 func (j *unfinishedJournal) mark(p *Partition, next int64) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if len(j.lines) > 0 && j.recorded < next {
+		// (A rewrite appendEntry makes first records the log end as
+		// it is, the batch not being appended yet.)
+		j.buf = encodeUnfinished(j.buf[:0], unfinishedMark, writerKey{}, 0, next, next, nil)
+		if _, err := j.appendEntry(p, j.buf); err != nil {
+			return err
+		}
+		j.recorded = next
+	}
 	j.reach = next
-	if len(j.lines) == 0 || j.recorded >= next {
-		return nil
-	}
-	j.buf = encodeUnfinished(j.buf[:0], unfinishedMark, writerKey{}, 0, next, next, nil)
-	if _, err := j.appendEntry(p, j.buf); err != nil {
-		return err
-	}
-	j.recorded = next
 	return nil
 }
 
