@@ -427,8 +427,11 @@ func (j *unfinishedJournal) mark(p *Partition, next int64) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if len(j.lines) > 0 && j.recorded < next {
-		// (A rewrite appendEntry makes first records the log end as
-		// it is, the batch not being appended yet.)
+		// Marks grow the journal as long as a line is pending: it is
+		// rewritten past unfinishedRewriteAt as for any entry, before
+		// the mark, which the rewrite would drop. (A rewrite records
+		// the log end as it is, the batch not being appended yet.)
+		j.maybeShrink(p)
 		j.buf = encodeUnfinished(j.buf[:0], unfinishedMark, writerKey{}, 0, next, next, nil)
 		if _, err := j.appendEntry(p, j.buf); err != nil {
 			return err

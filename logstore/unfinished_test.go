@@ -491,3 +491,41 @@ func TestUnfinishedMarksOnlyWhileLinePending(t *testing.T) {
 		t.Fatalf("journal %d bytes after an append with no line pending", n)
 	}
 }
+
+// Marks do not grow the journal without bound while a line stays pending
+// under a long run of whole-line appends (a shell holding a line, a
+// producer's stream): it is rewritten past unfinishedRewriteAt, and the
+// line is recovered once after a crash.
+func TestUnfinishedMarksBounded(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, newClock())
+	s.CreateTopic("a", 1, nil)
+	p := mustPartition(t, s, "a")
+	holder, echo := p.NewLineWriter(), p.NewLineWriter()
+	if err := holder.Extend(nil, []byte("held")); err != nil {
+		t.Fatal(err)
+	}
+	n := int(unfinishedRewriteAt/(unfinishedHdr+unfinishedBodyHdr)) + 1000
+	var max int64
+	for i := 0; i < n; i++ {
+		mustAppend(t, echo, "", "x\n", "")
+		if i%100 == 0 {
+			max = maxInt(max, journalSize(t, p))
+		}
+	}
+	if max > unfinishedRewriteAt+1000 {
+		t.Fatalf("journal grew to %d bytes", max)
+	}
+	s, p = crashReopen(t, s, dir, "a")
+	text := textOf(t, p, 0)
+	if strings.Count(text, "x\n") != n || !strings.HasSuffix(text, "x\nheld\n") {
+		t.Fatalf("%d lines x, text ends %q", strings.Count(text, "x\n"), text[max64(0, len(text)-20):])
+	}
+}
+
+func max64(a, b int) int {
+	if a > b {
+		return a
+	}
+	return b
+}
