@@ -213,7 +213,8 @@ func (w *LineWriter) AppendLines(head, text, tail []byte) (first, last int64, st
 	defer p.amu.Unlock()
 	if !w.has && !w.stale && len(tail) == 0 {
 		// The common case (an echo, a writer of whole lines): no line
-		// before or after, nothing to journal.
+		// before or after, nothing to journal but appendLocked's marks
+		// while another writer has a line.
 		return p.appendLinesLocked(head, text, -1, cfg)
 	}
 	if p.fenceErr != nil {
