@@ -197,7 +197,7 @@ func (p *Partition) AppendLinesAfter(head, text []byte) (first, last int64, stor
 	}
 	p.amu.Lock()
 	defer p.amu.Unlock()
-	return p.appendLinesLocked(head, text, -1, cfg)
+	return p.appendLinesLocked(head, text, -1, cfg, nil)
 }
 
 // checkLines checks the lines of head and text as AppendLinesAfter takes
@@ -244,8 +244,11 @@ var appendFail func(stored int) error
 
 // appendLinesLocked appends the lines of head and text, checked by
 // checkLines, as AppendLinesAfter does. Their CreateTime is ts (Unix ms),
-// or the time of each batch's append when ts < 0. The caller holds amu.
-func (p *Partition) appendLinesLocked(head, text []byte, ts int64, cfg *Config) (first, last int64, stored int, err error) {
+// or the time of each batch's append when ts < 0. before, if not nil, is
+// called once the first batch is encoded, before it is appended, with
+// the log end after it and whether it holds all the lines; an error from
+// it fails the call with nothing appended. The caller holds amu.
+func (p *Partition) appendLinesLocked(head, text []byte, ts int64, cfg *Config, before func(firstEnd int64, all bool) error) (first, last int64, stored int, err error) {
 	sep := []byte(cfg.KeySeparator)
 	// A batch may not exceed max.message.bytes nor segment.bytes (Kafka
 	// refuses a batch larger than a segment), so a long write is split.
@@ -259,11 +262,17 @@ func (p *Partition) appendLinesLocked(head, text []byte, ts int64, cfg *Config) 
 		if ts >= 0 {
 			create = ts
 		}
-		var used int
-		p.batchBuf, _, used = record.AppendLinesMax(p.batchBuf[:0], head, text, create, sep, int(limit))
+		var used, n int
+		p.batchBuf, n, used = record.AppendLinesMax(p.batchBuf[:0], head, text, create, sep, int(limit))
 		if used == 0 {
 			// checkLongLine let through a line that does not fit alone.
 			return first, last, stored, fmt.Errorf("%w: a line does not fit a batch of %d bytes", ErrMessageTooLarge, limit)
+		}
+		if before != nil {
+			if err := before(p.leo.Load()+int64(n), used == len(head)+len(text)); err != nil {
+				return first, last, stored, err
+			}
+			before = nil
 		}
 		var f, l int64
 		var err error

@@ -215,7 +215,7 @@ func (w *LineWriter) AppendLines(head, text, tail []byte) (first, last int64, st
 		// The common case (an echo, a writer of whole lines): no line
 		// before or after, nothing to journal but appendLocked's marks
 		// while another writer has a line.
-		return p.appendLinesLocked(head, text, -1, cfg)
+		return p.appendLinesLocked(head, text, -1, cfg, nil)
 	}
 	if p.fenceErr != nil {
 		return -1, -1, 0, &fencedError{cause: p.fenceErr}
@@ -229,22 +229,35 @@ func (w *LineWriter) AppendLines(head, text, tail []byte) (first, last int64, st
 	end := leo + int64(bytes.Count(head, []byte{'\n'})+bytes.Count(text, []byte{'\n'}))
 	j := &p.unfinished
 	ts := w.now()
-	at, err := j.writeCond(p, w.key, ts, end, tail)
-	if err != nil {
-		return -1, -1, 0, err
+	// The entries are written once the first batch is encoded, when its
+	// end is known: a write that takes several batches (more than
+	// max.message.bytes of records) journals first that the writer has
+	// no line once the first batch is in (it holds the line the write
+	// completes), so that a crash between its batches recovers neither
+	// that line's start nor the new tail.
+	at, at2 := int64(-1), int64(-1)
+	journal := func(firstEnd int64, all bool) error {
+		var err error
+		if all {
+			firstEnd = -1
+		}
+		at, at2, err = j.writeCond(p, w.key, ts, firstEnd, end, tail)
+		return err
 	}
-	first, last, stored, err = p.appendLinesLocked(head, text, w.ts, cfg)
+	first, last, stored, err = p.appendLinesLocked(head, text, w.ts, cfg, journal)
 	switch {
 	case err == nil:
-		j.resolve(p, w.key, at, ts, -1, tail)
+		j.resolve(p, w.key, at, at2, ts, -1, tail)
 		w.has, w.stale = len(tail) > 0, false
+	case at2 < 0:
+		// Nothing journaled, nothing appended: the writer keeps its line.
 	case stored > 0:
 		// The first batches are in the log (leo+1 at least), the writer
 		// is answered a short write and keeps no line.
-		j.resolve(p, w.key, at, ts, leo+1, nil)
+		j.resolve(p, w.key, at, at2, ts, leo+1, nil)
 		w.has, w.stale = false, false
 	default:
-		j.resolve(p, w.key, at, ts, condNever, nil)
+		j.resolve(p, w.key, at, at2, ts, condNever, nil)
 	}
 	return first, last, stored, err
 }
@@ -453,30 +466,48 @@ func (j *unfinishedJournal) unmark(leo int64) {
 	j.reach, j.recorded = leo, -1
 }
 
-// writeCond appends the conditional entry of an append (amu held) and
-// returns where it is, for resolve.
-func (j *unfinishedJournal) writeCond(p *Partition, k writerKey, ts, cond int64, tail []byte) (int64, error) {
+// writeCond appends the conditional entry of an append (amu held), tail
+// valid once the log ends at cond, preceded, if firstEnd >= 0 (the append
+// takes several batches, the first ending the log at firstEnd), by an
+// entry that the writer has no line once the first batch is in; both with
+// one pwrite. It returns where the first entry and the tail's are, for
+// resolve.
+func (j *unfinishedJournal) writeCond(p *Partition, k writerKey, ts, firstEnd, cond int64, tail []byte) (at, at2 int64, err error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.buf = encodeUnfinished(j.buf[:0], unfinishedSet, k, ts, cond, cond, tail)
-	at, err := j.appendEntry(p, j.buf)
+	j.buf = j.buf[:0]
+	if firstEnd >= 0 {
+		j.buf = encodeUnfinished(j.buf, unfinishedSet, k, ts, firstEnd, firstEnd, nil)
+	}
+	n := len(j.buf)
+	j.buf = encodeUnfinished(j.buf, unfinishedSet, k, ts, cond, cond, tail)
+	at, err = j.appendEntry(p, j.buf)
 	if err != nil {
-		return 0, err
+		return -1, -1, err
 	}
 	j.pending = true
-	// It covers every batch of the append (their marks are not needed);
-	// resolve takes that back if the append fails.
-	j.recorded = max(j.recorded, cond)
-	return at, nil
+	// The tail's entry covers the append's only batch (its mark is not
+	// needed); of several, the first entry covers the first, and the
+	// others have their marks, so that a crash between them finds the
+	// journal consistent with the log. resolve takes that back if the
+	// append fails.
+	if firstEnd >= 0 {
+		j.recorded = max(j.recorded, firstEnd)
+	} else {
+		j.recorded = max(j.recorded, cond)
+	}
+	return at, at + int64(n), nil
 }
 
-// resolve settles the conditional entry at at once its append returned
-// (amu held). cond < 0: it succeeded, and the entry holds: tail is the
-// writer's line, written at ts. Otherwise the entry is rewritten in place
-// with cond and tail (no longer than the entry's, the rest padded):
-// cond = condNever, the writer's line stays as before; another cond (the
-// first batch's end) with no tail, after a short write.
-func (j *unfinishedJournal) resolve(p *Partition, k writerKey, at, ts, cond int64, tail []byte) {
+// resolve settles the conditional entry at at2 (and the first batch's at
+// at, if at != at2) once its append returned (amu held). cond < 0: it
+// succeeded, and the entry holds: tail is the writer's line, written at
+// ts. Otherwise the entry is rewritten in place with cond and tail (no
+// longer than the entry's, the rest padded): cond = condNever, the
+// writer's line stays as before (and the first batch's entry becomes
+// never valid too); another cond (the first batch's end) with no tail,
+// after a short write.
+func (j *unfinishedJournal) resolve(p *Partition, k writerKey, at, at2, ts, cond int64, tail []byte) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.pending = false
@@ -488,7 +519,11 @@ func (j *unfinishedJournal) resolve(p *Partition, k writerKey, at, ts, cond int6
 		// which the entry records from now on.
 		j.reach, j.recorded = p.leo.Load(), -1
 	}
-	if cond >= 0 && !j.undo(at, k, ts, cond, j.reach, tail) {
+	undone := cond < 0 || j.undo(at2, k, ts, cond, j.reach, tail)
+	if cond == condNever && at != at2 && undone {
+		undone = j.undo(at, k, ts, cond, j.reach, nil)
+	}
+	if !undone {
 		// The entry may still claim a line the writer does not have:
 		// the journal is rewritten from memory, now or before the
 		// next entry.

@@ -529,3 +529,61 @@ func max64(a, b int) int {
 	}
 	return b
 }
+
+// A write whose lines take several batches (more than max.message.bytes
+// of records; the mount's WRITEs go up to 1 MiB) and a crash between its
+// batches: the line it completed is in the first batch, so its start is
+// not recovered again, the write's tail (never stored) is not either, and
+// another writer's line is recovered. The state is the one kill -9 leaves:
+// the journal and the segment as they were when the second batch was
+// about to be appended.
+func TestUnfinishedCrashBetweenBatches(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, newClock())
+	s.CreateTopic("a", 1, map[string]string{"max.message.bytes": "2000"})
+	p := mustPartition(t, s, "a")
+	a, b := p.NewLineWriter(), p.NewLineWriter()
+	if err := a.Extend(nil, []byte("ab")); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Extend(nil, []byte("held")); err != nil {
+		t.Fatal(err)
+	}
+	var journal []byte
+	var segSize int64
+	appendFail = func(stored int) error {
+		if stored > 0 && journal == nil {
+			var err error
+			if journal, err = os.ReadFile(journalPath(p)); err != nil {
+				t.Error(err)
+			}
+			fi, err := os.Stat(p.active().path(logSuffix))
+			if err != nil {
+				t.Error(err)
+			}
+			segSize = fi.Size()
+		}
+		return nil
+	}
+	line := strings.Repeat("x", 99) + "\n"
+	mustAppend(t, a, "abc\n", strings.Repeat(line, 50), "tail")
+	appendFail = nil
+	if journal == nil {
+		t.Fatal("the write took one batch")
+	}
+	s.abandon()
+	pdir := filepath.Join(dir, "a-0")
+	if err := os.WriteFile(filepath.Join(pdir, unfinishedFile), journal, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(filepath.Join(pdir, "00000000000000000000.log"), segSize); err != nil {
+		t.Fatal(err)
+	}
+	var logged bytes.Buffer
+	_, p = openLogged(t, dir, &logged)
+	text := textOf(t, p, 0)
+	n := strings.Count(text, line)
+	if n == 0 || n == 50 || text != "abc\n"+strings.Repeat(line, n)+"held\n" {
+		t.Fatalf("text after a crash between the batches of a write: %q\n%s", text, logged.String())
+	}
+}
