@@ -108,7 +108,10 @@
 // and no fsync (unfinished.go has the entry format). A WRITE that stores
 // lines and changes the line writes its entry under the append lock before
 // the batches, valid only once the log reaches the end of those batches:
-// an entry whose batches a crash lost did not happen. An append that fails
+// an entry whose batches a crash lost did not happen (a WRITE whose lines
+// take several batches writes two in the same pwrite: no line once the
+// first batch, which holds the line it completes, is in; the new line
+// once all are). An append that fails
 // after its entry rewrites the entry in place (the same bytes, so a full
 // disk cannot refuse it) as never valid, or, after a short write, as "no
 // line". Writers of whole lines write nothing. The journal is cut to
