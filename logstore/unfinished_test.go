@@ -239,6 +239,31 @@ func TestUnfinishedFailedAppend(t *testing.T) {
 			t.Fatalf("text %q, want %q", got, want)
 		}
 	})
+	t.Run("nothing stored of several batches", func(t *testing.T) {
+		// The entry for the first batch (no line once it is in) is
+		// undone too.
+		dir := t.TempDir()
+		s := openStore(t, dir, newClock())
+		s.CreateTopic("a", 1, map[string]string{"max.message.bytes": "1000"})
+		p := mustPartition(t, s, "a")
+		w := p.NewLineWriter()
+		w.Extend(nil, []byte("ab"))
+		appendFail = func(int) error { return syscall.ENOSPC }
+		text := strings.Repeat(strings.Repeat("y", 99)+"\n", 30)
+		_, _, stored, err := w.AppendLines([]byte("abc\n"), []byte(text), []byte("zz"))
+		appendFail = nil
+		if err == nil || stored != 0 {
+			t.Fatalf("append: stored %d err %v", stored, err)
+		}
+		o := p.NewLineWriter()
+		for i := 0; i < 40; i++ {
+			mustAppend(t, o, "", "q\n", "")
+		}
+		s, p = crashReopen(t, s, dir, "a")
+		if got, want := textOf(t, p, 0), strings.Repeat("q\n", 40)+"ab\n"; got != want {
+			t.Fatalf("text %q, want %q", got, want)
+		}
+	})
 	t.Run("short write", func(t *testing.T) {
 		dir := t.TempDir()
 		s := openStore(t, dir, newClock())
