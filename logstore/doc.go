@@ -117,11 +117,15 @@
 // line". Writers of whole lines write nothing. The journal is cut to
 // nothing when no writer has a line, and rewritten (temp file and rename)
 // with only the current lines when it passes 1 MiB and is more than twice
-// their size; a clean close removes it. Open, after recovering the
+// their size; a clean close empties it. The file exists, empty, from the
+// partition's creation (or its first open by a segfs that journals) and is
+// never removed: creating or removing it would move the partition
+// directory's mtime, which the mount shows as the topic's and the
+// partition's, under a `tar` of the topic. Open, after recovering the
 // segments, makes each writer's last line a record, in the order of their
 // last writes, with its last write's time as CreateTime, as the close
 // would have (a line the close would refuse, keyless on a compacted topic
-// or too long, is dropped with a warning), then removes the journal: first
+// or too long, is dropped with a warning), then empties the journal: first
 // the journal is rewritten without its conditional entries, so that the
 // records appended cannot make a lost entry's condition come true, and
 // each record's entry is conditional on it, so a crash during recovery
@@ -139,7 +143,7 @@
 // the recovered log ends past the largest end a valid entry records,
 // the journal is behind the log and no line is recovered: a warning
 // names the partition and counts the lines and bytes dropped, and the
-// journal is removed. A log ending at or before that end (kill -9, or a
+// journal is emptied. A log ending at or before that end (kill -9, or a
 // power cut that lost the segment's newer pages) recovers the lines as
 // above. flushLocked and a roll fsync the journal before the segment, so
 // a flush keeps the two consistent; the rewrite is not synced. A power

@@ -805,6 +805,11 @@ func (s *Store) createPartition(t *Topic, n int32) (_ *Partition, err error) {
 	if err := WriteFileAtomic(filepath.Join(dir, epochCheckpointFile), formatEpochCheckpoint(epochs)); err != nil {
 		return nil, err
 	}
+	// The journal of unfinished lines exists from the start, so that a
+	// writer's first one does not move the directory's mtime.
+	if err := emptyUnfinishedFile(dir); err != nil {
+		return nil, err
+	}
 	cfg := t.cfg.Load()
 	seg, err := createSegment(dir, 0, cfg)
 	if err != nil {
@@ -846,7 +851,7 @@ func partitionDirList(topic string, nums []int32) string {
 // makes are removed by name, which needs no descriptor: running out of
 // them (EMFILE) is one way to fail here.
 func removeNewPartitionDir(dir string) {
-	for _, name := range []string{"partition.metadata", "leader-epoch-checkpoint"} {
+	for _, name := range []string{"partition.metadata", "leader-epoch-checkpoint", unfinishedFile} {
 		os.Remove(filepath.Join(dir, name))
 		os.Remove(filepath.Join(dir, name+".tmp"))
 	}

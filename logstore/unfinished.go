@@ -649,8 +649,12 @@ func (j *unfinishedJournal) sync() error {
 	return nil
 }
 
-// close closes the journal at the partition's close, removing it if no
-// writer has a line (a clean stop leaves none behind).
+// close closes the journal at the partition's close, emptying it if no
+// writer has a line (a clean stop leaves nothing in it). It is emptied,
+// not removed: creating and removing a file moves the partition
+// directory's mtime, which is the mounted topic and partition
+// directories' mtime, and `tar` of a topic then reported "file changed as
+// we read it" after a line written in pieces (emptyUnfinishedFile).
 func (j *unfinishedJournal) close(p *Partition) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -659,10 +663,34 @@ func (j *unfinishedJournal) close(p *Partition) {
 		j.f = nil
 	}
 	if len(j.lines) == 0 {
-		if err := os.Remove(filepath.Join(p.dir, unfinishedFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			p.log().Warn("journal of unfinished lines not removed", "err", err)
+		if err := emptyUnfinishedFile(p.dir); err != nil {
+			p.log().Warn("journal of unfinished lines not emptied", "err", err)
 		}
 	}
+}
+
+// emptyUnfinishedFile makes the journal in dir an empty file: created if
+// missing (a partition created before the journal existed, or whose
+// journal was lost), truncated if it holds entries, and left alone (its
+// mtime too) if already empty. The file stays for the partition's life,
+// so that a writer's first unfinished line does not create it and move
+// the directory's mtime (close).
+func emptyUnfinishedFile(dir string) error {
+	path := filepath.Join(dir, unfinishedFile)
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+		if err != nil {
+			return err
+		}
+		return f.Close()
+	case err != nil:
+		return err
+	case fi.Size() == 0:
+		return nil
+	}
+	return os.Truncate(path, 0)
 }
 
 // recoverUnfinished makes each writer's unfinished line in the journal a
@@ -683,6 +711,11 @@ func (p *Partition) recoverUnfinished() error {
 	j.mu.Unlock()
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
+		// Created now, not at a writer's first unfinished line (close).
+		// A read-only data directory takes no appends: nothing to do.
+		if err := emptyUnfinishedFile(p.dir); err != nil {
+			p.log().Debug("journal of unfinished lines not created", "file", path, "err", err)
+		}
 		return nil
 	}
 	if err != nil {
@@ -729,10 +762,7 @@ func (p *Partition) recoverUnfinished() error {
 	keys := j.ordered()
 	if len(keys) == 0 {
 		j.mu.Unlock()
-		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-		return nil
+		return emptyUnfinishedFile(p.dir)
 	}
 	// Conditional entries must go before anything is appended: the
 	// appends below move the log end past conditions that failed.
@@ -779,9 +809,7 @@ func (p *Partition) recoverUnfinished() error {
 			j.f = nil
 		}
 		j.size = 0
-		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
+		return emptyUnfinishedFile(p.dir)
 	}
 	return nil
 }
