@@ -1,0 +1,172 @@
+package tests
+
+// The journal of unfinished lines on a full disk: a write(2) whose entry
+// cannot be journaled fails with ENOSPC and is not taken, so that after
+// kill -9 the recovered line is exactly the bytes acknowledged before,
+// nothing of the refused writes.
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// unfinishedDiskFullPy holds an unfinished line, then (after "go" on
+// stdin, the disk full) extends it by 4000-byte chunks until one fails,
+// then tries a write that completes it and starts another line, and
+// prints each result and the bytes acknowledged in all; after the next
+// "go" (room again) it extends the line once more.
+const unfinishedDiskFullPy = `
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)
+acked = os.write(fd, b"held-")
+print("ready", flush=True)
+sys.stdin.readline()
+res = []
+for k in range(2000):
+    try:
+        acked += os.write(fd, b"x%04d" % k + b"y" * 3995)
+    except OSError as e:
+        res.append("extend:%d:%d" % (k, e.errno))
+        break
+try:
+    acked += os.write(fd, b"-end\nnext")
+    res.append("complete:ok")
+except OSError as e:
+    res.append("complete:%d" % e.errno)
+print(" ".join(res), acked, flush=True)
+sys.stdin.readline()
+try:
+    acked += os.write(fd, b"-more")
+    print("more:ok", acked, flush=True)
+except OSError as e:
+    print("more:%d" % e.errno, acked, flush=True)
+sys.stdin.readline()
+`
+
+func TestUnfinishedDiskFullKill9(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 not installed")
+	}
+	for _, fstype := range []string{"tmpfs", "xfs"} {
+		t.Run(fstype, func(t *testing.T) {
+			var disk string
+			if fstype == "tmpfs" {
+				disk = faultTmpfs(t, "8m")
+			} else {
+				disk = faultLoopDisk(t, "xfs", 320).dir
+			}
+			m := mntAt(t, filepath.Join(disk, "data"))
+			m.ok(`mkdir "$M/t" && echo first >> "$M/t/0/data"`)
+			py := exec.Command("timeout", "-k", "5", "60", "python3", "-c", unfinishedDiskFullPy, m.path("t", "0", "data"))
+			in, _ := py.StdinPipe()
+			out, _ := py.StdoutPipe()
+			py.Stderr = os.Stderr
+			if err := py.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { py.Process.Kill(); py.Wait() }()
+			rd := bufio.NewReader(out)
+			if l, _ := rd.ReadString('\n'); l != "ready\n" {
+				t.Fatalf("writer: %q", l)
+			}
+			filler := unfinishedFillDisk(t, disk)
+			in.Write([]byte("go\n"))
+			l, _ := rd.ReadString('\n')
+			f := strings.Fields(l)
+			if len(f) != 3 {
+				t.Fatalf("writer: %q", l)
+			}
+			t.Logf("on the full disk: %s", l)
+			enospc := strconv.Itoa(int(syscall.ENOSPC))
+			if !strings.HasPrefix(f[0], "extend:") || !strings.HasSuffix(f[0], ":"+enospc) {
+				t.Fatalf("the extends of the held line never failed with ENOSPC: %q", l)
+			}
+			if f[1] != "complete:"+enospc {
+				t.Fatalf("the write that completes the line: %s, want ENOSPC", f[1])
+			}
+			for _, p := range filler {
+				os.Remove(p)
+			}
+			// Room again: the journal takes the next extend.
+			in.Write([]byte("go\n"))
+			l, _ = rd.ReadString('\n')
+			f2 := strings.Fields(l)
+			if len(f2) != 2 || f2[0] != "more:ok" {
+				t.Fatalf("extend once the disk has room: %q", l)
+			}
+			acked, _ := strconv.Atoi(f2[1])
+			m.kill9()
+			m.mount()
+			recs := recordsOf(m, "t")
+			if len(recs) != 2 || recs[0] != "first" {
+				t.Fatalf("records %d, want first and the held line", len(recs))
+			}
+			if len(recs[1]) != acked || !strings.HasPrefix(recs[1], "held-x0000y") {
+				t.Fatalf("recovered line of %d bytes (%.20q...), want the %d acknowledged", len(recs[1]), recs[1], acked)
+			}
+			k, _ := strconv.Atoi(strings.TrimPrefix(strings.Split(f[0], ":")[1], "extend"))
+			if want := "held-" + func() string {
+				var b strings.Builder
+				for i := 0; i < k; i++ {
+					fmt.Fprintf(&b, "x%04d%s", i, strings.Repeat("y", 3995))
+				}
+				return b.String()
+			}() + "-more"; recs[1] != want {
+				t.Fatalf("recovered line is not the %d acknowledged extends and -more", k)
+			}
+			m.ok(`echo after >> "$M/t/0/data"`)
+			m.unmount()
+			if _, err := os.Stat(filepath.Join(m.data, "t-0", "segfs-unfinished-lines")); !os.IsNotExist(err) {
+				t.Fatalf("journal left after a clean unmount: %v", err)
+			}
+		})
+	}
+}
+
+// unfinishedFillDisk fills dir's filesystem: one file takes all but a
+// little of the free space (fallocate, so nothing is written), then
+// small writes take the rest until ENOSPC. It returns the files.
+func unfinishedFillDisk(t *testing.T, dir string) []string {
+	t.Helper()
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	big, small := filepath.Join(dir, "filler-big"), filepath.Join(dir, "filler-small")
+	fb, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := os.Create(small)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Close()
+	if free := int64(st.Bavail)*st.Bsize - 64<<10; free > 0 {
+		if err := syscall.Fallocate(int(fb.Fd()), 0, 0, free); err != nil {
+			t.Fatalf("fallocate: %v", err)
+		}
+	}
+	fb.Close()
+	buf := make([]byte, 4096)
+	for i := 0; i < 1<<16; i++ {
+		if _, err := fs.Write(buf); err != nil {
+			break
+		}
+	}
+	// xfs takes delayed allocations back at fsync: fill what it freed.
+	fs.Sync()
+	for i := 0; i < 1<<16; i++ {
+		if _, err := fs.Write(buf[:512]); err != nil {
+			break
+		}
+	}
+	return []string{big, small}
+}
