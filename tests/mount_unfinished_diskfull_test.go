@@ -170,3 +170,35 @@ func unfinishedFillDisk(t *testing.T, dir string) []string {
 	}
 	return []string{big, small}
 }
+
+// KNOWN DEFECT (logstore/unfinished.go, recoverUnfinished): a mount on a
+// full disk whose partition has a journal of unfinished lines to
+// recover cannot rewrite the journal (its temp file gets ENOSPC), and
+// fences the partition until the next restart: once the disk has room
+// again, `echo room >> data` still fails with "No space left on device",
+// against the README's promise for ENOSPC (writes succeed again once
+// space returns). Nothing is lost: the next mount recovers the line. Run
+// with SEGFS_KNOWN_DEFECTS=1.
+func TestUnfinishedRecoveryOnFullDiskWritableOnceRoom(t *testing.T) {
+	if os.Getenv("SEGFS_KNOWN_DEFECTS") == "" {
+		t.Skip("known defect: recovering unfinished lines on a full disk fences the partition until a restart, so appends fail with ENOSPC after space returns (logstore/unfinished.go recoverUnfinished); SEGFS_KNOWN_DEFECTS=1 runs it")
+	}
+	disk := faultTmpfs(t, "8m")
+	m := mntAt(t, filepath.Join(disk, "data"))
+	m.ok(`mkdir "$M/t" && echo first >> "$M/t/0/data"`)
+	h := startUnfinishedHolder(t, m, `exec 3>>"$M/t/0/data"; printf held >&3`)
+	m.kill9()
+	h.stop()
+	filler := unfinishedFillDisk(t, disk)
+	m.mount()
+	m.fails(`echo full >> "$M/t/0/data"`, "No space left on device")
+	for _, p := range filler {
+		os.Remove(p)
+	}
+	if r := m.sh(`echo room >> "$M/t/0/data"`); r.code != 0 {
+		t.Fatalf("append once the disk has room again: %s\n%s", r.err, m.daemonLog())
+	}
+	if got := strings.Join(recordsOf(m, "t"), "|"); got != "first|held|room" {
+		t.Fatalf("records %q, want first|held|room", got)
+	}
+}
