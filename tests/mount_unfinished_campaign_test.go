@@ -151,7 +151,19 @@ func (r *campaignRound) startPython(tag, mode string, limit int) {
 		}
 		close(w.done)
 	}()
+	t.Cleanup(w.stop)
 	r.writers = append(r.writers, w)
+}
+
+// stop kills the writer (its process group, ours) and waits for it: a
+// test that failed early leaves nothing running.
+func (w *campaignWriter) stop() {
+	if w.kind == "cat" {
+		w.cmd.Process.Kill()
+	} else {
+		syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
+	}
+	<-w.done
 }
 
 // startBash runs a bash that holds data open as fd 3 and printf's small
@@ -195,6 +207,7 @@ exec sleep 600`
 		t.Fatal(err)
 	}
 	go func() { w.cmd.Wait(); close(w.done) }()
+	t.Cleanup(w.stop)
 	r.writers = append(r.writers, w)
 }
 
@@ -221,6 +234,7 @@ func (r *campaignRound) startCat(tag string) {
 	}
 	data.Close()
 	go func() { w.cmd.Wait(); close(w.done) }()
+	t.Cleanup(w.stop)
 	seed := r.rnd.Int63()
 	r.feedWG.Add(1)
 	go func() {
@@ -281,6 +295,7 @@ func (r *campaignRound) startKafka(addr, tag string) {
 		wg.Wait()
 	}()
 	r.kafka = k
+	r.t.Cleanup(func() { cancel(); <-k.done })
 }
 
 // ackedOf returns what the writer was told (E) and E followed by the
@@ -425,11 +440,7 @@ func TestUnfinishedKillCampaign(t *testing.T) {
 			case <-time.After(20 * time.Second):
 				t.Logf("%s still running 20 s after the kill; killing it", w.tag)
 			}
-			syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
-			if w.kind == "cat" {
-				w.cmd.Process.Kill()
-			}
-			<-w.done
+			w.stop()
 		}
 		<-r.kafka.done
 		r.feedWG.Wait()
