@@ -1,0 +1,245 @@
+package tests
+
+// Kill -9 at exact points of the journal's protocol (logstore/
+// unfinished.go): strace kills the daemon as it enters its Nth pwrite64
+// to the segment or to the journal, while a python writer whose every
+// write(2) result is known drives it. Each case says what recovery must
+// make of the writer's lines.
+
+import (
+	"bufio"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// killpointPy writes (w HEX) or closes (c) data as told on stdin, one
+// command a line, answering "ok N" or "err ERRNO" for each.
+const killpointPy = `
+import os, sys, binascii
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)
+print("ready", flush=True)
+for line in sys.stdin:
+    cmd = line.split()
+    try:
+        if cmd[0] == "w":
+            print("ok", os.write(fd, binascii.unhexlify(cmd[1])), flush=True)
+        else:
+            os.close(fd)
+            print("ok 0", flush=True)
+    except OSError as e:
+        print("err", e.errno, flush=True)
+`
+
+type killpointWriter struct {
+	cmd *exec.Cmd
+	in  interface{ Write([]byte) (int, error) }
+	rd  *bufio.Reader
+}
+
+func (w *killpointWriter) do(t *testing.T, cmd string, b []byte) string {
+	t.Helper()
+	if cmd == "w" {
+		cmd += " " + hex.EncodeToString(b)
+	}
+	w.in.Write([]byte(cmd + "\n"))
+	l, err := w.rd.ReadString('\n')
+	if err != nil {
+		t.Fatalf("writer: %v", err)
+	}
+	return strings.TrimSpace(l)
+}
+
+// killpointArm attaches strace to the daemon, to kill it as it enters
+// its nth pwrite64 of path from now on; the returned func waits for
+// strace to end.
+func killpointArm(t *testing.T, m *mnt, path string, n int) func() {
+	t.Helper()
+	straceBin, err := exec.LookPath("strace")
+	if err != nil {
+		t.Skip("strace not installed")
+	}
+	st := exec.Command(straceBin, "-f", "-o", "/dev/null", "-p", strconv.Itoa(m.pid), "-P", path,
+		"-e", "trace=pwrite64", "-e", fmt.Sprintf("inject=pwrite64:signal=KILL:when=%d", n))
+	stderr, _ := st.StderrPipe()
+	if err := st.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() && !strings.Contains(sc.Text(), "attached") {
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	return func() { st.Wait() }
+}
+
+func TestUnfinishedKillPoints(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 not installed")
+	}
+	var many strings.Builder
+	for i := 0; many.Len() < 1<<20-64; i++ {
+		fmt.Fprintf(&many, "L%06d\n", i)
+	}
+	cases := []struct {
+		name string
+		// before: writes acknowledged before the arming; then the
+		// daemon dies at the nth pwrite of file ("log" or "journal")
+		// during the last command.
+		before []string
+		file   string
+		n      int
+		last   string // "w:TEXT" or "c"
+		want   func(recs []string) error
+	}{
+		{"extend killed at its journal entry", []string{"abc-"}, "journal", 1, "w:more",
+			exact("abc-", "abc-more")},
+		{"completing write killed at its conditional entry", []string{"abc-"}, "journal", 1, "w:def\nghi",
+			exact("abc-")},
+		{"completing write killed at its batch", []string{"abc-"}, "log", 1, "w:def\nghi",
+			exact("abc-")},
+		{"extend after a completing write killed at its entry", []string{"abc-", "def\nghi"}, "journal", 1, "w:jk",
+			exact("abc-def|ghi", "abc-def|ghijk")},
+		{"close killed at its batch", []string{"abc-", "def"}, "log", 1, "c",
+			exact("abc-def")},
+		{"close killed at its entry", []string{"abc-", "def"}, "journal", 1, "c",
+			exact("abc-def")},
+		{"lines and a tail in two batches, no line before, killed at the second", nil, "log", 2, "w:" + many.String() + "tail",
+			func(recs []string) error {
+				// The first batch's lines, and no tail: the
+				// write was not answered.
+				if len(recs) == 0 || recs[0] != "L000000" || recs[len(recs)-1] == "tail" || len(recs) >= strings.Count(many.String(), "\n") {
+					return fmt.Errorf("%d records, last %q", len(recs), recs[max(0, len(recs)-1)])
+				}
+				for i, r := range recs {
+					if r != fmt.Sprintf("L%06d", i) {
+						return fmt.Errorf("record %d is %q", i, r)
+					}
+				}
+				return nil
+			}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := mntNew(t)
+			m.ok(`mkdir "$M/t"`)
+			cmd := exec.Command("timeout", "-k", "5", "60", "python3", "-c", killpointPy, m.path("t", "0", "data"))
+			in, _ := cmd.StdinPipe()
+			out, _ := cmd.StdoutPipe()
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { cmd.Process.Kill(); cmd.Wait() }()
+			w := &killpointWriter{cmd: cmd, in: in, rd: bufio.NewReader(out)}
+			if l, _ := w.rd.ReadString('\n'); l != "ready\n" {
+				t.Fatalf("writer: %q", l)
+			}
+			for _, b := range c.before {
+				if r := w.do(t, "w", []byte(b)); r != fmt.Sprintf("ok %d", len(b)) {
+					t.Fatalf("write %q: %s", b, r)
+				}
+			}
+			path := filepath.Join(m.data, "t-0", "segfs-unfinished-lines")
+			if c.file == "log" {
+				logs, _ := filepath.Glob(filepath.Join(m.data, "t-0", "*.log"))
+				path = logs[len(logs)-1]
+			} else if _, err := os.Stat(path); err != nil {
+				t.Fatalf("no journal to watch: %v", err)
+			}
+			wait := killpointArm(t, m, path, c.n)
+			var r string
+			if c.last == "c" {
+				r = w.do(t, "c", nil)
+			} else {
+				r = w.do(t, "w", []byte(strings.TrimPrefix(c.last, "w:")))
+			}
+			if !waitExit(m.pid, 30e9) {
+				t.Fatalf("the daemon survived its pwrite %d of %s (writer: %s)", c.n, c.file, r)
+			}
+			wait()
+			t.Logf("writer's last command: %s", r)
+			m.mount()
+			if err := c.want(recordsOf(m, "t")); err != nil {
+				t.Fatalf("after the kill and remount: %v\n%s", err, m.daemonLog())
+			}
+			m.unmount()
+			if _, err := os.Stat(filepath.Join(m.data, "t-0", "segfs-unfinished-lines")); !os.IsNotExist(err) {
+				t.Fatalf("journal left after recovery and a clean unmount: %v", err)
+			}
+		})
+	}
+}
+
+// exact accepts one of the given record lists (joined by '|').
+func exact(alts ...string) func([]string) error {
+	return func(recs []string) error {
+		got := strings.Join(recs, "|")
+		for _, a := range alts {
+			if got == a {
+				return nil
+			}
+		}
+		return fmt.Errorf("records %q, want one of %q", got, alts)
+	}
+}
+
+// Kill -9 during recovery, at each of its writes: the journal's entry
+// for a recovered line (conditional on its batch) and the batch. Then
+// a plain remount: each line is a record once, in the order of the
+// writers' last writes.
+func TestUnfinishedRecoveryKillPoints(t *testing.T) {
+	straceBin, err := exec.LookPath("strace")
+	if err != nil {
+		t.Skip("strace not installed")
+	}
+	for _, c := range []struct {
+		file string
+		n    int
+	}{{"journal", 1}, {"log", 1}, {"journal", 2}, {"log", 2}, {"journal", 3}} {
+		t.Run(fmt.Sprintf("%s_%d", c.file, c.n), func(t *testing.T) {
+			m := mntNew(t)
+			m.ok(`mkdir "$M/t"`)
+			h := startUnfinishedHolder(t, m, `exec 3>>"$M/t/0/data" 4>>"$M/t/0/data" 5>>"$M/t/0/data"
+printf 'one-' >&3
+printf 'two' >&4
+printf 'done\nthr' >&5
+printf 'a' >&3
+printf 'ee' >&5`)
+			m.kill9()
+			h.stop()
+			for i := 0; i < 5 && mntIsMounted(m.dir); i++ {
+				exec.Command("timeout", "10", "umount", "-l", m.dir).Run()
+			}
+			path := filepath.Join(m.data, "t-0", "segfs-unfinished-lines")
+			if c.file == "log" {
+				logs, _ := filepath.Glob(filepath.Join(m.data, "t-0", "*.log"))
+				path = logs[len(logs)-1]
+			}
+			cmd := exec.Command("timeout", "-k", "5", "60", straceBin, "-f", "-o", "/dev/null", "-P", path,
+				"-e", "trace=pwrite64", "-e", fmt.Sprintf("inject=pwrite64:signal=KILL:when=%d", c.n),
+				segfsBin, "mount", "--foreground", m.data, m.dir)
+			out, err := cmd.CombinedOutput()
+			if err == nil {
+				t.Fatalf("the mount was not killed at pwrite %d of %s:\n%s", c.n, c.file, out)
+			}
+			for i := 0; i < 5 && mntIsMounted(m.dir); i++ {
+				exec.Command("timeout", "10", "umount", "-l", m.dir).Run()
+			}
+			m.mount()
+			if got, want := strings.Join(recordsOf(m, "t"), "|"), "done|two|one-a|three"; got != want {
+				t.Fatalf("records %q, want %q\n%s", got, want, m.daemonLog())
+			}
+			m.unmount()
+			if _, err := os.Stat(filepath.Join(m.data, "t-0", "segfs-unfinished-lines")); !os.IsNotExist(err) {
+				t.Fatalf("journal left after recovery and a clean unmount: %v", err)
+			}
+		})
+	}
+}
