@@ -243,3 +243,94 @@ printf 'ee' >&5`)
 		})
 	}
 }
+
+// Kill -9 inside the journal's rewrite (past 1 MiB and more than twice
+// its writers' lines): at the temp file's creation, its write, or the
+// rename over the journal. Writer A holds a 600000-byte line, writer B
+// ends a 60000-byte line and starts the next in each write, so the
+// journal grows by B's tails until a write of B's rewrites it; two
+// lines held since before ("A", "B") are in it too. After the remount
+// every line is there once: the held ones, A's, B's complete lines and
+// B's last tail (its write's batch was stored before the rewrite that
+// the kill cut; the kill came before the reply).
+func TestUnfinishedRewriteKillPoints(t *testing.T) {
+	straceBin, err := exec.LookPath("strace")
+	if err != nil {
+		t.Skip("strace not installed")
+	}
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 not installed")
+	}
+	for _, c := range []struct{ syscall, file string }{
+		{"openat", "segfs-unfinished-lines.tmp"},
+		{"write", "segfs-unfinished-lines.tmp"},
+		{"renameat", "segfs-unfinished-lines"},
+	} {
+		t.Run(c.syscall, func(t *testing.T) {
+			m := mntNew(t)
+			m.ok(`mkdir "$M/t"`)
+			h := startUnfinishedHolder(t, m, `exec 3>>"$M/t/0/data" 4>>"$M/t/0/data"; printf A >&3; printf B >&4`)
+			st := exec.Command(straceBin, "-f", "-o", "/dev/null", "-p", strconv.Itoa(m.pid),
+				"-P", filepath.Join(m.data, "t-0", c.file),
+				"-e", "trace="+c.syscall, "-e", "inject="+c.syscall+":signal=KILL:when=1")
+			stderr, _ := st.StderrPipe()
+			if err := st.Start(); err != nil {
+				t.Fatal(err)
+			}
+			sc := bufio.NewScanner(stderr)
+			for sc.Scan() && !strings.Contains(sc.Text(), "attached") {
+			}
+			go func() {
+				for sc.Scan() {
+				}
+			}()
+			w := exec.Command("timeout", "-k", "5", "60", "bash", "-c", `exec 3>>"$D" 4>>"$D"
+python3 -c '
+import os
+try:
+    for i in range(10):
+        os.write(3, b"A" * 60000)
+    for j in range(40):
+        os.write(4, b"B%d-" % j + b"b" * 50000)
+        os.write(4, b"c" * 10000 + b"\n" + b"B%d-tail" % (j + 1))
+    print("no kill")
+except OSError as e:
+    print("killed", j)
+'`)
+			w.Env = append(os.Environ(), "D="+m.path("t", "0", "data"))
+			out, _ := w.CombinedOutput()
+			if !waitExit(m.pid, 10e9) {
+				st.Process.Kill()
+				st.Wait()
+				t.Fatalf("the daemon was not killed in the rewrite: %s", out)
+			}
+			st.Wait()
+			h.stop()
+			t.Logf("writer: %s", out)
+			m.mount()
+			recs := recordsOf(m, "t")
+			// B's lines: "B0-b..c", then "Bi-tailBi-b..c"; then the
+			// held A and B, A's line, and B's last tail.
+			k := 0
+			for k < len(recs) && strings.HasPrefix(recs[k], "B") && len(recs[k]) > 60000 {
+				want := fmt.Sprintf("B%d-", k)
+				if k > 0 {
+					want = fmt.Sprintf("B%d-tail", k) + want
+				}
+				if r := recs[k]; !strings.HasPrefix(r, want+"bbbb") || !strings.HasSuffix(r, "ccc") || len(r) != len(want)+60000 {
+					t.Fatalf("record %d: %.30q... (%d bytes), want %q and 60000 bytes", k, r, len(r), want)
+				}
+				k++
+			}
+			rest := recs[k:]
+			if k == 0 || len(rest) != 4 || rest[0] != "A" || rest[1] != "B" || rest[2] != strings.Repeat("A", 600000) ||
+				rest[3] != fmt.Sprintf("B%d-tail", k) {
+				t.Fatalf("after B's %d lines: %d records, want A, B, A's line and B%d-tail\n%s", k, len(rest), k, m.daemonLog())
+			}
+			m.unmount()
+			if _, err := os.Stat(filepath.Join(m.data, "t-0", "segfs-unfinished-lines")); !os.IsNotExist(err) {
+				t.Fatalf("journal left after recovery and a clean unmount: %v", err)
+			}
+		})
+	}
+}
