@@ -623,22 +623,16 @@ func campaignOracle(t *testing.T, m *mnt, all []campaignExpect) {
 	}
 }
 
-// KNOWN DEFECT (logstore/unfinished.go, LineWriter.AppendLines): a WRITE
-// that completes a writer's unfinished line and carries more lines than
-// one batch holds (1 MiB of short lines at the default max.message.bytes:
-// max_write is 1 MiB) is appended as several batches, with one
-// conditional journal entry valid only once the last batch is in. A kill
-// -9 after the first batch (which holds the completed line) and before
-// the last leaves that entry invalid, so recovery takes the writer's line
-// from the entry before: its old start, "abc-", which the first batch
-// already stored as "abc-def". The remount appends "abc-" again, a
-// second record of acknowledged bytes. strace kills the daemon as it
-// enters its second pwrite of the segment. Run with
-// SEGFS_KNOWN_DEFECTS=1.
+// A WRITE that completes a writer's unfinished line and carries more
+// lines than one batch holds (1 MiB of short lines at the default
+// max.message.bytes: max_write is 1 MiB) is appended as several batches.
+// A kill -9 after the first batch (which holds the completed line,
+// "abc-def") and before the last must not bring back the line's old
+// start, "abc-", as a second record: the journal says "no line" once the
+// first batch is in (logstore/unfinished.go). It did, when the write's one
+// journal entry counted only once the last batch was in. strace kills the
+// daemon as it enters its second pwrite of the segment.
 func TestUnfinishedKillBetweenBatchesNoDuplicate(t *testing.T) {
-	if os.Getenv("SEGFS_KNOWN_DEFECTS") == "" {
-		t.Skip("known defect: kill -9 between the batches of a WRITE that ends an unfinished line recovers the line's start a second time (logstore/unfinished.go AppendLines: one entry conditional on the last batch); SEGFS_KNOWN_DEFECTS=1 runs it")
-	}
 	straceBin, err := exec.LookPath("strace")
 	if err != nil {
 		t.Skip("strace not installed")

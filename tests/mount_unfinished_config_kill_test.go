@@ -42,9 +42,7 @@ printf 'tail' >&5 2>rc-tail`)
 	}
 	m.ok(`echo after >> "$M/t/0/data"`)
 	m.unmount()
-	if _, err := os.Stat(filepath.Join(m.data, "t-0", "segfs-unfinished-lines")); !os.IsNotExist(err) {
-		t.Fatalf("journal left after a clean unmount: %v", err)
-	}
+	journalEmpty(t, filepath.Join(m.data, "t-0"))
 }
 
 // A compacted topic (key.separator =): a key split across writes is

@@ -123,9 +123,7 @@ func TestUnfinishedDiskFullKill9(t *testing.T) {
 			}
 			m.ok(`echo after >> "$M/t/0/data"`)
 			m.unmount()
-			if _, err := os.Stat(filepath.Join(m.data, "t-0", "segfs-unfinished-lines")); !os.IsNotExist(err) {
-				t.Fatalf("journal left after a clean unmount: %v", err)
-			}
+			journalEmpty(t, filepath.Join(m.data, "t-0"))
 		})
 	}
 }

@@ -170,9 +170,7 @@ func TestUnfinishedKillPoints(t *testing.T) {
 				t.Fatalf("after the kill and remount: %v\n%s", err, m.daemonLog())
 			}
 			m.unmount()
-			if _, err := os.Stat(filepath.Join(m.data, "t-0", "segfs-unfinished-lines")); !os.IsNotExist(err) {
-				t.Fatalf("journal left after recovery and a clean unmount: %v", err)
-			}
+			journalEmpty(t, filepath.Join(m.data, "t-0"))
 		})
 	}
 }
@@ -237,9 +235,7 @@ printf 'ee' >&5`)
 				t.Fatalf("records %q, want %q\n%s", got, want, m.daemonLog())
 			}
 			m.unmount()
-			if _, err := os.Stat(filepath.Join(m.data, "t-0", "segfs-unfinished-lines")); !os.IsNotExist(err) {
-				t.Fatalf("journal left after recovery and a clean unmount: %v", err)
-			}
+			journalEmpty(t, filepath.Join(m.data, "t-0"))
 		})
 	}
 }
@@ -328,9 +324,7 @@ except OSError as e:
 				t.Fatalf("after B's %d lines: %d records, want A, B, A's line and B%d-tail\n%s", k, len(rest), k, m.daemonLog())
 			}
 			m.unmount()
-			if _, err := os.Stat(filepath.Join(m.data, "t-0", "segfs-unfinished-lines")); !os.IsNotExist(err) {
-				t.Fatalf("journal left after recovery and a clean unmount: %v", err)
-			}
+			journalEmpty(t, filepath.Join(m.data, "t-0"))
 		})
 	}
 }
