@@ -631,12 +631,9 @@ func campaignOracle(t *testing.T, m *mnt, all []campaignExpect) {
 // start, "abc-", as a second record: the journal says "no line" once the
 // first batch is in (logstore/unfinished.go). It did, when the write's one
 // journal entry counted only once the last batch was in. strace kills the
-// daemon as it enters its second pwrite of the segment.
+// daemon once its first pwrite of the segment has written
+// (killAfterFirstPwrite).
 func TestUnfinishedKillBetweenBatchesNoDuplicate(t *testing.T) {
-	straceBin, err := exec.LookPath("strace")
-	if err != nil {
-		t.Skip("strace not installed")
-	}
 	m := mntNew(t)
 	m.ok(`mkdir "$M/t"`)
 	py := `
@@ -663,20 +660,12 @@ except OSError as e:
 		t.Fatalf("holder: %q", l)
 	}
 	logs, _ := filepath.Glob(filepath.Join(m.data, "t-0", "*.log"))
-	st := exec.Command(straceBin, "-f", "-o", "/dev/null", "-p", strconv.Itoa(m.pid), "-P", logs[len(logs)-1],
-		"-e", "trace=pwrite64", "-e", "inject=pwrite64:signal=KILL:when=2")
-	stderr, _ := st.StderrPipe()
-	if err := st.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { st.Process.Kill(); st.Wait() }()
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() && !strings.Contains(sc.Text(), "attached") {
-	}
+	wait := killAfterFirstPwrite(t, m, logs[len(logs)-1])
 	in.Write([]byte("go\n"))
 	if !waitExit(m.pid, 30*time.Second) {
 		t.Fatal("the daemon did not die at its second batch")
 	}
+	wait()
 	l, _ := rd.ReadString('\n')
 	t.Logf("holder: %s", strings.TrimSpace(l))
 	m.mount()

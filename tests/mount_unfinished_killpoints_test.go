@@ -15,7 +15,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // killpointPy writes (w HEX) or closes (c) data as told on stdin, one
@@ -60,12 +62,18 @@ func (w *killpointWriter) do(t *testing.T, cmd string, b []byte) string {
 // strace to end.
 func killpointArm(t *testing.T, m *mnt, path string, n int) func() {
 	t.Helper()
+	if n == 2 {
+		return killAfterFirstPwrite(t, m, path)
+	}
+	if n != 1 {
+		t.Fatalf("killpointArm: pwrite %d: only the first or second can be targeted", n)
+	}
 	straceBin, err := exec.LookPath("strace")
 	if err != nil {
 		t.Skip("strace not installed")
 	}
 	st := exec.Command(straceBin, "-f", "-o", "/dev/null", "-p", strconv.Itoa(m.pid), "-P", path,
-		"-e", "trace=pwrite64", "-e", fmt.Sprintf("inject=pwrite64:signal=KILL:when=%d", n))
+		"-e", "trace=pwrite64", "-e", "inject=pwrite64:signal=KILL:when=1")
 	stderr, _ := st.StderrPipe()
 	if err := st.Start(); err != nil {
 		t.Fatal(err)
@@ -78,6 +86,57 @@ func killpointArm(t *testing.T, m *mnt, path string, n int) func() {
 		}
 	}()
 	return func() { st.Wait() }
+}
+
+// killAfterFirstPwrite kills the daemon of m with SIGKILL once its first
+// pwrite to path (from the arming on) has written, before its next one.
+// strace counts injections per thread, not per process, and the daemon's
+// appender may move between threads from one pwrite to the next, so
+// "signal=KILL:when=2" let the second pwrite through about one run in
+// three. Instead every thread's first pwrite to path is held at its exit
+// for a few seconds (the thread stopped by strace, so the appender cannot
+// go on), and the test kills the daemon as soon as path has grown.
+func killAfterFirstPwrite(t *testing.T, m *mnt, path string) func() {
+	t.Helper()
+	straceBin, err := exec.LookPath("strace")
+	if err != nil {
+		t.Skip("strace not installed")
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := fi.Size()
+	st := exec.Command(straceBin, "-f", "-o", "/dev/null", "-p", strconv.Itoa(m.pid), "-P", path,
+		"-e", "trace=pwrite64", "-e", "inject=pwrite64:delay_exit=5000000:when=1")
+	stderr, _ := st.StderrPipe()
+	if err := st.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() && !strings.Contains(sc.Text(), "attached") {
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	pid := m.pid
+	killed := make(chan struct{})
+	go func() {
+		defer close(killed)
+		deadline := time.Now().Add(60 * time.Second)
+		for time.Now().Before(deadline) {
+			if fi, err := os.Stat(path); err == nil && fi.Size() > size {
+				syscall.Kill(pid, syscall.SIGKILL)
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	return func() {
+		<-killed
+		st.Wait()
+	}
 }
 
 func TestUnfinishedKillPoints(t *testing.T) {
