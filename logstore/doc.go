@@ -129,7 +129,12 @@
 // the journal is rewritten without its conditional entries, so that the
 // records appended cannot make a lost entry's condition come true, and
 // each record's entry is conditional on it, so a crash during recovery
-// recovers each line once. Power cuts: the kernel writes back each
+// recovers each line once. If the rewrite or an append of recovery
+// fails (a full disk), the partition is not fenced: the rest of the
+// recovery is retried before every append (the mount's lines, produced
+// batches, transaction markers), which fails with its error (ENOSPC,
+// KAFKA_STORAGE_ERROR) until it succeeds, so that nothing is appended
+// before the recovered lines nor past a lost entry's condition. Power cuts: the kernel writes back each
 // file's pages when it likes (and the writeback kicker pushes the
 // segment's every 8 MiB), so the journal on disk may be older than the
 // segment: a batch that ended a writer's line is there while the entry

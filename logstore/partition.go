@@ -256,6 +256,12 @@ func (p *Partition) appendLinesLocked(head, text []byte, ts int64, cfg *Config, 
 	// Each batch takes as many lines as fit under the limit; the first
 	// holds all of a write below it, the mount's common case.
 	first = -1
+	// Lines an earlier run left in the journal of unfinished lines, which
+	// the open could not recover (a full disk), go first, or this append
+	// fails with why they cannot (unfinished.go, recoverPendingLocked).
+	if err := p.recoverPendingLocked(); err != nil {
+		return first, last, 0, err
+	}
 	for len(head)+len(text) > 0 {
 		now := p.store.now().UnixMilli()
 		create := now
@@ -372,6 +378,12 @@ func (p *Partition) appendLocked(b []byte, h *record.Header, st record.TextStats
 	}
 	if p.store.closed.Load() {
 		return 0, ErrClosed
+	}
+	// The callers retried a pending recovery of unfinished lines before
+	// encoding their batch (it appends, reusing batchBuf and zbuf), and
+	// return its error: none can be left here but its own appends'.
+	if u := &p.unfinished; len(u.unrecovered) > 0 && !u.recovering {
+		return 0, errors.New("unfinished lines of an earlier run not recovered yet")
 	}
 	base := p.leo.Load()
 	if p.epochPending.Load() {

@@ -531,6 +531,11 @@ func (p *Partition) AppendBatch(batch []byte) (AppendResult, error) {
 
 	p.amu.Lock()
 	defer p.amu.Unlock()
+	// Unfinished lines the open could not recover go first (a full disk:
+	// the batch fails like any append then; unfinished.go).
+	if err := p.recoverPendingLocked(); err != nil {
+		return res, err
+	}
 	if h.ProducerID >= 0 {
 		dup, err := p.producers.check(&h)
 		if err != nil {

@@ -82,6 +82,10 @@ func (p *Partition) WriteTxnMarker(pid int64, epoch int16, coordEpoch int32, com
 	cfg := p.config()
 	p.amu.Lock()
 	defer p.amu.Unlock()
+	// Unfinished lines the open could not recover go first (unfinished.go).
+	if err := p.recoverPendingLocked(); err != nil {
+		return -1, err
+	}
 	if err := p.producers.checkMarker(pid, epoch, coordEpoch); err != nil {
 		return -1, err
 	}

@@ -120,6 +120,17 @@ type unfinishedJournal struct {
 	// or a conditional one whose append has not failed); -1 when none.
 	// An append whose batch ends at or before it writes no mark.
 	recorded int64
+
+	// The recovery of the lines an earlier run left (recoverUnfinished)
+	// when it could not finish at the open (a full disk): the writers
+	// whose lines are still to be appended, in order, and whether the
+	// journal must first be rewritten without its conditional entries.
+	// Guarded by amu, not mu: recoverPendingLocked retries it before
+	// the next append, under amu, so that no append moves the log end
+	// past a lost entry's condition before the rewrite.
+	unrecovered []writerKey
+	needRewrite bool
+	recovering  bool // recoverPendingLocked is appending (its appends skip the retry)
 }
 
 // runID tells this daemon run's writers from earlier runs' in the journal.
@@ -211,6 +222,14 @@ func (w *LineWriter) AppendLines(head, text, tail []byte) (first, last int64, st
 	}
 	p.amu.Lock()
 	defer p.amu.Unlock()
+	return w.appendLinesLocked(head, text, tail, cfg)
+}
+
+// appendLinesLocked is AppendLines once the lines are checked, amu held
+// (recoverPendingLocked's appends, which run under the amu of the append
+// that retries them).
+func (w *LineWriter) appendLinesLocked(head, text, tail []byte, cfg *Config) (first, last int64, stored int, err error) {
+	p := w.p
 	if !w.has && !w.stale && len(tail) == 0 {
 		// The common case (an echo, a writer of whole lines): no line
 		// before or after, nothing to journal but appendLocked's marks
@@ -222,6 +241,11 @@ func (w *LineWriter) AppendLines(head, text, tail []byte) (first, last int64, st
 	}
 	if p.store.closed.Load() {
 		return -1, -1, 0, ErrClosed
+	}
+	// A recovery left pending goes first: it may rewrite the journal,
+	// which must not happen between writeCond and resolve below.
+	if err := p.recoverPendingLocked(); err != nil {
+		return -1, -1, 0, err
 	}
 	// Every line is one record: the log ends at leo+lines once all the
 	// batches are appended.
@@ -764,28 +788,74 @@ func (p *Partition) recoverUnfinished() error {
 		j.mu.Unlock()
 		return emptyUnfinishedFile(p.dir)
 	}
-	// Conditional entries must go before anything is appended: the
-	// appends below move the log end past conditions that failed.
-	err = j.rewrite(p)
 	j.mu.Unlock()
+	// Conditional entries must go before anything is appended: the
+	// appends move the log end past conditions that failed. If the
+	// rewrite or an append fails (a full disk), the partition is not
+	// fenced: the rest of the recovery is retried before each append,
+	// which fails with its error until it succeeds (recoverPendingLocked).
+	p.amu.Lock()
+	j.unrecovered, j.needRewrite = keys, true
+	err = p.recoverPendingLocked()
+	p.amu.Unlock()
 	if err != nil {
-		// Appends would make the conditions of entries that did not
-		// happen come true: the partition takes none until a restart
-		// recovers the lines (a full disk: once there is room).
-		p.amu.Lock()
-		ferr := p.failLocked(fmt.Errorf("rewriting %s to recover unfinished lines: %w", path, err))
-		p.amu.Unlock()
-		p.log().Warn("unfinished lines not recovered", "err", ferr)
+		p.log().Warn("unfinished lines not recovered yet: the journal keeps them, and each append retries first (failing while this fails)",
+			"file", path, "lines", len(keys), "err", err)
+	}
+	return nil
+}
+
+// recoverPendingLocked does what is left of recoverUnfinished: the
+// journal's rewrite without its conditional entries, if not done yet,
+// then the appends of the lines not yet stored, each as a record as its
+// writer's close would have (one the close would refuse is dropped with
+// a warning). It is called at the open and then before every append
+// (appendLocked, and LineWriter.AppendLines before its journal entry), amu
+// held, until it succeeds; an append in the meantime fails with its error
+// (ENOSPC while the disk is full), so that none can make a lost entry's
+// condition come true nor store a record before the recovered lines. Its
+// own appends go through LineWriter.appendLinesLocked and appendLocked,
+// which call it again: recovering makes those calls return at once (amu
+// is not reentrant, and the recovery must not recurse). Lock order: amu,
+// then j.mu, as for every append.
+func (p *Partition) recoverPendingLocked() error {
+	j := &p.unfinished
+	if len(j.unrecovered) == 0 || j.recovering {
 		return nil
 	}
-	for _, k := range keys {
+	j.recovering = true
+	defer func() { j.recovering = false }()
+	path := filepath.Join(p.dir, unfinishedFile)
+	if j.needRewrite {
+		j.mu.Lock()
+		err := j.rewrite(p)
+		j.mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("rewriting %s to recover unfinished lines: %w", path, err)
+		}
+		j.needRewrite = false
+	}
+	cfg := p.config()
+	for len(j.unrecovered) > 0 {
+		k := j.unrecovered[0]
 		j.mu.Lock()
 		l := j.lines[k]
-		line := append(append([]byte(nil), l.tail...), '\n')
-		ts := l.ts
+		var line []byte
+		var ts int64
+		if l != nil {
+			line = append(append([]byte(nil), l.tail...), '\n')
+			ts = l.ts
+		}
 		j.mu.Unlock()
+		if l == nil {
+			j.unrecovered = j.unrecovered[1:]
+			continue
+		}
 		w := &LineWriter{p: p, key: k, has: true, ts: ts}
-		_, _, _, err := w.AppendLines(nil, line, nil)
+		err := checkLines(nil, line, cfg)
+		if err == nil {
+			_, _, _, err = w.appendLinesLocked(nil, line, nil, cfg)
+		}
 		if err != nil {
 			if errors.Is(err, ErrMessageTooLarge) || errors.Is(err, ErrBatchTooLarge) || errors.Is(err, ErrInvalidRecord) {
 				p.log().Warn("unfinished line of a writer the daemon lost not appended: the close would have refused it",
@@ -793,17 +863,18 @@ func (p *Partition) recoverUnfinished() error {
 				if err := w.Set(nil); err != nil {
 					return err
 				}
+				j.unrecovered = j.unrecovered[1:]
 				continue
 			}
-			p.log().Warn("unfinished line of a writer the daemon lost not appended; the journal keeps it for the next open",
-				"bytes", len(line), "err", err)
-			return nil
+			return err
 		}
+		j.unrecovered = j.unrecovered[1:]
 		p.log().Info("unfinished line of a writer the daemon lost appended as a record", "bytes", len(line)-1)
 	}
+	j.unrecovered = nil
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if len(j.lines) == 0 {
+	if len(j.lines) == 0 && !j.pending {
 		if j.f != nil {
 			j.f.Close()
 			j.f = nil

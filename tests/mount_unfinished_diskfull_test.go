@@ -7,6 +7,7 @@ package tests
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,6 +16,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // unfinishedDiskFullPy holds an unfinished line, then (after "go" on
@@ -172,18 +176,16 @@ func unfinishedFillDisk(t *testing.T, dir string) []string {
 	return []string{big, small}
 }
 
-// KNOWN DEFECT (logstore/unfinished.go, recoverUnfinished): a mount on a
-// full disk whose partition has a journal of unfinished lines to
-// recover cannot rewrite the journal (its temp file gets ENOSPC), and
-// fences the partition until the next restart: once the disk has room
-// again, `echo room >> data` still fails with "No space left on device",
-// against the README's promise for ENOSPC (writes succeed again once
-// space returns). Nothing is lost: the next mount recovers the line. Run
-// with SEGFS_KNOWN_DEFECTS=1.
+// A mount on a full disk whose partition has a journal of unfinished
+// lines to recover cannot rewrite the journal (its temp file gets
+// ENOSPC). It used to fence the partition until the next restart, so
+// that `echo room >> data` still failed with "No space left on device"
+// once the disk had room again, against the README's promise for ENOSPC
+// (writes succeed again once space returns). The recovery is now retried
+// before each append (logstore/unfinished.go, recoverPendingLocked): the
+// appends fail with ENOSPC while the disk is full, and once it has room
+// the held line is stored first, then the new one.
 func TestUnfinishedRecoveryOnFullDiskWritableOnceRoom(t *testing.T) {
-	if os.Getenv("SEGFS_KNOWN_DEFECTS") == "" {
-		t.Skip("known defect: recovering unfinished lines on a full disk fences the partition until a restart, so appends fail with ENOSPC after space returns (logstore/unfinished.go recoverUnfinished); SEGFS_KNOWN_DEFECTS=1 runs it")
-	}
 	disk := faultTmpfs(t, "8m")
 	m := mntAt(t, filepath.Join(disk, "data"))
 	m.ok(`mkdir "$M/t" && echo first >> "$M/t/0/data"`)
@@ -273,5 +275,51 @@ print("closed", flush=True)
 	m.mount()
 	if got := recordsOf(m, "t"); len(got) != 1 || got[0] != "first" {
 		t.Fatalf("%d records after the remount (the last %d bytes), want only first: the refused line came back", len(got), len(got[len(got)-1]))
+	}
+}
+
+// TestUnfinishedRecoveryOnFullDiskKafkaProduce: as
+// TestUnfinishedRecoveryOnFullDiskWritableOnceRoom, through a franz-go
+// producer: while the recovery cannot be done, its Produce is answered
+// with the retriable KAFKA_STORAGE_ERROR (not fenced until a restart), and
+// once the disk has room the retry lands after the recovered line.
+func TestUnfinishedRecoveryOnFullDiskKafkaProduce(t *testing.T) {
+	mntRequireFuse(t)
+	disk := faultTmpfs(t, "8m")
+	addr := kafkaFreeAddr(t)
+	m := mntAt(t, filepath.Join(disk, "data"), "--kafka-listen", addr)
+	kafkaWaitListening(t, addr)
+	m.ok(`mkdir "$M/t" && echo first >> "$M/t/0/data"`)
+	h := startUnfinishedHolder(t, m, `exec 3>>"$M/t/0/data"; printf held >&3`)
+	m.kill9()
+	h.stop()
+	filler := unfinishedFillDisk(t, disk)
+	m.mount("--kafka-listen", addr)
+	kafkaWaitListening(t, addr)
+	hook := &produceReadHook{read: make(chan struct{}, 1)}
+	// No idempotence: allocating a producer id is not what is tested.
+	cl := kafkaClient(t, addr, kgo.WithHooks(hook), kgo.RetryTimeout(60*time.Second), kgo.DisableIdempotentWrite())
+	hook.armed.Store(true)
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		done <- cl.ProduceSync(ctx, &kgo.Record{Topic: "t", Partition: 0, Value: []byte("produced")}).FirstErr()
+	}()
+	select {
+	case <-hook.read:
+	case err := <-done:
+		t.Fatalf("produce on a full disk returned before any Produce response was read: %v", err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("no Produce response within 60s")
+	}
+	for _, p := range filler {
+		os.Remove(p)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("produce once the disk has room again (want a retriable error, then success): %v\n%s", err, m.daemonLog())
+	}
+	if got := strings.Join(recordsOf(m, "t"), "|"); got != "first|held|produced" {
+		t.Fatalf("records %q, want first|held|produced", got)
 	}
 }
