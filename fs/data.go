@@ -908,6 +908,7 @@ func (h *dataHandle) Write(ctx context.Context, data []byte, off int64) (uint32,
 		// its last descriptor.
 		h.openerClosed = false
 	}
+	h.journalResync()
 	hadLine := len(h.asm.partial) > 0
 	head, lines, keep, n, err := h.asm.add(data, h.maxLine())
 	if err != nil {
@@ -967,11 +968,25 @@ func (h *dataHandle) Write(ctx context.Context, data []byte, off int64) (uint32,
 }
 
 // journalDrop tells the journal that the handle's unfinished line was
-// dropped (refused). If that fails, the line would come back as a record
-// after a crash; the write fails anyway, so a warning is all.
+// dropped (refused). If its entry cannot be written (a full disk), the
+// journal forgets the line in memory and repairs its file later
+// (LineWriter.Drop): journalResync at the handle's next WRITE and its
+// RELEASE, the partition's clean close at the latest. Until then a crash
+// would bring the line back as a record; the write fails anyway, so a
+// warning is all.
 func (h *dataHandle) journalDrop() {
-	if err := h.lw.Set(nil); err != nil {
-		h.node.fs.log.Warn("dropped unfinished line not cleared from the journal", "topic", h.node.part.Topic().Name(),
+	if err := h.lw.Drop(); err != nil {
+		h.node.fs.log.Warn("dropped unfinished line not cleared from the journal yet", "topic", h.node.part.Topic().Name(),
+			"partition", h.node.part.Num(), "err", err)
+	}
+}
+
+// journalResync retries the repair a failed journalDrop left pending
+// (nothing to do otherwise). A failure changes nothing for the caller:
+// the journal retries at its next entry.
+func (h *dataHandle) journalResync() {
+	if err := h.lw.Resync(); err != nil {
+		h.node.fs.log.Debug("dropped unfinished line still not cleared from the journal", "topic", h.node.part.Topic().Name(),
 			"partition", h.node.part.Num(), "err", err)
 	}
 }
@@ -1010,6 +1025,7 @@ func (h *dataHandle) Lseek(ctx context.Context, off uint64, whence uint32) (uint
 func (h *dataHandle) commitPartial() (durable bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.journalResync()
 	line := h.asm.take()
 	if line == nil {
 		return false

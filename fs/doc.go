@@ -107,7 +107,10 @@
 // O_SYNC close, at unmount, or a refusal that drops it) clears it; a
 // writer that never leaves a line unfinished writes nothing there. A line
 // RELEASE could not store for want of space stays in the journal for the
-// next mount; one refused for what it is is cleared. A WRITE from a file opened O_SYNC or O_DSYNC, or a
+// next mount; one refused for what it is is cleared (if the disk is too
+// full for that entry, the journal forgets the line in memory and
+// repairs its file at the handle's next WRITE, its RELEASE, or the clean
+// unmount at the latest: LineWriter.Drop, Resync). A WRITE from a file opened O_SYNC or O_DSYNC, or a
 // pwritev2 with RWF_DSYNC, is answered after the FSYNC fsync(2) would send
 // (syncwrite.go): for direct I/O the kernel leaves that sync to the server.
 // The unfinished line of such a file, or of one fsynced while the line was

@@ -134,7 +134,11 @@
 // recovery is retried before every append (the mount's lines, produced
 // batches, transaction markers), which fails with its error (ENOSPC,
 // KAFKA_STORAGE_ERROR) until it succeeds, so that nothing is appended
-// before the recovered lines nor past a lost entry's condition. Power cuts: the kernel writes back each
+// before the recovered lines nor past a lost entry's condition. A
+// writer's line refused while the disk is too full for the entry that
+// clears it is forgotten in memory, and the file repaired from memory
+// (emptied, or rewritten) at the writer's next write, its release, the
+// journal's next entry or the clean close. Power cuts: the kernel writes back each
 // file's pages when it likes (and the writeback kicker pushes the
 // segment's every 8 MiB), so the journal on disk may be older than the
 // segment: a batch that ended a writer's line is there while the entry

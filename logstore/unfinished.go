@@ -109,6 +109,10 @@ type unfinishedJournal struct {
 	seq     uint64 // entries written
 	buf     []byte
 	pending bool // a conditional entry's batches are being appended
+	// forgotten: forget ran while an append's conditional entry was
+	// pending; resolve sets broken once it is settled (broken while
+	// pending would fail that append's marks).
+	forgotten bool
 	// reach is the log end once the append under way (amu) is done, or
 	// the log end when none is: the end an unconditional entry records.
 	// appendLocked sets it before each batch, under mu, so that an entry
@@ -194,6 +198,42 @@ func (w *LineWriter) Set(tail []byte) error {
 		return err
 	}
 	w.has, w.stale = len(tail) > 0, false
+	return nil
+}
+
+// Drop journals that the writer has no line: the caller dropped it (a
+// refused write). If the entry cannot be written (a full disk), the
+// journal's memory says no line all the same, and its file, which still
+// holds the line, is repaired from memory as soon as it can be: emptied
+// at once if no writer has a line (a truncation needs no space), else
+// rewritten before the journal's next entry, at Resync (the writer's
+// next write and its release) and at the partition's clean close, which
+// otherwise would keep the line for the next open to append.
+func (w *LineWriter) Drop() error {
+	err := w.Set(nil)
+	if err != nil {
+		w.has = false
+		if w.p.unfinished.forget(w.p, w.key) {
+			w.stale = false
+		}
+	}
+	return err
+}
+
+// Resync retries, if a Set failed, the repair of the journal that Drop
+// left pending; Extend and AppendLines set the whole line themselves.
+func (w *LineWriter) Resync() error {
+	if !w.stale {
+		return nil
+	}
+	if err := w.p.unfinished.repair(w.p); err != nil {
+		return err
+	}
+	if !w.has {
+		// The journal's file is its memory again, which has no line
+		// for the writer (Drop).
+		w.stale = false
+	}
 	return nil
 }
 
@@ -535,6 +575,11 @@ func (j *unfinishedJournal) resolve(p *Partition, k writerKey, at, at2, ts, cond
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.pending = false
+	if j.forgotten {
+		// A line dropped meanwhile whose entry failed (forget): the
+		// file is repaired from memory from now on.
+		j.broken, j.forgotten = true, false
+	}
 	if cond != condNever {
 		j.apply(unfinishedSet, k, ts, tail)
 	}
@@ -558,6 +603,53 @@ func (j *unfinishedJournal) resolve(p *Partition, k writerKey, at, at2, ts, cond
 		}
 	}
 	j.maybeShrink(p)
+}
+
+// forget removes k's line from the journal's memory after its "no line"
+// entry could not be written (Drop), marking the file for a rewrite from
+// memory (broken), or emptying it now if no writer has a line. It
+// reports whether the file is repaired.
+func (j *unfinishedJournal) forget(p *Partition, k writerKey) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.lines[k] == nil {
+		return !j.broken
+	}
+	j.apply(unfinishedSet, k, 0, nil)
+	if j.pending {
+		j.forgotten = true
+		return false
+	}
+	j.broken = true
+	j.maybeShrink(p)
+	return !j.broken
+}
+
+// repair rewrites the file from memory if it is broken (forget, a failed
+// truncation), unless an append's conditional entry is pending (resolve
+// repairs it then). A file with no line is emptied instead, which needs
+// no space.
+func (j *unfinishedJournal) repair(p *Partition) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if !j.broken || j.pending {
+		return nil
+	}
+	if len(j.lines) == 0 {
+		if j.f == nil {
+			if err := emptyUnfinishedFile(p.dir); err != nil {
+				return err
+			}
+			j.broken = false
+			return nil
+		}
+		j.maybeShrink(p)
+		if j.broken {
+			return errors.New("journal of unfinished lines not emptied")
+		}
+		return nil
+	}
+	return j.rewrite(p)
 }
 
 // undo rewrites the entry at at in place (resolve). The caller holds j.mu.
@@ -590,14 +682,15 @@ func (j *unfinishedJournal) maybeShrink(p *Partition) {
 		return
 	}
 	if len(j.lines) == 0 {
-		if j.size == 0 {
+		if j.size == 0 && !j.broken {
 			return
 		}
 		if err := j.f.Truncate(0); err != nil {
 			j.broken = true
 			return
 		}
-		j.size, j.recorded = 0, -1
+		// Empty, as the memory: nothing left to repair.
+		j.size, j.recorded, j.broken = 0, -1, false
 		j.dirty = true
 		return
 	}
@@ -679,9 +772,19 @@ func (j *unfinishedJournal) sync() error {
 // directory's mtime, which is the mounted topic and partition
 // directories' mtime, and `tar` of a topic then reported "file changed as
 // we read it" after a line written in pieces (emptyUnfinishedFile).
+//
+// A file that a failed write left behind the memory (broken: a dropped
+// line's "no line" entry not written, Drop) is rewritten from memory if
+// lines remain, and emptied, like any, if none does: either way the next
+// open does not append a line the mount dropped.
 func (j *unfinishedJournal) close(p *Partition) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if j.broken && len(j.lines) > 0 && !j.pending {
+		if err := j.rewrite(p); err != nil {
+			p.log().Warn("journal of unfinished lines not rewritten at close: the next open may append a line the mount dropped", "err", err)
+		}
+	}
 	if j.f != nil {
 		j.f.Close()
 		j.f = nil

@@ -206,20 +206,18 @@ func TestUnfinishedRecoveryOnFullDiskWritableOnceRoom(t *testing.T) {
 	}
 }
 
-// KNOWN DEFECT (fs/data.go journalDrop, logstore/unfinished.go
-// LineWriter.Set): a write(2) that makes the unfinished line too long
-// fails with EMSGSIZE and the line is dropped, but on a full disk the
-// journal entry that drops it cannot be written (a warning, "dropped
-// unfinished line not cleared from the journal"), and nothing retries it:
-// not the next write once there is room, not the close, not the clean
-// unmount. The journal outlives the unmount, and the next mount appends
-// the refused line's start as a record. The line's 4051 bytes make the
-// journal exactly one tmpfs page, so the drop's entry needs a new one.
-// Run with SEGFS_KNOWN_DEFECTS=1.
+// A write(2) that makes the unfinished line too long fails with EMSGSIZE
+// and the line is dropped; on a full disk the journal entry that drops it
+// cannot be written. That line used to stay in the journal, outlive the
+// clean unmount, and come back as a record at the next mount. The
+// journal now forgets the line in memory and repairs its file (here
+// emptied at once, no other writer having a line; else rewritten at the
+// writer's next write, its release, the journal's next entry or the
+// partition's clean close): fs/data.go journalDrop, logstore/unfinished.go
+// LineWriter.Drop. The line's 4043 bytes and its entry's 53 of headers
+// (logstore/unfinished.go) make the journal exactly one tmpfs page, so
+// the drop's entry needs a new one.
 func TestUnfinishedDroppedLineOnFullDiskStaysDropped(t *testing.T) {
-	if os.Getenv("SEGFS_KNOWN_DEFECTS") == "" {
-		t.Skip("known defect: a line refused with EMSGSIZE while the disk is full stays in the journal (its drop is never retried) and comes back as a record at the next mount, even after a clean unmount (fs/data.go journalDrop, logstore/unfinished.go); SEGFS_KNOWN_DEFECTS=1 runs it")
-	}
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("python3 not installed")
 	}
@@ -229,7 +227,7 @@ func TestUnfinishedDroppedLineOnFullDiskStaysDropped(t *testing.T) {
 	py := `
 import os, sys
 fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)
-os.write(fd, b"a" * 4051)
+os.write(fd, b"a" * 4043)
 print("ready", flush=True)
 sys.stdin.readline()
 try:
@@ -269,12 +267,86 @@ print("closed", flush=True)
 	in.Write([]byte("go\n"))
 	rd.ReadString('\n')
 	m.unmount()
-	if fi, err := os.Stat(filepath.Join(m.data, "t-0", "segfs-unfinished-lines")); err == nil {
-		t.Errorf("journal of %d bytes left after a clean unmount", fi.Size())
+	if fi, err := os.Stat(filepath.Join(m.data, "t-0", "segfs-unfinished-lines")); err != nil || fi.Size() != 0 {
+		t.Errorf("journal after a clean unmount: %v, want an empty file", func() any {
+			if err != nil {
+				return err
+			}
+			return fmt.Sprintf("%d bytes", fi.Size())
+		}())
 	}
 	m.mount()
 	if got := recordsOf(m, "t"); len(got) != 1 || got[0] != "first" {
 		t.Fatalf("%d records after the remount (the last %d bytes), want only first: the refused line came back", len(got), len(got[len(got)-1]))
+	}
+}
+
+// As TestUnfinishedDroppedLineOnFullDiskStaysDropped, while another
+// writer holds a line: the journal cannot simply be emptied when the
+// drop's entry fails, so the writer's next write, once the disk has room,
+// rewrites it (LineWriter.Resync). A kill -9 after that write recovers
+// the other writer's line and not the dropped one. The held line's entry
+// (57 bytes) and the dropped line's (3986 bytes and 53 of headers) make
+// the journal exactly one tmpfs page, so the drop's entry needs a new one.
+func TestUnfinishedDroppedLineOnFullDiskBesideHeldLine(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 not installed")
+	}
+	disk := faultTmpfs(t, "8m")
+	m := mntAt(t, filepath.Join(disk, "data"))
+	m.ok(`mkdir "$M/t" && echo max.message.bytes=8192 > "$M/t/config" && echo first >> "$M/t/0/data"`)
+	h := startUnfinishedHolder(t, m, `exec 3>>"$M/t/0/data"; printf held >&3`)
+	py := `
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)
+os.write(fd, b"a" * 3986)
+print("ready", flush=True)
+sys.stdin.readline()
+try:
+    os.write(fd, b"b" * 5000)
+    print("long-ok", flush=True)
+except OSError as e:
+    print("long-%d" % e.errno, flush=True)
+sys.stdin.readline()
+try:
+    os.write(fd, b"c\n")
+    print("c-ok", flush=True)
+except OSError as e:
+    print("c-%d" % e.errno, flush=True)
+sys.stdin.readline()
+`
+	cmd := exec.Command("timeout", "-k", "5", "60", "python3", "-c", py, m.path("t", "0", "data"))
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	rd := bufio.NewReader(out)
+	if l, _ := rd.ReadString('\n'); l != "ready\n" {
+		t.Fatalf("writer: %q", l)
+	}
+	filler := unfinishedFillDisk(t, disk)
+	in.Write([]byte("go\n"))
+	if l, _ := rd.ReadString('\n'); l != "long-"+strconv.Itoa(int(syscall.EMSGSIZE))+"\n" {
+		t.Fatalf("the write that makes the line too long: %q, want EMSGSIZE", l)
+	}
+	for _, p := range filler {
+		os.Remove(p)
+	}
+	// Room again; the writer's next bytes ("c\n", the refused line's
+	// tail: EMSGSIZE too).
+	in.Write([]byte("go\n"))
+	if l, _ := rd.ReadString('\n'); l != "c-"+strconv.Itoa(int(syscall.EMSGSIZE))+"\n" {
+		t.Fatalf("the refused line's tail: %q, want EMSGSIZE", l)
+	}
+	m.kill9()
+	h.stop()
+	cmd.Process.Kill()
+	cmd.Wait()
+	m.mount()
+	if got := strings.Join(recordsOf(m, "t"), "|"); got != "first|held" {
+		t.Fatalf("records after kill -9 and the remount: %.80q, want first|held (the dropped line must not come back)", got)
 	}
 }
 
