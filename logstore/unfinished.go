@@ -287,10 +287,7 @@ func (w *LineWriter) appendLinesLocked(head, text, tail []byte, cfg *Config) (fi
 	if err := p.recoverPendingLocked(); err != nil {
 		return -1, -1, 0, err
 	}
-	// Every line is one record: the log ends at leo+lines once all the
-	// batches are appended.
 	leo := p.leo.Load()
-	end := leo + int64(bytes.Count(head, []byte{'\n'})+bytes.Count(text, []byte{'\n'}))
 	j := &p.unfinished
 	ts := w.now()
 	// The entries are written once the first batch is encoded, when its
@@ -301,10 +298,17 @@ func (w *LineWriter) appendLinesLocked(head, text, tail []byte, cfg *Config) (fi
 	// that line's start nor the new tail.
 	at, at2 := int64(-1), int64(-1)
 	journal := func(firstEnd int64, all bool) error {
-		var err error
+		// The log ends at end once all the batches are appended. When the
+		// first batch takes every line it is firstEnd; otherwise every
+		// line is one record, so it is leo+lines (counted only then: the
+		// count is a pass over the whole WRITE, 128 KiB of a `cat`).
+		end := firstEnd
 		if all {
 			firstEnd = -1
+		} else {
+			end = leo + int64(bytes.Count(head, []byte{'\n'})+bytes.Count(text, []byte{'\n'}))
 		}
+		var err error
 		at, at2, err = j.writeCond(p, w.key, ts, firstEnd, end, tail)
 		return err
 	}
