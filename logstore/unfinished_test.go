@@ -50,65 +50,45 @@ func mustAppend(t *testing.T, w *LineWriter, head, text, tail string) {
 // record after a crash, with the time of its last write; a line a later
 // append ended is not there twice; the journal is gone afterwards.
 func TestUnfinishedRecoveredAfterCrash(t *testing.T) {
-	dir := t.TempDir()
-	s := openStore(t, dir, newClock())
-	s.CreateTopic("a", 1, nil)
-	p := mustPartition(t, s, "a")
+	dir, s, p := openUnfinished(t, nil)
 	w1, w2, w3 := p.NewLineWriter(), p.NewLineWriter(), p.NewLineWriter()
-	if err := w1.Extend(nil, []byte("one-")); err != nil {
-		t.Fatal(err)
-	}
-	if err := w2.Extend(nil, []byte("two")); err != nil {
-		t.Fatal(err)
-	}
+	mustExtend(t, w1, "one-")
+	mustExtend(t, w2, "two")
 	mustAppend(t, w1, "one-done\n", "x\n", "tail-")
-	if err := w1.Extend(nil, []byte("more")); err != nil {
-		t.Fatal(err)
-	}
+	mustExtend(t, w1, "more")
 	// w3's line ends before the crash: nothing of it is recovered.
-	w3.Extend(nil, []byte("three"))
+	mustExtend(t, w3, "three")
 	mustAppend(t, w3, "three\n", "", "")
-	if err := w2.Extend(nil, []byte("-2")); err != nil {
-		t.Fatal(err)
-	}
+	mustExtend(t, w2, "-2")
 	wantTs := s.now().UnixMilli() // the clock ticks a ms per reading
 	if journalSize(t, p) <= 0 {
 		t.Fatal("no journal while writers have unfinished lines")
 	}
 	s, p = crashReopen(t, s, dir, "a")
 	// Recovered in the order of the writers' last entries: w1, then w2.
-	if got, want := textOf(t, p, 0), "one-done\nx\nthree\ntail-more\ntwo-2\n"; got != want {
-		t.Fatalf("text after crash %q, want %q", got, want)
-	}
+	wantText(t, p, "text after crash", "one-done\nx\nthree\ntail-more\ntwo-2\n")
 	recs := linearRecords(t, p)
 	if ts := recs[len(recs)-1].ts; ts >= wantTs || ts < wantTs-5 {
 		t.Fatalf("recovered line's timestamp %d, want its write time just before %d", ts, wantTs)
 	}
-	if n := journalSize(t, p); n != 0 {
-		t.Fatalf("journal left after recovery: %d bytes", n)
-	}
+	wantJournalEmpty(t, p, "journal left after recovery")
 	// A clean stop leaves none either.
 	w := p.NewLineWriter()
-	w.Extend(nil, []byte("abc"))
+	mustExtend(t, w, "abc")
 	mustAppend(t, w, "abc\n", "", "")
 	s.Close()
-	if n := journalSize(t, p); n != 0 {
-		t.Fatalf("journal left after a clean close: %d bytes", n)
-	}
+	wantJournalEmpty(t, p, "journal left after a clean close")
 }
 
 // An entry whose batches did not reach the log did not happen: the
 // writer's line is what its earlier entries say.
 func TestUnfinishedConditionalBatchMissing(t *testing.T) {
-	dir := t.TempDir()
-	s := openStore(t, dir, newClock())
-	s.CreateTopic("a", 1, nil)
-	p := mustPartition(t, s, "a")
+	dir, s, p := openUnfinished(t, nil)
 	mustAppend(t, p.NewLineWriter(), "", "first\n", "")
 	seg := p.active().path(logSuffix)
 	fi, _ := os.Stat(seg)
 	w := p.NewLineWriter()
-	w.Extend(nil, []byte("ab"))
+	mustExtend(t, w, "ab")
 	// The line "abc" is appended and "xy" becomes the unfinished line,
 	// but the batch is lost (the segment cut back below it).
 	mustAppend(t, w, "abc\n", "", "xy")
@@ -118,25 +98,19 @@ func TestUnfinishedConditionalBatchMissing(t *testing.T) {
 	}
 	s = openStore(t, dir, newClock())
 	defer s.Close()
-	p = mustPartition(t, s, "a")
-	if got, want := textOf(t, p, 0), "first\nab\n"; got != want {
-		t.Fatalf("text %q, want %q", got, want)
-	}
+	wantText(t, mustPartition(t, s, "a"), "text", "first\nab\n")
 }
 
 // A torn or damaged entry ends the journal: the entries before it count.
 func TestUnfinishedTornEntry(t *testing.T) {
 	for _, damage := range []string{"torn", "bitflip"} {
 		t.Run(damage, func(t *testing.T) {
-			dir := t.TempDir()
-			s := openStore(t, dir, newClock())
-			s.CreateTopic("a", 1, nil)
-			p := mustPartition(t, s, "a")
+			dir, s, p := openUnfinished(t, nil)
 			w1, w2 := p.NewLineWriter(), p.NewLineWriter()
-			w1.Extend(nil, []byte("w1"))
-			w2.Extend(nil, []byte("w2"))
+			mustExtend(t, w1, "w1")
+			mustExtend(t, w2, "w2")
 			before := journalSize(t, p)
-			w1.Extend(nil, []byte("-lost"))
+			mustExtend(t, w1, "-lost")
 			path := journalPath(p)
 			s.abandon()
 			switch damage {
@@ -152,12 +126,8 @@ func TestUnfinishedTornEntry(t *testing.T) {
 			s = openStore(t, dir, newClock())
 			defer s.Close()
 			p = mustPartition(t, s, "a")
-			if got, want := textOf(t, p, 0), "w1\nw2\n"; got != want {
-				t.Fatalf("text %q, want %q", got, want)
-			}
-			if n := journalSize(t, p); n != 0 {
-				t.Fatalf("journal left: %d", n)
-			}
+			wantText(t, p, "text", "w1\nw2\n")
+			wantJournalEmpty(t, p, "journal left")
 		})
 	}
 }
@@ -165,24 +135,17 @@ func TestUnfinishedTornEntry(t *testing.T) {
 // The journal is cut to nothing once no writer has a line, and rewritten
 // when it grew past unfinishedRewriteAt.
 func TestUnfinishedBounded(t *testing.T) {
-	dir := t.TempDir()
-	s := openStore(t, dir, newClock())
-	s.CreateTopic("a", 1, nil)
-	p := mustPartition(t, s, "a")
+	dir, s, p := openUnfinished(t, nil)
 	w := p.NewLineWriter()
 	// Whole lines only: nothing is journaled.
 	mustAppend(t, w, "", "a\nb\n", "")
-	if n := journalSize(t, p); n != 0 {
-		t.Fatalf("journal written for whole lines: %d", n)
-	}
-	w.Extend(nil, []byte("x"))
+	wantJournalEmpty(t, p, "journal written for whole lines")
+	mustExtend(t, w, "x")
 	mustAppend(t, w, "x\n", "", "")
-	if n := journalSize(t, p); n != 0 {
-		t.Fatalf("journal after the last line ended: %d bytes, want 0", n)
-	}
+	wantJournalEmpty(t, p, "journal after the last line ended (want 0)")
 	// A long cat: every WRITE ends inside a line.
 	other := p.NewLineWriter()
-	other.Extend(nil, []byte("kept"))
+	mustExtend(t, other, "kept")
 	chunk := strings.Repeat("0123456789abcdef\n", 100)
 	var max int64
 	for i := 0; i < 3000; i++ {
@@ -216,77 +179,48 @@ func maxInt(a, b int64) int64 {
 // old line when nothing was stored (even after later appends move the log
 // past the failed entry's condition), no line after a short write.
 func TestUnfinishedFailedAppend(t *testing.T) {
+	enospc := func(int) error { return syscall.ENOSPC }
+	// 30 lines of 100 bytes: several batches under max.message.bytes=1000.
+	batches := strings.Repeat(strings.Repeat("y", 99)+"\n", 30)
 	t.Run("nothing stored", func(t *testing.T) {
-		dir := t.TempDir()
-		s := openStore(t, dir, newClock())
-		s.CreateTopic("a", 1, nil)
-		p := mustPartition(t, s, "a")
+		dir, s, p := openUnfinished(t, nil)
 		w := p.NewLineWriter()
-		w.Extend(nil, []byte("ab"))
-		appendFail = func(int) error { return syscall.ENOSPC }
-		_, _, stored, err := w.AppendLines([]byte("abc\n"), []byte("d\n"), []byte("zz"))
-		appendFail = nil
-		if err == nil || stored != 0 {
+		mustExtend(t, w, "ab")
+		if stored, err := appendFailing(w, "d\n", enospc); err == nil || stored != 0 {
 			t.Fatalf("append: stored %d err %v", stored, err)
 		}
 		// Others append past the failed entry's condition.
-		o := p.NewLineWriter()
-		for i := 0; i < 5; i++ {
-			mustAppend(t, o, "", "q\n", "")
-		}
+		appendWholeLines(t, p, 5)
 		s, p = crashReopen(t, s, dir, "a")
-		if got, want := textOf(t, p, 0), "q\nq\nq\nq\nq\nab\n"; got != want {
-			t.Fatalf("text %q, want %q", got, want)
-		}
+		wantText(t, p, "text", "q\nq\nq\nq\nq\nab\n")
 	})
 	t.Run("nothing stored of several batches", func(t *testing.T) {
 		// The entry for the first batch (no line once it is in) is
 		// undone too.
-		dir := t.TempDir()
-		s := openStore(t, dir, newClock())
-		s.CreateTopic("a", 1, map[string]string{"max.message.bytes": "1000"})
-		p := mustPartition(t, s, "a")
+		dir, s, p := openUnfinished(t, map[string]string{"max.message.bytes": "1000"})
 		w := p.NewLineWriter()
-		w.Extend(nil, []byte("ab"))
-		appendFail = func(int) error { return syscall.ENOSPC }
-		text := strings.Repeat(strings.Repeat("y", 99)+"\n", 30)
-		_, _, stored, err := w.AppendLines([]byte("abc\n"), []byte(text), []byte("zz"))
-		appendFail = nil
-		if err == nil || stored != 0 {
+		mustExtend(t, w, "ab")
+		if stored, err := appendFailing(w, batches, enospc); err == nil || stored != 0 {
 			t.Fatalf("append: stored %d err %v", stored, err)
 		}
-		o := p.NewLineWriter()
-		for i := 0; i < 40; i++ {
-			mustAppend(t, o, "", "q\n", "")
-		}
+		appendWholeLines(t, p, 40)
 		s, p = crashReopen(t, s, dir, "a")
-		if got, want := textOf(t, p, 0), strings.Repeat("q\n", 40)+"ab\n"; got != want {
-			t.Fatalf("text %q, want %q", got, want)
-		}
+		wantText(t, p, "text", strings.Repeat("q\n", 40)+"ab\n")
 	})
 	t.Run("short write", func(t *testing.T) {
-		dir := t.TempDir()
-		s := openStore(t, dir, newClock())
-		s.CreateTopic("a", 1, map[string]string{"max.message.bytes": "1000"})
-		p := mustPartition(t, s, "a")
+		dir, s, p := openUnfinished(t, map[string]string{"max.message.bytes": "1000"})
 		w := p.NewLineWriter()
-		w.Extend(nil, []byte("ab"))
-		appendFail = func(stored int) error {
+		mustExtend(t, w, "ab")
+		stored, err := appendFailing(w, batches, func(stored int) error {
 			if stored > 0 {
 				return syscall.ENOSPC
 			}
 			return nil
-		}
-		text := strings.Repeat(strings.Repeat("y", 99)+"\n", 30)
-		_, _, stored, err := w.AppendLines([]byte("abc\n"), []byte(text), []byte("zz"))
-		appendFail = nil
+		})
 		if err == nil || stored == 0 {
 			t.Fatalf("append: stored %d err %v", stored, err)
 		}
-		o := p.NewLineWriter()
-		for i := 0; i < 40; i++ {
-			mustAppend(t, o, "", "q\n", "")
-		}
+		appendWholeLines(t, p, 40)
 		before := textOf(t, p, 0)
 		s, p = crashReopen(t, s, dir, "a")
 		if got := textOf(t, p, 0); got != before {
@@ -294,38 +228,28 @@ func TestUnfinishedFailedAppend(t *testing.T) {
 		}
 	})
 	t.Run("refused", func(t *testing.T) {
-		dir := t.TempDir()
-		s := openStore(t, dir, newClock())
-		s.CreateTopic("a", 1, map[string]string{"cleanup.policy": "compact", "key.separator": ":"})
-		p := mustPartition(t, s, "a")
+		dir, s, p := openUnfinished(t, map[string]string{"cleanup.policy": "compact", "key.separator": ":"})
 		w := p.NewLineWriter()
-		w.Extend(nil, []byte("k:ab"))
+		mustExtend(t, w, "k:ab")
 		if _, _, _, err := w.AppendLines(nil, []byte("k:1\nnokey\n"), []byte("k:zz")); !errors.Is(err, ErrInvalidRecord) {
 			t.Fatalf("append: %v", err)
 		}
 		// A keyless unfinished line is dropped at recovery, with
 		// the other writer's line recovered.
 		o := p.NewLineWriter()
-		o.Extend(nil, []byte("keyless"))
+		mustExtend(t, o, "keyless")
 		s, p = crashReopen(t, s, dir, "a")
-		if got, want := textOf(t, p, 0), "k:ab\n"; got != want {
-			t.Fatalf("text %q, want %q", got, want)
-		}
-		if n := journalSize(t, p); n != 0 {
-			t.Fatalf("journal left: %d", n)
-		}
+		wantText(t, p, "text", "k:ab\n")
+		wantJournalEmpty(t, p, "journal left")
 	})
 }
 
 // A crash during recovery itself recovers each line once.
 func TestUnfinishedCrashDuringRecovery(t *testing.T) {
-	dir := t.TempDir()
-	s := openStore(t, dir, newClock())
-	s.CreateTopic("a", 1, nil)
-	p := mustPartition(t, s, "a")
+	dir, s, p := openUnfinished(t, nil)
 	w1, w2 := p.NewLineWriter(), p.NewLineWriter()
-	w1.Extend(nil, []byte("l1"))
-	w2.Extend(nil, []byte("l2"))
+	mustExtend(t, w1, "l1")
+	mustExtend(t, w2, "l2")
 	// w1 ends a line with a new tail, but that batch is lost.
 	seg := p.active().path(logSuffix)
 	mustAppend(t, w1, "l1\n", "", "new")
@@ -342,13 +266,9 @@ func TestUnfinishedCrashDuringRecovery(t *testing.T) {
 	}
 	s = openStore(t, dir, newClock())
 	appendFail = nil
-	if got, want := textOf(t, mustPartition(t, s, "a"), 0), "l1\n"; got != want {
-		t.Fatalf("after the failed recovery %q, want %q", got, want)
-	}
+	wantText(t, mustPartition(t, s, "a"), "after the failed recovery", "l1\n")
 	s, p = crashReopen(t, s, dir, "a")
-	if got, want := textOf(t, p, 0), "l1\nl2\n"; got != want {
-		t.Fatalf("text %q, want %q", got, want)
-	}
+	wantText(t, p, "text", "l1\nl2\n")
 }
 
 // openLogged opens dir with the store's log in buf.
@@ -392,18 +312,11 @@ func TestUnfinishedJournalBehindLog(t *testing.T) {
 		}, "first\nk\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			s := openStore(t, dir, newClock())
-			s.CreateTopic("a", 1, nil)
-			p := mustPartition(t, s, "a")
+			dir, s, p := openUnfinished(t, nil)
 			mustAppend(t, p.NewLineWriter(), "", "first\n", "")
 			a, b := p.NewLineWriter(), p.NewLineWriter()
-			if err := a.Extend(nil, []byte("ab")); err != nil {
-				t.Fatal(err)
-			}
-			if err := b.Extend(nil, []byte("b-line")); err != nil {
-				t.Fatal(err)
-			}
+			mustExtend(t, a, "ab")
+			mustExtend(t, b, "b-line")
 			old, err := os.ReadFile(journalPath(p))
 			if err != nil {
 				t.Fatal(err)
@@ -415,16 +328,12 @@ func TestUnfinishedJournalBehindLog(t *testing.T) {
 			}
 			var logged bytes.Buffer
 			_, p = openLogged(t, dir, &logged)
-			if got := textOf(t, p, 0); got != tc.want {
-				t.Fatalf("text after the journal fell behind %q, want %q", got, tc.want)
-			}
+			wantText(t, p, "text after the journal fell behind", tc.want)
 			if !strings.Contains(logged.String(), "journal of unfinished lines is behind the log") ||
 				!strings.Contains(logged.String(), "lines=2 bytes=8") {
 				t.Fatalf("no warning naming the lines dropped:\n%s", logged.String())
 			}
-			if n := journalSize(t, p); n != 0 {
-				t.Fatalf("journal left: %d bytes", n)
-			}
+			wantJournalEmpty(t, p, "journal left")
 		})
 	}
 }
@@ -440,10 +349,7 @@ func TestUnfinishedJournalNotBehindLog(t *testing.T) {
 			name = "journal ahead"
 		}
 		t.Run(name, func(t *testing.T) {
-			dir := t.TempDir()
-			s := openStore(t, dir, newClock())
-			s.CreateTopic("a", 1, nil)
-			p := mustPartition(t, s, "a")
+			dir, s, p := openUnfinished(t, nil)
 			mustAppend(t, p.NewLineWriter(), "", "first\n", "")
 			seg := p.active().path(logSuffix)
 			fi, err := os.Stat(seg)
@@ -451,9 +357,7 @@ func TestUnfinishedJournalNotBehindLog(t *testing.T) {
 				t.Fatal(err)
 			}
 			a, b := p.NewLineWriter(), p.NewLineWriter()
-			if err := a.Extend(nil, []byte("ab")); err != nil {
-				t.Fatal(err)
-			}
+			mustExtend(t, a, "ab")
 			for i := 0; i < 3; i++ {
 				mustAppend(t, b, "", "x\n", "")
 			}
@@ -490,31 +394,22 @@ func TestUnfinishedJournalNotBehindLog(t *testing.T) {
 // Writers of whole lines write nothing to the journal while no line is
 // pending, and marks stop once the last line is ended.
 func TestUnfinishedMarksOnlyWhileLinePending(t *testing.T) {
-	dir := t.TempDir()
-	s := openStore(t, dir, newClock())
+	_, s, p := openUnfinished(t, nil)
 	t.Cleanup(func() { s.Close() })
-	s.CreateTopic("a", 1, nil)
-	p := mustPartition(t, s, "a")
 	b := p.NewLineWriter()
 	mustAppend(t, b, "", "x\n", "")
-	if n := journalSize(t, p); n != 0 {
-		t.Fatalf("journal of %d bytes with no line pending", n)
-	}
+	wantJournalEmpty(t, p, "journal with no line pending")
 	a := p.NewLineWriter()
-	a.Extend(nil, []byte("ab"))
+	mustExtend(t, a, "ab")
 	before := journalSize(t, p)
 	mustAppend(t, b, "", "x\n", "")
 	if n := journalSize(t, p); n <= before {
 		t.Fatalf("journal %d bytes after an append while a line is pending, %d before: no mark", n, before)
 	}
 	mustAppend(t, a, "abc\n", "", "")
-	if n := journalSize(t, p); n != 0 {
-		t.Fatalf("journal %d bytes once no line is pending", n)
-	}
+	wantJournalEmpty(t, p, "journal once no line is pending")
 	mustAppend(t, b, "", "x\n", "")
-	if n := journalSize(t, p); n != 0 {
-		t.Fatalf("journal %d bytes after an append with no line pending", n)
-	}
+	wantJournalEmpty(t, p, "journal after an append with no line pending")
 }
 
 // Marks do not grow the journal without bound while a line stays pending
@@ -522,14 +417,9 @@ func TestUnfinishedMarksOnlyWhileLinePending(t *testing.T) {
 // producer's stream): it is rewritten past unfinishedRewriteAt, and the
 // line is recovered once after a crash.
 func TestUnfinishedMarksBounded(t *testing.T) {
-	dir := t.TempDir()
-	s := openStore(t, dir, newClock())
-	s.CreateTopic("a", 1, nil)
-	p := mustPartition(t, s, "a")
+	dir, s, p := openUnfinished(t, nil)
 	holder, echo := p.NewLineWriter(), p.NewLineWriter()
-	if err := holder.Extend(nil, []byte("held")); err != nil {
-		t.Fatal(err)
-	}
+	mustExtend(t, holder, "held")
 	n := int(unfinishedRewriteAt/(unfinishedHdr+unfinishedBodyHdr)) + 1000
 	var max int64
 	for i := 0; i < n; i++ {
@@ -563,17 +453,10 @@ func max64(a, b int) int {
 // the journal and the segment as they were when the second batch was
 // about to be appended.
 func TestUnfinishedCrashBetweenBatches(t *testing.T) {
-	dir := t.TempDir()
-	s := openStore(t, dir, newClock())
-	s.CreateTopic("a", 1, map[string]string{"max.message.bytes": "2000"})
-	p := mustPartition(t, s, "a")
+	dir, s, p := openUnfinished(t, map[string]string{"max.message.bytes": "2000"})
 	a, b := p.NewLineWriter(), p.NewLineWriter()
-	if err := a.Extend(nil, []byte("ab")); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Extend(nil, []byte("held")); err != nil {
-		t.Fatal(err)
-	}
+	mustExtend(t, a, "ab")
+	mustExtend(t, b, "held")
 	var journal []byte
 	var segSize int64
 	appendFail = func(stored int) error {
