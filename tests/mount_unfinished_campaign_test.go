@@ -10,7 +10,6 @@ package tests
 // (and the tail it would have left), never a line's start twice.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -648,26 +647,14 @@ try:
 except OSError as e:
     print("failed", e, flush=True)
 `
-	holder := exec.Command("timeout", "-k", "5", "60", "python3", "-c", py, m.path("t", "0", "data"))
-	in, _ := holder.StdinPipe()
-	out, _ := holder.StdoutPipe()
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { holder.Process.Kill(); holder.Wait() }()
-	rd := bufio.NewReader(out)
-	if l, _ := rd.ReadString('\n'); l != "ready\n" {
-		t.Fatalf("holder: %q", l)
-	}
-	logs, _ := filepath.Glob(filepath.Join(m.data, "t-0", "*.log"))
-	wait := killAfterFirstPwrite(t, m, logs[len(logs)-1])
-	in.Write([]byte("go\n"))
+	holder := startUnfinishedPy(t, py, m.path("t", "0", "data"))
+	wait := killAfterFirstPwrite(t, m, killpointFile(m, "log"))
+	holder.in.Write([]byte("go\n"))
 	if !waitExit(m.pid, 30*time.Second) {
 		t.Fatal("the daemon did not die at its second batch")
 	}
 	wait()
-	l, _ := rd.ReadString('\n')
-	t.Logf("holder: %s", strings.TrimSpace(l))
+	t.Logf("holder: %s", strings.TrimSpace(holder.line()))
 	m.mount()
 	recs := recordsOf(m, "t")
 	var starts []string

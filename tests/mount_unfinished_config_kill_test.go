@@ -34,12 +34,8 @@ printf 'tail' >&5 2>rc-tail`)
 		}
 	}
 	remountAfterKill(t, m, h)
-	if got, want := strings.Join(recordsOf(m, "t"), "|"), "first|short"; got != want {
-		t.Fatalf("records %q, want %q", got, want)
-	}
-	if log := m.daemonLog(); !strings.Contains(log, "a line of 3000 bytes exceeds max.message.bytes=1000") {
-		t.Fatalf("no warning for the dropped line:\n%s", log)
-	}
+	wantRecords(t, m, "t", "records", "first|short")
+	wantDaemonLog(t, m, "a line of 3000 bytes exceeds max.message.bytes=1000", "no warning for the dropped line")
 	m.ok(`echo after >> "$M/t/0/data"`)
 	m.unmount()
 	journalEmpty(t, filepath.Join(m.data, "t-0"))
@@ -62,15 +58,9 @@ printf 'v2\nk3' >&4
 printf 'nokey' >&5
 printf '=' >&5`)
 	remountAfterKill(t, m, h)
-	if got, want := strings.Join(recordsOf(m, "ck"), "|"), "k0=first|k2=v2|key=va|nokey="; got != want {
-		t.Fatalf("records %q, want %q", got, want)
-	}
-	if log := m.daemonLog(); !strings.Contains(log, "line without a key on a compacted topic") {
-		t.Fatalf("no warning for the dropped keyless line:\n%s", log)
-	}
+	wantRecords(t, m, "ck", "records", "k0=first|k2=v2|key=va|nokey=")
+	wantDaemonLog(t, m, "line without a key on a compacted topic", "no warning for the dropped keyless line")
 	h = startUnfinishedHolder(t, m, `exec 3>>"$M/ck/0/data"; printf 'k4=' >&3; printf 'x' >&3`)
 	remountAfterKill(t, m, h)
-	if got, want := strings.Join(recordsOf(m, "ck"), "|"), "k0=first|k2=v2|key=va|nokey=|k4=x"; got != want {
-		t.Fatalf("records after the second kill %q, want %q", got, want)
-	}
+	wantRecords(t, m, "ck", "records after the second kill", "k0=first|k2=v2|key=va|nokey=|k4=x")
 }

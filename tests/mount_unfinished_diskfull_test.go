@@ -6,11 +6,9 @@ package tests
 // nothing of the refused writes.
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -58,9 +56,7 @@ sys.stdin.readline()
 `
 
 func TestUnfinishedDiskFullKill9(t *testing.T) {
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 not installed")
-	}
+	unfinishedNeedPython3(t)
 	for _, fstype := range []string{"tmpfs", "xfs"} {
 		t.Run(fstype, func(t *testing.T) {
 			var disk string
@@ -71,21 +67,9 @@ func TestUnfinishedDiskFullKill9(t *testing.T) {
 			}
 			m := mntAt(t, filepath.Join(disk, "data"))
 			m.ok(`mkdir "$M/t" && echo first >> "$M/t/0/data"`)
-			py := exec.Command("timeout", "-k", "5", "60", "python3", "-c", unfinishedDiskFullPy, m.path("t", "0", "data"))
-			in, _ := py.StdinPipe()
-			out, _ := py.StdoutPipe()
-			py.Stderr = os.Stderr
-			if err := py.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer func() { py.Process.Kill(); py.Wait() }()
-			rd := bufio.NewReader(out)
-			if l, _ := rd.ReadString('\n'); l != "ready\n" {
-				t.Fatalf("writer: %q", l)
-			}
-			filler := unfinishedFillDisk(t, disk)
-			in.Write([]byte("go\n"))
-			l, _ := rd.ReadString('\n')
+			py := startUnfinishedPy(t, unfinishedDiskFullPy, m.path("t", "0", "data"))
+			free := unfinishedFillDisk(t, disk)
+			l := py.step()
 			f := strings.Fields(l)
 			if len(f) != 3 {
 				t.Fatalf("writer: %q", l)
@@ -98,12 +82,9 @@ func TestUnfinishedDiskFullKill9(t *testing.T) {
 			if f[1] != "complete:"+enospc {
 				t.Fatalf("the write that completes the line: %s, want ENOSPC", f[1])
 			}
-			for _, p := range filler {
-				os.Remove(p)
-			}
+			free()
 			// Room again: the journal takes the next extend.
-			in.Write([]byte("go\n"))
-			l, _ = rd.ReadString('\n')
+			l = py.step()
 			f2 := strings.Fields(l)
 			if len(f2) != 2 || f2[0] != "more:ok" {
 				t.Fatalf("extend once the disk has room: %q", l)
@@ -137,8 +118,9 @@ func TestUnfinishedDiskFullKill9(t *testing.T) {
 
 // unfinishedFillDisk fills dir's filesystem: one file takes all but a
 // little of the free space (fallocate, so nothing is written), then
-// small writes take the rest until ENOSPC. It returns the files.
-func unfinishedFillDisk(t *testing.T, dir string) []string {
+// small writes take the rest until ENOSPC. It returns the func that
+// removes the files, giving the room back.
+func unfinishedFillDisk(t *testing.T, dir string) (free func()) {
 	t.Helper()
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(dir, &st); err != nil {
@@ -173,7 +155,10 @@ func unfinishedFillDisk(t *testing.T, dir string) []string {
 			break
 		}
 	}
-	return []string{big, small}
+	return func() {
+		os.Remove(big)
+		os.Remove(small)
+	}
 }
 
 // A mount on a full disk whose partition has a journal of unfinished
@@ -192,18 +177,14 @@ func TestUnfinishedRecoveryOnFullDiskWritableOnceRoom(t *testing.T) {
 	h := startUnfinishedHolder(t, m, `exec 3>>"$M/t/0/data"; printf held >&3`)
 	m.kill9()
 	h.stop()
-	filler := unfinishedFillDisk(t, disk)
+	free := unfinishedFillDisk(t, disk)
 	m.mount()
 	m.fails(`echo full >> "$M/t/0/data"`, "No space left on device")
-	for _, p := range filler {
-		os.Remove(p)
-	}
+	free()
 	if r := m.sh(`echo room >> "$M/t/0/data"`); r.code != 0 {
 		t.Fatalf("append once the disk has room again: %s\n%s", r.err, m.daemonLog())
 	}
-	if got := strings.Join(recordsOf(m, "t"), "|"); got != "first|held|room" {
-		t.Fatalf("records %q, want first|held|room", got)
-	}
+	wantRecords(t, m, "t", "records", "first|held|room")
 }
 
 // A write(2) that makes the unfinished line too long fails with EMSGSIZE
@@ -218,54 +199,13 @@ func TestUnfinishedRecoveryOnFullDiskWritableOnceRoom(t *testing.T) {
 // (logstore/unfinished.go) make the journal exactly one tmpfs page, so
 // the drop's entry needs a new one.
 func TestUnfinishedDroppedLineOnFullDiskStaysDropped(t *testing.T) {
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 not installed")
-	}
+	unfinishedNeedPython3(t)
 	disk := faultTmpfs(t, "8m")
 	m := mntAt(t, filepath.Join(disk, "data"))
 	m.ok(`mkdir "$M/t" && echo max.message.bytes=8192 > "$M/t/config" && echo first >> "$M/t/0/data"`)
-	py := `
-import os, sys
-fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)
-os.write(fd, b"a" * 4043)
-print("ready", flush=True)
-sys.stdin.readline()
-try:
-    os.write(fd, b"b" * 5000)
-    print("long-ok", flush=True)
-except OSError as e:
-    print("long-%d" % e.errno, flush=True)
-sys.stdin.readline()
-try:
-    os.write(fd, b"c\n")
-except OSError:
-    pass
-os.close(fd)
-print("closed", flush=True)
-`
-	cmd := exec.Command("timeout", "-k", "5", "60", "python3", "-c", py, m.path("t", "0", "data"))
-	in, _ := cmd.StdinPipe()
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	rd := bufio.NewReader(out)
-	if l, _ := rd.ReadString('\n'); l != "ready\n" {
-		t.Fatalf("writer: %q", l)
-	}
-	filler := unfinishedFillDisk(t, disk)
-	in.Write([]byte("go\n"))
-	if l, _ := rd.ReadString('\n'); l != "long-"+strconv.Itoa(int(syscall.EMSGSIZE))+"\n" {
-		t.Fatalf("the write that makes the line too long: %q, want EMSGSIZE", l)
-	}
-	for _, p := range filler {
-		os.Remove(p)
-	}
-	// Room again; the writer's next bytes ("c\n", the refused line's
-	// tail: EMSGSIZE too) and its close.
-	in.Write([]byte("go\n"))
-	rd.ReadString('\n')
+	py := unfinishedDropOnFullDisk(t, m, disk, 4043)
+	// Its close.
+	py.step()
 	m.unmount()
 	if fi, err := os.Stat(filepath.Join(m.data, "t-0", "segfs-unfinished-lines")); err != nil || fi.Size() != 0 {
 		t.Errorf("journal after a clean unmount: %v, want an empty file", func() any {
@@ -289,61 +229,15 @@ print("closed", flush=True)
 // (57 bytes) and the dropped line's (3986 bytes and 53 of headers) make
 // the journal exactly one tmpfs page, so the drop's entry needs a new one.
 func TestUnfinishedDroppedLineOnFullDiskBesideHeldLine(t *testing.T) {
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 not installed")
-	}
+	unfinishedNeedPython3(t)
 	disk := faultTmpfs(t, "8m")
 	m := mntAt(t, filepath.Join(disk, "data"))
 	m.ok(`mkdir "$M/t" && echo max.message.bytes=8192 > "$M/t/config" && echo first >> "$M/t/0/data"`)
 	h := startUnfinishedHolder(t, m, `exec 3>>"$M/t/0/data"; printf held >&3`)
-	py := `
-import os, sys
-fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)
-os.write(fd, b"a" * 3986)
-print("ready", flush=True)
-sys.stdin.readline()
-try:
-    os.write(fd, b"b" * 5000)
-    print("long-ok", flush=True)
-except OSError as e:
-    print("long-%d" % e.errno, flush=True)
-sys.stdin.readline()
-try:
-    os.write(fd, b"c\n")
-    print("c-ok", flush=True)
-except OSError as e:
-    print("c-%d" % e.errno, flush=True)
-sys.stdin.readline()
-`
-	cmd := exec.Command("timeout", "-k", "5", "60", "python3", "-c", py, m.path("t", "0", "data"))
-	in, _ := cmd.StdinPipe()
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	rd := bufio.NewReader(out)
-	if l, _ := rd.ReadString('\n'); l != "ready\n" {
-		t.Fatalf("writer: %q", l)
-	}
-	filler := unfinishedFillDisk(t, disk)
-	in.Write([]byte("go\n"))
-	if l, _ := rd.ReadString('\n'); l != "long-"+strconv.Itoa(int(syscall.EMSGSIZE))+"\n" {
-		t.Fatalf("the write that makes the line too long: %q, want EMSGSIZE", l)
-	}
-	for _, p := range filler {
-		os.Remove(p)
-	}
-	// Room again; the writer's next bytes ("c\n", the refused line's
-	// tail: EMSGSIZE too).
-	in.Write([]byte("go\n"))
-	if l, _ := rd.ReadString('\n'); l != "c-"+strconv.Itoa(int(syscall.EMSGSIZE))+"\n" {
-		t.Fatalf("the refused line's tail: %q, want EMSGSIZE", l)
-	}
+	py := unfinishedDropOnFullDisk(t, m, disk, 3986)
 	m.kill9()
 	h.stop()
-	cmd.Process.Kill()
-	cmd.Wait()
+	py.stop()
 	m.mount()
 	if got := strings.Join(recordsOf(m, "t"), "|"); got != "first|held" {
 		t.Fatalf("records after kill -9 and the remount: %.80q, want first|held (the dropped line must not come back)", got)
@@ -365,7 +259,7 @@ func TestUnfinishedRecoveryOnFullDiskKafkaProduce(t *testing.T) {
 	h := startUnfinishedHolder(t, m, `exec 3>>"$M/t/0/data"; printf held >&3`)
 	m.kill9()
 	h.stop()
-	filler := unfinishedFillDisk(t, disk)
+	free := unfinishedFillDisk(t, disk)
 	m.mount("--kafka-listen", addr)
 	kafkaWaitListening(t, addr)
 	hook := &produceReadHook{read: make(chan struct{}, 1)}
@@ -385,13 +279,9 @@ func TestUnfinishedRecoveryOnFullDiskKafkaProduce(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("no Produce response within 60s")
 	}
-	for _, p := range filler {
-		os.Remove(p)
-	}
+	free()
 	if err := <-done; err != nil {
 		t.Fatalf("produce once the disk has room again (want a retriable error, then success): %v\n%s", err, m.daemonLog())
 	}
-	if got := strings.Join(recordsOf(m, "t"), "|"); got != "first|held|produced" {
-		t.Fatalf("records %q, want first|held|produced", got)
-	}
+	wantRecords(t, m, "t", "records", "first|held|produced")
 }

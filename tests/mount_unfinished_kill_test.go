@@ -147,9 +147,7 @@ printf 'a' >&3
 printf 'b\n' >&5
 printf 'tw' >&4`)
 	remountAfterKill(t, m, h)
-	if got, want := strings.Join(recordsOf(m, "t"), "|"), "done-b|one-a|two-tw"; got != want {
-		t.Fatalf("records %q, want %q", got, want)
-	}
+	wantRecords(t, m, "t", "records", "done-b|one-a|two-tw")
 }
 
 // A writer whose lines complete before the kill: no duplicate partial of
@@ -164,9 +162,7 @@ printf 'c\nde' >&3
 printf 'f\n' >&3
 printf 'g' >&3`)
 	remountAfterKill(t, m, h)
-	if got, want := strings.Join(recordsOf(m, "t"), "|"), "abc|def|g"; got != want {
-		t.Fatalf("records %q, want %q", got, want)
-	}
+	wantRecords(t, m, "t", "records", "abc|def|g")
 	m.unmount()
 	journalEmpty(t, filepath.Join(m.data, "t-0"))
 }
@@ -181,12 +177,8 @@ func TestUnfinishedKeylessLineDroppedAtRecovery(t *testing.T) {
 printf 'nokey' >&3
 printf 'k=2' >&4`)
 	remountAfterKill(t, m, h)
-	if got, want := strings.Join(recordsOf(m, "ck"), "|"), "k=1|k=2"; got != want {
-		t.Fatalf("records %q, want %q", got, want)
-	}
-	if log := m.daemonLog(); !strings.Contains(log, "close would have refused it") {
-		t.Fatalf("no warning for the dropped keyless line:\n%s", log)
-	}
+	wantRecords(t, m, "ck", "records", "k=1|k=2")
+	wantDaemonLog(t, m, "close would have refused it", "no warning for the dropped keyless line")
 	m.ok(`echo k=3 >> "$M/ck/0/data"`)
 }
 
@@ -316,14 +308,10 @@ func TestUnfinishedLineAtCleanStopOnce(t *testing.T) {
 	h.stop()
 	journalEmpty(t, filepath.Join(m.data, "t-0"))
 	m.mount("--unmount-grace", "500ms")
-	if got, want := strings.Join(recordsOf(m, "t"), "|"), "held"; got != want {
-		t.Fatalf("records after the clean stop %q, want %q", got, want)
-	}
+	wantRecords(t, m, "t", "records after the clean stop", "held")
 	h = startUnfinishedHolder(t, m, `exec 3>>"$M/t/0/data"; printf 'second' >&3`)
 	remountAfterKill(t, m, h)
-	if got, want := strings.Join(recordsOf(m, "t"), "|"), "held|second"; got != want {
-		t.Fatalf("records %q, want %q", got, want)
-	}
+	wantRecords(t, m, "t", "records", "held|second")
 }
 
 // journalEmpty fails t unless the partition directory pdir's journal of

@@ -7,13 +7,11 @@ package tests
 // make of the writer's lines.
 
 import (
-	"bufio"
 	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -38,19 +36,15 @@ for line in sys.stdin:
         print("err", e.errno, flush=True)
 `
 
-type killpointWriter struct {
-	cmd *exec.Cmd
-	in  interface{ Write([]byte) (int, error) }
-	rd  *bufio.Reader
-}
-
-func (w *killpointWriter) do(t *testing.T, cmd string, b []byte) string {
+// killpointDo has the killpointPy writer py write b (cmd "w") or close
+// (cmd "c"), and returns its answer.
+func killpointDo(t *testing.T, py *unfinishedPy, cmd string, b []byte) string {
 	t.Helper()
 	if cmd == "w" {
 		cmd += " " + hex.EncodeToString(b)
 	}
-	w.in.Write([]byte(cmd + "\n"))
-	l, err := w.rd.ReadString('\n')
+	py.in.Write([]byte(cmd + "\n"))
+	l, err := py.rd.ReadString('\n')
 	if err != nil {
 		t.Fatalf("writer: %v", err)
 	}
@@ -68,23 +62,7 @@ func killpointArm(t *testing.T, m *mnt, path string, n int) func() {
 	if n != 1 {
 		t.Fatalf("killpointArm: pwrite %d: only the first or second can be targeted", n)
 	}
-	straceBin, err := exec.LookPath("strace")
-	if err != nil {
-		t.Skip("strace not installed")
-	}
-	st := exec.Command(straceBin, "-f", "-o", "/dev/null", "-p", strconv.Itoa(m.pid), "-P", path,
-		"-e", "trace=pwrite64", "-e", "inject=pwrite64:signal=KILL:when=1")
-	stderr, _ := st.StderrPipe()
-	if err := st.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() && !strings.Contains(sc.Text(), "attached") {
-	}
-	go func() {
-		for sc.Scan() {
-		}
-	}()
+	st := straceInject(t, m.pid, path, "pwrite64", "signal=KILL:when=1")
 	return func() { st.Wait() }
 }
 
@@ -98,8 +76,7 @@ func killpointArm(t *testing.T, m *mnt, path string, n int) func() {
 // go on), and the test kills the daemon as soon as path has grown.
 func killAfterFirstPwrite(t *testing.T, m *mnt, path string) func() {
 	t.Helper()
-	straceBin, err := exec.LookPath("strace")
-	if err != nil {
+	if _, err := exec.LookPath("strace"); err != nil {
 		t.Skip("strace not installed")
 	}
 	fi, err := os.Stat(path)
@@ -107,19 +84,7 @@ func killAfterFirstPwrite(t *testing.T, m *mnt, path string) func() {
 		t.Fatal(err)
 	}
 	size := fi.Size()
-	st := exec.Command(straceBin, "-f", "-o", "/dev/null", "-p", strconv.Itoa(m.pid), "-P", path,
-		"-e", "trace=pwrite64", "-e", "inject=pwrite64:delay_exit=5000000:when=1")
-	stderr, _ := st.StderrPipe()
-	if err := st.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() && !strings.Contains(sc.Text(), "attached") {
-	}
-	go func() {
-		for sc.Scan() {
-		}
-	}()
+	st := straceInject(t, m.pid, path, "pwrite64", "delay_exit=5000000:when=1")
 	pid := m.pid
 	killed := make(chan struct{})
 	go func() {
@@ -140,9 +105,7 @@ func killAfterFirstPwrite(t *testing.T, m *mnt, path string) func() {
 }
 
 func TestUnfinishedKillPoints(t *testing.T) {
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 not installed")
-	}
+	unfinishedNeedPython3(t)
 	var many strings.Builder
 	for i := 0; many.Len() < 1<<20-64; i++ {
 		fmt.Fprintf(&many, "L%06d\n", i)
@@ -189,35 +152,24 @@ func TestUnfinishedKillPoints(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			m := mntNew(t)
 			m.ok(`mkdir "$M/t"`)
-			cmd := exec.Command("timeout", "-k", "5", "60", "python3", "-c", killpointPy, m.path("t", "0", "data"))
-			in, _ := cmd.StdinPipe()
-			out, _ := cmd.StdoutPipe()
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer func() { cmd.Process.Kill(); cmd.Wait() }()
-			w := &killpointWriter{cmd: cmd, in: in, rd: bufio.NewReader(out)}
-			if l, _ := w.rd.ReadString('\n'); l != "ready\n" {
-				t.Fatalf("writer: %q", l)
-			}
+			py := startUnfinishedPy(t, killpointPy, m.path("t", "0", "data"))
 			for _, b := range c.before {
-				if r := w.do(t, "w", []byte(b)); r != fmt.Sprintf("ok %d", len(b)) {
+				if r := killpointDo(t, py, "w", []byte(b)); r != fmt.Sprintf("ok %d", len(b)) {
 					t.Fatalf("write %q: %s", b, r)
 				}
 			}
-			path := filepath.Join(m.data, "t-0", "segfs-unfinished-lines")
-			if c.file == "log" {
-				logs, _ := filepath.Glob(filepath.Join(m.data, "t-0", "*.log"))
-				path = logs[len(logs)-1]
-			} else if _, err := os.Stat(path); err != nil {
-				t.Fatalf("no journal to watch: %v", err)
+			path := killpointFile(m, c.file)
+			if c.file != "log" {
+				if _, err := os.Stat(path); err != nil {
+					t.Fatalf("no journal to watch: %v", err)
+				}
 			}
 			wait := killpointArm(t, m, path, c.n)
 			var r string
 			if c.last == "c" {
-				r = w.do(t, "c", nil)
+				r = killpointDo(t, py, "c", nil)
 			} else {
-				r = w.do(t, "w", []byte(strings.TrimPrefix(c.last, "w:")))
+				r = killpointDo(t, py, "w", []byte(strings.TrimPrefix(c.last, "w:")))
 			}
 			if !waitExit(m.pid, 30e9) {
 				t.Fatalf("the daemon survived its pwrite %d of %s (writer: %s)", c.n, c.file, r)
@@ -274,11 +226,7 @@ printf 'ee' >&5`)
 			for i := 0; i < 5 && mntIsMounted(m.dir); i++ {
 				exec.Command("timeout", "10", "umount", "-l", m.dir).Run()
 			}
-			path := filepath.Join(m.data, "t-0", "segfs-unfinished-lines")
-			if c.file == "log" {
-				logs, _ := filepath.Glob(filepath.Join(m.data, "t-0", "*.log"))
-				path = logs[len(logs)-1]
-			}
+			path := killpointFile(m, c.file)
 			cmd := exec.Command("timeout", "-k", "5", "60", straceBin, "-f", "-o", "/dev/null", "-P", path,
 				"-e", "trace=pwrite64", "-e", fmt.Sprintf("inject=pwrite64:signal=KILL:when=%d", c.n),
 				segfsBin, "mount", "--foreground", m.data, m.dir)
@@ -309,13 +257,10 @@ printf 'ee' >&5`)
 // B's last tail (its write's batch was stored before the rewrite that
 // the kill cut; the kill came before the reply).
 func TestUnfinishedRewriteKillPoints(t *testing.T) {
-	straceBin, err := exec.LookPath("strace")
-	if err != nil {
+	if _, err := exec.LookPath("strace"); err != nil {
 		t.Skip("strace not installed")
 	}
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 not installed")
-	}
+	unfinishedNeedPython3(t)
 	for _, c := range []struct{ syscall, file string }{
 		{"openat", "segfs-unfinished-lines.tmp"},
 		{"write", "segfs-unfinished-lines.tmp"},
@@ -325,20 +270,7 @@ func TestUnfinishedRewriteKillPoints(t *testing.T) {
 			m := mntNew(t)
 			m.ok(`mkdir "$M/t"`)
 			h := startUnfinishedHolder(t, m, `exec 3>>"$M/t/0/data" 4>>"$M/t/0/data"; printf A >&3; printf B >&4`)
-			st := exec.Command(straceBin, "-f", "-o", "/dev/null", "-p", strconv.Itoa(m.pid),
-				"-P", filepath.Join(m.data, "t-0", c.file),
-				"-e", "trace="+c.syscall, "-e", "inject="+c.syscall+":signal=KILL:when=1")
-			stderr, _ := st.StderrPipe()
-			if err := st.Start(); err != nil {
-				t.Fatal(err)
-			}
-			sc := bufio.NewScanner(stderr)
-			for sc.Scan() && !strings.Contains(sc.Text(), "attached") {
-			}
-			go func() {
-				for sc.Scan() {
-				}
-			}()
+			st := straceInject(t, m.pid, filepath.Join(m.data, "t-0", c.file), c.syscall, "signal=KILL:when=1")
 			w := exec.Command("timeout", "-k", "5", "60", "bash", "-c", `exec 3>>"$D" 4>>"$D"
 python3 -c '
 import os

@@ -3,7 +3,6 @@ package tests
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -49,7 +48,5 @@ sync -f "`+data+`"
 	if got, want := m.ok(`cat "$M/t/0/data"`), "first\nabc\n"; got != want {
 		t.Fatalf("data after the power cut = %q, want %q (the start of a line stored once, the unfinished lines dropped)", got, want)
 	}
-	if log := m.daemonLog(); !strings.Contains(log, "journal of unfinished lines is behind the log") {
-		t.Fatalf("no warning that the unfinished lines were dropped:\n%s", log)
-	}
+	wantDaemonLog(t, m, "journal of unfinished lines is behind the log", "no warning that the unfinished lines were dropped")
 }
