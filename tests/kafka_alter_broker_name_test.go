@@ -2,10 +2,10 @@ package tests
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -21,8 +21,6 @@ import (
 func TestKafkaAlterBrokerConfigsResourceName(t *testing.T) {
 	srv := kafkaServe(t, "")
 	cl := kafkaClient(t, srv.addr)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	for _, tc := range []struct {
 		name  string
 		value *string
@@ -33,35 +31,10 @@ func TestKafkaAlterBrokerConfigsResourceName(t *testing.T) {
 		{"0", nil, "Null value not supported for : log.retention.ms"},
 		{"", nil, "Null value not supported for : log.retention.ms"},
 	} {
-		ireq := kmsg.NewPtrIncrementalAlterConfigsRequest()
-		ir := kmsg.NewIncrementalAlterConfigsRequestResource()
-		ir.ResourceType, ir.ResourceName = kmsg.ConfigResourceTypeBroker, tc.name
-		ic := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-		ic.Name, ic.Value = "log.retention.ms", tc.value
-		ir.Configs = append(ir.Configs, ic)
-		ireq.Resources = append(ireq.Resources, ir)
-		iresp, err := cl.Broker(0).RetriableRequest(ctx, ireq)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r := iresp.(*kmsg.IncrementalAlterConfigsResponse).Resources[0]; r.ErrorCode != kerr.InvalidRequest.Code || r.ErrorMessage == nil || *r.ErrorMessage != tc.msg {
-			t.Errorf("IncrementalAlterConfigs broker %q: %v %v, want INVALID_REQUEST %q", tc.name, kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage, tc.msg)
-		}
-
-		lreq := kmsg.NewPtrAlterConfigsRequest()
-		lr := kmsg.NewAlterConfigsRequestResource()
-		lr.ResourceType, lr.ResourceName = kmsg.ConfigResourceTypeBroker, tc.name
-		lc := kmsg.NewAlterConfigsRequestResourceConfig()
-		lc.Name, lc.Value = "log.retention.ms", tc.value
-		lr.Configs = append(lr.Configs, lc)
-		lreq.Resources = append(lreq.Resources, lr)
-		lresp, err := cl.Broker(0).RetriableRequest(ctx, lreq)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r := lresp.(*kmsg.AlterConfigsResponse).Resources[0]; r.ErrorCode != kerr.InvalidRequest.Code || r.ErrorMessage == nil || *r.ErrorMessage != tc.msg {
-			t.Errorf("AlterConfigs broker %q: %v %v, want INVALID_REQUEST %q", tc.name, kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage, tc.msg)
-		}
+		ir, lr := kafkaAlterConfigsBoth(t, cl, kafkaAlterResource{kmsg.ConfigResourceTypeBroker, tc.name,
+			[]kafkaAlterSetting{{"log.retention.ms", tc.value}}})
+		kafkaWantInvalidRequest(t, fmt.Sprintf("IncrementalAlterConfigs broker %q", tc.name), ir[0].ErrorCode, ir[0].ErrorMessage, tc.msg)
+		kafkaWantInvalidRequest(t, fmt.Sprintf("AlterConfigs broker %q", tc.name), lr[0].ErrorCode, lr[0].ErrorMessage, tc.msg)
 	}
 }
 
@@ -75,45 +48,16 @@ func TestKafkaAlterConfigsDuplicateResource(t *testing.T) {
 	cl := kafkaClient(t, srv.addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	ct := kmsg.NewPtrCreateTopicsRequest()
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "dup", 1, 1
-	ct.Topics = append(ct.Topics, rt)
-	if resp, err := ct.RequestWith(ctx, cl); err != nil || resp.Topics[0].ErrorCode != 0 {
-		t.Fatalf("create dup: %v %+v", err, resp)
-	}
+	kafkaCreateTopic(t, cl, "dup", 1)
 	const want = "Each resource must appear at most once."
-	ireq := kmsg.NewPtrIncrementalAlterConfigsRequest()
-	lreq := kmsg.NewPtrAlterConfigsRequest()
+	var rs []kafkaAlterResource
 	for _, v := range []string{"1000", "2000"} {
-		ir := kmsg.NewIncrementalAlterConfigsRequestResource()
-		ir.ResourceType, ir.ResourceName = kmsg.ConfigResourceTypeTopic, "dup"
-		ic := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-		ic.Name, ic.Value = "retention.ms", kmsg.StringPtr(v)
-		ir.Configs = append(ir.Configs, ic)
-		ireq.Resources = append(ireq.Resources, ir)
-		lr := kmsg.NewAlterConfigsRequestResource()
-		lr.ResourceType, lr.ResourceName = kmsg.ConfigResourceTypeTopic, "dup"
-		lc := kmsg.NewAlterConfigsRequestResourceConfig()
-		lc.Name, lc.Value = "retention.ms", kmsg.StringPtr(v)
-		lr.Configs = append(lr.Configs, lc)
-		lreq.Resources = append(lreq.Resources, lr)
+		rs = append(rs, kafkaAlterResource{kmsg.ConfigResourceTypeTopic, "dup", []kafkaAlterSetting{{"retention.ms", kmsg.StringPtr(v)}}})
 	}
-	iresp, err := ireq.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lresp, err := lreq.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ir, lr := kafkaAlterConfigsBoth(t, cl, rs...)
 	for i := range 2 {
-		if r := iresp.Resources[i]; r.ErrorCode != kerr.InvalidRequest.Code || r.ErrorMessage == nil || *r.ErrorMessage != want {
-			t.Errorf("IncrementalAlterConfigs entry %d: %v %v, want INVALID_REQUEST %q", i, kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage, want)
-		}
-		if r := lresp.Resources[i]; r.ErrorCode != kerr.InvalidRequest.Code || r.ErrorMessage == nil || *r.ErrorMessage != want {
-			t.Errorf("AlterConfigs entry %d: %v %v, want INVALID_REQUEST %q", i, kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage, want)
-		}
+		kafkaWantInvalidRequest(t, fmt.Sprintf("IncrementalAlterConfigs entry %d", i), ir[i].ErrorCode, ir[i].ErrorMessage, want)
+		kafkaWantInvalidRequest(t, fmt.Sprintf("AlterConfigs entry %d", i), lr[i].ErrorCode, lr[i].ErrorMessage, want)
 	}
 	dreq := kmsg.NewPtrDescribeConfigsRequest()
 	dr := kmsg.NewDescribeConfigsRequestResource()
@@ -138,48 +82,10 @@ func TestKafkaAlterConfigsDuplicateResource(t *testing.T) {
 func TestKafkaAlterConfigsNullValuesFirst(t *testing.T) {
 	srv := kafkaServe(t, "")
 	cl := kafkaClient(t, srv.addr)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	ct := kmsg.NewPtrCreateTopicsRequest()
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "nv", 1, 1
-	ct.Topics = append(ct.Topics, rt)
-	if resp, err := ct.RequestWith(ctx, cl); err != nil || resp.Topics[0].ErrorCode != 0 {
-		t.Fatalf("create nv: %v %+v", err, resp)
-	}
+	kafkaCreateTopic(t, cl, "nv", 1)
 	const want = "Null value not supported for : retention.ms, segment.ms"
-	settings := []struct {
-		name  string
-		value *string
-	}{{"no.such", kmsg.StringPtr("1")}, {"retention.ms", nil}, {"segment.ms", nil}}
-	ireq := kmsg.NewPtrIncrementalAlterConfigsRequest()
-	ir := kmsg.NewIncrementalAlterConfigsRequestResource()
-	ir.ResourceType, ir.ResourceName = kmsg.ConfigResourceTypeTopic, "nv"
-	lreq := kmsg.NewPtrAlterConfigsRequest()
-	lr := kmsg.NewAlterConfigsRequestResource()
-	lr.ResourceType, lr.ResourceName = kmsg.ConfigResourceTypeTopic, "nv"
-	for _, s := range settings {
-		ic := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-		ic.Name, ic.Value = s.name, s.value
-		ir.Configs = append(ir.Configs, ic)
-		lc := kmsg.NewAlterConfigsRequestResourceConfig()
-		lc.Name, lc.Value = s.name, s.value
-		lr.Configs = append(lr.Configs, lc)
-	}
-	ireq.Resources = append(ireq.Resources, ir)
-	lreq.Resources = append(lreq.Resources, lr)
-	iresp, err := ireq.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := iresp.Resources[0]; r.ErrorCode != kerr.InvalidRequest.Code || r.ErrorMessage == nil || *r.ErrorMessage != want {
-		t.Errorf("IncrementalAlterConfigs: %v %v, want INVALID_REQUEST %q", kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage, want)
-	}
-	lresp, err := lreq.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := lresp.Resources[0]; r.ErrorCode != kerr.InvalidRequest.Code || r.ErrorMessage == nil || *r.ErrorMessage != want {
-		t.Errorf("AlterConfigs: %v %v, want INVALID_REQUEST %q", kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage, want)
-	}
+	ir, lr := kafkaAlterConfigsBoth(t, cl, kafkaAlterResource{kmsg.ConfigResourceTypeTopic, "nv",
+		[]kafkaAlterSetting{{"no.such", kmsg.StringPtr("1")}, {"retention.ms", nil}, {"segment.ms", nil}}})
+	kafkaWantInvalidRequest(t, "IncrementalAlterConfigs", ir[0].ErrorCode, ir[0].ErrorMessage, want)
+	kafkaWantInvalidRequest(t, "AlterConfigs", lr[0].ErrorCode, lr[0].ErrorMessage, want)
 }

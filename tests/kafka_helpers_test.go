@@ -18,7 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // kafkaServer is one `segfs serve` process.
@@ -371,4 +373,80 @@ func kcatProduceQueued(t testing.TB, addr, value string, args ...string) (stderr
 		t.Logf("kcat %s refused the message before hearing from the broker", strings.Join(args, " "))
 	}
 	return errb.String(), code
+}
+
+// kafkaCreateTopic creates topic with partitions partitions by a
+// CreateTopics request and fails the test unless it was created.
+func kafkaCreateTopic(t *testing.T, cl *kgo.Client, topic string, partitions int32) {
+	t.Helper()
+	ct := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, partitions, 1
+	ct.Topics = append(ct.Topics, rt)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if resp, err := ct.RequestWith(ctx, cl); err != nil || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create topic %s: %v %+v", topic, err, resp)
+	}
+}
+
+// kafkaAlterSetting is a setting of an (Incremental)AlterConfigs
+// resource; a nil value is a null.
+type kafkaAlterSetting struct {
+	name  string
+	value *string
+}
+
+// kafkaAlterResource is a resource of an (Incremental)AlterConfigs
+// request.
+type kafkaAlterResource struct {
+	typ      kmsg.ConfigResourceType
+	name     string
+	settings []kafkaAlterSetting
+}
+
+// kafkaAlterConfigsBoth sends the resources as an IncrementalAlterConfigs
+// (each setting a SET) and then as an AlterConfigs, both to broker 0 (a
+// broker resource naming another id must not be routed to it), and
+// returns the two answers' resources.
+func kafkaAlterConfigsBoth(t *testing.T, cl *kgo.Client, rs ...kafkaAlterResource) ([]kmsg.IncrementalAlterConfigsResponseResource, []kmsg.AlterConfigsResponseResource) {
+	t.Helper()
+	ireq := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	lreq := kmsg.NewPtrAlterConfigsRequest()
+	for _, r := range rs {
+		ir := kmsg.NewIncrementalAlterConfigsRequestResource()
+		ir.ResourceType, ir.ResourceName = r.typ, r.name
+		lr := kmsg.NewAlterConfigsRequestResource()
+		lr.ResourceType, lr.ResourceName = r.typ, r.name
+		for _, s := range r.settings {
+			ic := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+			ic.Name, ic.Value = s.name, s.value
+			ir.Configs = append(ir.Configs, ic)
+			lc := kmsg.NewAlterConfigsRequestResourceConfig()
+			lc.Name, lc.Value = s.name, s.value
+			lr.Configs = append(lr.Configs, lc)
+		}
+		ireq.Resources = append(ireq.Resources, ir)
+		lreq.Resources = append(lreq.Resources, lr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	iresp, err := cl.Broker(0).RetriableRequest(ctx, ireq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lresp, err := cl.Broker(0).RetriableRequest(ctx, lreq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return iresp.(*kmsg.IncrementalAlterConfigsResponse).Resources, lresp.(*kmsg.AlterConfigsResponse).Resources
+}
+
+// kafkaWantInvalidRequest fails the test (and goes on) unless an answer's
+// code and message are INVALID_REQUEST and want; what names the answer.
+func kafkaWantInvalidRequest(t *testing.T, what string, code int16, msg *string, want string) {
+	t.Helper()
+	if code != kerr.InvalidRequest.Code || msg == nil || *msg != want {
+		t.Errorf("%s: %v %v, want INVALID_REQUEST %q", what, kerr.ErrorForCode(code), msg, want)
+	}
 }

@@ -76,21 +76,7 @@ func TestKafkaMaxTimestampEmptyBatch(t *testing.T) {
 		t.Errorf("kcat -Q -t mx:0:-3: %q, want offset -1 (the first batch at the max timestamp is empty)", out)
 	}
 	cl := kafkaClient(t, srv.addr)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	req := kmsg.NewPtrListOffsetsRequest()
-	req.Version = 7
-	rt := kmsg.NewListOffsetsRequestTopic()
-	rt.Topic = "mx"
-	rp := kmsg.NewListOffsetsRequestTopicPartition()
-	rp.Timestamp = -3
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if lp := resp.Topics[0].Partitions[0]; lp.ErrorCode != 0 || lp.Offset != -1 || lp.Timestamp != -1 || lp.LeaderEpoch != -1 {
+	if lp := kafkaListOffsetWith(t, cl, "mx", -3, listOffsetsV7); lp.ErrorCode != 0 || lp.Offset != -1 || lp.Timestamp != -1 || lp.LeaderEpoch != -1 {
 		t.Errorf("ListOffsets v7 -3: %+v, want no error, offset, timestamp and leader epoch -1", lp)
 	}
 	// An ordinary lookup by that timestamp still finds the record.
@@ -113,13 +99,7 @@ func TestKafkaMaxTimestampBelowLogStart(t *testing.T) {
 	cl := kafkaClient(t, srv.addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	ct := kmsg.NewPtrCreateTopicsRequest()
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "mb", 1, 1
-	ct.Topics = append(ct.Topics, rt)
-	if resp, err := ct.RequestWith(ctx, cl); err != nil || resp.Topics[0].ErrorCode != 0 {
-		t.Fatalf("create topic mb: %v %+v", err, resp)
-	}
+	kafkaCreateTopic(t, cl, "mb", 1)
 	now := time.Now().UnixMilli()
 	maxTs := now + 10*60*1000 // within message.timestamp.after.max.ms
 	for i, ts := range []int64{now, maxTs, now, maxTs, now} {
@@ -136,20 +116,12 @@ func TestKafkaMaxTimestampBelowLogStart(t *testing.T) {
 	if !strings.Contains(out, "mb [0] offset 1\n") {
 		t.Errorf("kcat -Q -t mb:0:-3 with the log start at 2: %q, want offset 1 (Kafka's: the first batch at the max timestamp, below the log start)", out)
 	}
-	req := kmsg.NewPtrListOffsetsRequest()
-	req.Version = 7
-	lt := kmsg.NewListOffsetsRequestTopic()
-	lt.Topic = "mb"
-	lp := kmsg.NewListOffsetsRequestTopicPartition()
-	lp.Timestamp = -3
-	lt.Partitions = append(lt.Partitions, lp)
-	req.Topics = append(req.Topics, lt)
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p := resp.Topics[0].Partitions[0]; p.ErrorCode != 0 || p.Offset != 1 || p.Timestamp != maxTs || p.LeaderEpoch != 0 {
+	if p := kafkaListOffsetWith(t, cl, "mb", -3, listOffsetsV7); p.ErrorCode != 0 || p.Offset != 1 || p.Timestamp != maxTs || p.LeaderEpoch != 0 {
 		t.Errorf("ListOffsets v7 -3: error %v, offset %d, timestamp %d, epoch %d; want offset 1 at %d, the batch's epoch 0",
 			kerr.ErrorForCode(p.ErrorCode), p.Offset, p.Timestamp, p.LeaderEpoch, maxTs)
 	}
 }
+
+// listOffsetsV7 pins a ListOffsets request at version 7 (Kafka 4's
+// MAX_TIMESTAMP lookup, with the leader epoch).
+func listOffsetsV7(req *kmsg.ListOffsetsRequest) { req.Version = 7 }

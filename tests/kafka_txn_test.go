@@ -362,19 +362,8 @@ func TestKafkaTxnOpenHeldBack(t *testing.T) {
 		if out != "plain-a\n" {
 			t.Errorf("kcat read_committed: %q, want %q", out, "plain-a\n")
 		}
-		lo := kmsg.NewPtrListOffsetsRequest()
-		lo.IsolationLevel = 1
-		lt := kmsg.NewListOffsetsRequestTopic()
-		lt.Topic = "txo"
-		lp := kmsg.NewListOffsetsRequestTopicPartition()
-		lp.Timestamp = -1
-		lt.Partitions = append(lt.Partitions, lp)
-		lo.Topics = append(lo.Topics, lt)
-		resp, err := lo.RequestWith(ctx, cl)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := resp.Topics[0].Partitions[0].Offset; got != 1 {
+		readCommitted := func(req *kmsg.ListOffsetsRequest) { req.IsolationLevel = 1 }
+		if got := kafkaListOffsetWith(t, cl, "txo", -1, readCommitted).Offset; got != 1 {
 			t.Errorf("ListOffsets(latest, read_committed): %d, want 1", got)
 		}
 	}

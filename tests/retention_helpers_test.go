@@ -226,9 +226,19 @@ func kafkaListOffset(t *testing.T, addr, topic string, timestamp int64) int64 {
 // partition's answer.
 func kafkaListOffsetAnswer(t *testing.T, addr, topic string, ts int64) kmsg.ListOffsetsResponseTopicPartition {
 	t.Helper()
-	cl := kafkaClient(t, addr)
+	return kafkaListOffsetWith(t, kafkaClient(t, addr), topic, ts, nil)
+}
+
+// kafkaListOffsetWith is kafkaListOffsetAnswer through cl, set (if not
+// nil) adjusting the request first (a pinned version, an isolation
+// level).
+func kafkaListOffsetWith(t *testing.T, cl *kgo.Client, topic string, ts int64, set func(*kmsg.ListOffsetsRequest)) kmsg.ListOffsetsResponseTopicPartition {
+	t.Helper()
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.ReplicaID = -1
+	if set != nil {
+		set(req)
+	}
 	rt := kmsg.NewListOffsetsRequestTopic()
 	rt.Topic = topic
 	rp := kmsg.NewListOffsetsRequestTopicPartition()
