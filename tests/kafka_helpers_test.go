@@ -12,6 +12,7 @@ import (
 	"net"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -447,6 +448,10 @@ func kafkaAlterConfigsBoth(t *testing.T, cl *kgo.Client, rs ...kafkaAlterResourc
 func kafkaWantInvalidRequest(t *testing.T, what string, code int16, msg *string, want string) {
 	t.Helper()
 	if code != kerr.InvalidRequest.Code || msg == nil || *msg != want {
-		t.Errorf("%s: %v %v, want INVALID_REQUEST %q", what, kerr.ErrorForCode(code), msg, want)
+		got := "null"
+		if msg != nil {
+			got = strconv.Quote(*msg)
+		}
+		t.Errorf("%s: %v %s, want INVALID_REQUEST %q", what, kerr.ErrorForCode(code), got, want)
 	}
 }
