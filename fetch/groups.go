@@ -249,9 +249,13 @@ func newMemberID(prefix string) string {
 func (gs *groups) join(r joinRequest) (joinResult, <-chan joinResult) {
 	gs.mu.Lock()
 	gs.replaced = nil
+	before := gs.beforeJoin(r.group)
 	res, ch := gs.joinLocked(r)
 	undo := gs.replaced
 	gs.replaced = nil
+	if undo == nil && before != nil {
+		undo = gs.undoJoin(r.group, *before)
+	}
 	// An empty consumer group this join converted is classic from now
 	// on, after a restart too.
 	op := gs.persistType(r.group)
@@ -259,14 +263,85 @@ func (gs *groups) join(r joinRequest) (joinResult, <-chan joinResult) {
 		op.addUndo(undo)
 	}
 	gs.mu.Unlock()
-	if err := gs.waitPersistType(r.group, op); err != nil && undo != nil {
-		// Kafka's answer when the group's record with the static
-		// member's new id fails to be written: the member keeps its
-		// old id (undo), and the join is answered with the write's
-		// error and no member id; the client joins again.
-		res = errJoin(offsetsWriteErrorCode(err), "")
+	if err := gs.waitPersistType(r.group, op); err != nil && undo != nil &&
+		(res.err == 0 || res.err == kerr.MemberIDRequired.Code) {
+		// Kafka's answer when the group's record fails to be written:
+		// for the record with a static member's new id, the member
+		// keeps its old id; for a group this join created (or gave its
+		// first member, or converted from an empty consumer group),
+		// the group is back as it was, without this member or any
+		// that joined since. The join is answered with the write's
+		// error and no member id; the client joins again. A join
+		// refused anyway keeps its refusal.
+		res, ch = errJoin(offsetsWriteErrorCode(err), ""), nil
 	}
 	return res, ch
+}
+
+// joinBefore is what a join finds of a group that it may create, give
+// its first member, or convert from an empty consumer group: what a
+// failed write of the group's record puts back (undoJoin).
+type joinBefore struct {
+	g            *group // the Empty classic group; nil: none
+	consumer     bool   // an empty consumer group by that name
+	generation   int32
+	emptySince   int64
+	protocolType string
+	stored       *classicGroupMeta
+}
+
+// beforeJoin is joinBefore for a join of group (gs.mu held); nil when
+// the group is a classic one with members or a consumer group with
+// members, which a join neither creates nor converts.
+func (gs *groups) beforeJoin(group string) *joinBefore {
+	if cg := gs.consumers[group]; cg != nil {
+		if len(cg.members) > 0 {
+			return nil
+		}
+		return &joinBefore{consumer: true}
+	}
+	g := gs.byName[group]
+	switch {
+	case g == nil:
+		return &joinBefore{}
+	case g.state != groupEmpty:
+		return nil
+	}
+	return &joinBefore{g: g, generation: g.generation, emptySince: g.emptySince, protocolType: g.protocolType, stored: g.stored}
+}
+
+// undoJoin is what puts group back as b found it, after a join created
+// it, gave it its first member or converted it, if the write of its
+// record fails (gs.mu held, as Kafka's coordinator runtime reverts a
+// failed write of a new group's record, removing the group): every
+// member that joined since is dropped, its held JoinGroup or SyncGroup
+// answered NOT_COORDINATOR, and the group is Empty as it was, gone if
+// the join created it, or the consumer group the file holds if the
+// join converted one. segfs logged the failure and carried on with a
+// group the file did not hold.
+func (gs *groups) undoJoin(name string, b joinBefore) func() {
+	g := gs.byName[name] // the group the join left (nil: it refused)
+	return func() {
+		if g != nil && gs.byName[name] == g {
+			for _, m := range g.members {
+				gs.dropMember(g, m, kerr.NotCoordinator.Code)
+			}
+			g.setState(groupEmpty)
+			if g.syncTimer != nil {
+				g.syncTimer.Stop()
+			}
+			g.protocol, g.leader, g.subscribed = "", "", nil
+			g.initial, g.newJoins, g.storeOp = false, false, nil
+			g.generation, g.emptySince, g.protocolType, g.stored = b.generation, b.emptySince, b.protocolType, b.stored
+			if b.g == nil {
+				gs.forget(g)
+			}
+			gs.s.log.Warn("fetch: group record not written to the offsets file: the group is back as it was before its first member joined", "group", name, "generation", g.generation)
+		}
+		if b.consumer && gs.byName[name] == nil && gs.consumers[name] == nil {
+			gs.revertConsumer(name)
+		}
+	}
 }
 
 // joinLocked is join with gs.mu held.

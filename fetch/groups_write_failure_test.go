@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -322,4 +324,172 @@ func TestDeleteGroupsWriteFails(t *testing.T) {
 	d.full.Store(false)
 	wantCode(t, "DeleteGroups retried", c.roundTrip(dg).(*kmsg.DeleteGroupsResponse).Groups[0].ErrorCode, nil)
 	wantCode(t, "ConsumerGroupDescribe after the delete", describe().ErrorCode, kerr.GroupIDNotFound)
+}
+
+// listGroups is ListGroups v5: "group type state" per group.
+func listGroups(c *client) []string {
+	c.t.Helper()
+	lg := kmsg.NewPtrListGroupsRequest()
+	lg.Version = 5
+	var out []string
+	for _, g := range c.roundTrip(lg).(*kmsg.ListGroupsResponse).Groups {
+		out = append(out, g.Group+" "+g.GroupType+" "+g.GroupState)
+	}
+	return out
+}
+
+// heldDisk holds the offsets file's next write while hold is set, until
+// the test releases it with the write's outcome (nil: written).
+type heldDisk struct {
+	hold    atomic.Bool
+	entered chan struct{}
+	release chan error
+}
+
+func (d *heldDisk) prepare(s *Server) {
+	d.entered, d.release = make(chan struct{}), make(chan error)
+	s.offsets.writeFile = func(path string, b []byte) error {
+		if d.hold.Swap(false) {
+			d.entered <- struct{}{}
+			if err := <-d.release; err != nil {
+				return err
+			}
+		}
+		return logstore.WriteFileAtomic(path, b)
+	}
+}
+
+// A classic group whose record cannot be written when it gets its first
+// member again: the join is answered NOT_COORDINATOR with no member id,
+// and so is every join held since (here C's, which joined while B's
+// write was under way); the group is Empty at the generation the file
+// holds, as Kafka's coordinator reverts a new group whose record it
+// could not write. Once the disk takes writes, B joins the next
+// generation. segfs answered both joins, carried on in a generation the
+// file did not hold, and its record kept saying Empty.
+func TestFirstJoinRecordWriteFails(t *testing.T) {
+	dir := t.TempDir()
+	d := &heldDisk{}
+	ts := startServerPrepared(t, dir, Config{GroupInitialRebalanceDelay: -1}, d.prepare)
+	createTopic(t, ts, "t", 1)
+	const g = "g"
+	a := dial(t, ts.addr)
+	ja := a.joinNew(joinSpec{group: g})
+	wantCode(t, "A's sync", a.sync(g, 1, ja.MemberID, map[string]string{ja.MemberID: "a"}).ErrorCode, nil)
+	wantCode(t, "A's commit", a.groupCommit(g, 1, ja.MemberID, nil), nil)
+	lr := a.roundTrip(&kmsg.LeaveGroupRequest{Version: 5, Group: g, Members: []kmsg.LeaveGroupRequestMember{{MemberID: ja.MemberID}}}).(*kmsg.LeaveGroupResponse)
+	wantCode(t, "A leaves", lr.ErrorCode, nil)
+	empty := offsetsFileOn(t, dir).ClassicGroups[g]
+	if empty.EmptySinceMs == 0 || empty.Generation != 2 || len(empty.Members) != 0 {
+		t.Fatalf("offsets file once A left: %+v, want Empty at generation 2", empty)
+	}
+
+	// B's join (v3: no member id to ask for first) gives the group its
+	// first member; its write is held, then fails.
+	b, c := dial(t, ts.addr), dial(t, ts.addr)
+	d.hold.Store(true)
+	heldB := b.start(joinSpec{version: 3, group: g}.request())
+	<-d.entered
+	heldC := c.start(joinSpec{version: 3, group: g}.request())
+	waitStack(t, "handleJoinGroup", "await") // C waits for the rebalance
+	d.release <- &os.PathError{Op: "write", Path: "offsets", Err: syscall.ENOSPC}
+	for who, p := range map[string]pending{"B": heldB, "C": heldC} {
+		r := p.wait().(*kmsg.JoinGroupResponse)
+		wantCode(t, who+"'s join while the group's record cannot be written", r.ErrorCode, kerr.NotCoordinator)
+		if who == "B" && r.MemberID != "" {
+			t.Errorf("B's refused join: member id %q, want none", r.MemberID)
+		}
+	}
+	if desc := describeGroup(t, a, g); desc.State != "Empty" || len(desc.Members) != 0 {
+		t.Errorf("DescribeGroups after the failed write: %s with %d members, want Empty", desc.State, len(desc.Members))
+	}
+	if rec := offsetsFileOn(t, dir).ClassicGroups[g]; rec.EmptySinceMs != empty.EmptySinceMs || rec.Generation != 2 {
+		t.Errorf("offsets file after the failed write: %+v, want %+v", rec, empty)
+	}
+
+	// The disk takes writes again: B joins generation 3 alone.
+	jb := b.joinNew(joinSpec{group: g})
+	if jb.ErrorCode != 0 || jb.Generation != 3 || jb.LeaderID != jb.MemberID {
+		t.Fatalf("B's join once the disk takes writes: error %v generation %d, want generation 3 led by B", kerr.ErrorForCode(jb.ErrorCode), jb.Generation)
+	}
+	if rec := offsetsFileOn(t, dir).ClassicGroups[g]; rec.EmptySinceMs != 0 {
+		t.Errorf("offsets file once B joined: %+v, want a group with members", rec)
+	}
+}
+
+// A JoinGroup that creates a group (one known only by its committed
+// offsets, whose record is written at the first join) is answered
+// NOT_COORDINATOR when the record cannot be written, instead of
+// MEMBER_ID_REQUIRED with an id of a group the file does not hold; the
+// retry once the disk takes writes goes through.
+func TestNewGroupRecordWriteFails(t *testing.T) {
+	dir := t.TempDir()
+	ts, disk := startFullableServer(t, dir)
+	createTopic(t, ts, "t", 1)
+	c := dial(t, ts.addr)
+	wantCode(t, "simple commit", c.groupCommit("g", -1, "", nil), nil)
+	disk.full.Store(true)
+	r := c.join(joinSpec{version: 5, group: "g"})
+	wantCode(t, "first join while the disk is full", r.ErrorCode, kerr.NotCoordinator)
+	if r.MemberID != "" {
+		t.Errorf("first join while the disk is full: member id %q, want none", r.MemberID)
+	}
+	if _, ok := offsetsFileOn(t, dir).ClassicGroups["g"]; ok {
+		t.Errorf("offsets file holds a record of g")
+	}
+	disk.full.Store(false)
+	if j := c.joinNew(joinSpec{group: "g"}); j.ErrorCode != 0 || j.Generation != 1 {
+		t.Fatalf("join once the disk takes writes: error %v generation %d", kerr.ErrorForCode(j.ErrorCode), j.Generation)
+	}
+}
+
+// An empty consumer group that a classic JoinGroup converts stays a
+// consumer group if the conversion cannot be written: the join is
+// answered NOT_COORDINATOR, and ListGroups and ConsumerGroupDescribe go
+// on answering for the consumer group the file holds, as Kafka reverts
+// the conversion with the failed write. segfs answered the join and
+// showed a classic group that a restart turned back into a consumer
+// group.
+func TestClassicJoinConversionWriteFails(t *testing.T) {
+	dir := t.TempDir()
+	d := &diskFull{}
+	ts := startServerPrepared(t, dir, Config{GroupInitialRebalanceDelay: -1}, d.prepare)
+	tp, err := ts.store.CreateTopic("t", 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[[16]byte]string{tp.ID(): "t"}
+	c := dial(t, ts.addr)
+	wantAssigned(t, "A joins", c.cgh(cgh{group: "g", member: "A", topics: []string{"t"}, owned: map[[16]byte][]int32{}}), names, "t/0")
+	if r := c.cgh(cgh{group: "g", member: "A", epoch: -1}); r.ErrorCode != 0 {
+		t.Fatalf("A leaves: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	describe := func() kmsg.ConsumerGroupDescribeResponseGroup {
+		return c.roundTrip(&kmsg.ConsumerGroupDescribeRequest{Version: 1, Groups: []string{"g"}}).(*kmsg.ConsumerGroupDescribeResponse).Groups[0]
+	}
+	before := describe()
+
+	d.full.Store(true)
+	r := c.join(joinSpec{version: 5, group: "g"})
+	wantCode(t, "classic join converting the group while the disk is full", r.ErrorCode, kerr.NotCoordinator)
+	if after := describe(); after.ErrorCode != 0 || after.State != "Empty" || after.Epoch != before.Epoch {
+		t.Errorf("ConsumerGroupDescribe after the failed conversion: %v, state %q epoch %d; want Empty at %d", kerr.ErrorForCode(after.ErrorCode), after.State, after.Epoch, before.Epoch)
+	}
+	if got := listGroups(c); !slices.Equal(got, []string{"g consumer Empty"}) {
+		t.Errorf("ListGroups after the failed conversion: %q, want g, an Empty consumer group", got)
+	}
+	if _, ok := offsetsFileOn(t, dir).ConsumerGroups["g"]; !ok {
+		t.Errorf("offsets file lost the consumer group")
+	}
+
+	d.full.Store(false)
+	if j := c.joinNew(joinSpec{group: "g"}); j.ErrorCode != 0 || j.Generation != 1 {
+		t.Fatalf("classic join once the disk takes writes: error %v generation %d", kerr.ErrorForCode(j.ErrorCode), j.Generation)
+	}
+	if got := listGroups(c); len(got) != 1 || !strings.HasPrefix(got[0], "g classic ") {
+		t.Errorf("ListGroups after the conversion: %q, want g, a classic group", got)
+	}
+	if _, ok := offsetsFileOn(t, dir).ConsumerGroups["g"]; ok {
+		t.Errorf("offsets file still holds the consumer group after the conversion")
+	}
 }
