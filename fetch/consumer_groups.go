@@ -318,10 +318,27 @@ func cgErr(code *kerr.Error, format string, args ...any) cgResult {
 // GroupMetadataManager.consumerGroupHeartbeat and consumerGroupLeave).
 func (gs *groups) consumerHeartbeat(r cgHeartbeat) cgResult {
 	gs.mu.Lock()
+	cl := gs.byName[r.group]
 	res := gs.consumerHeartbeatLocked(r)
 	// A new epoch, or a classic group converted, is written before the
 	// answer, as Kafka writes its records before it answers.
 	op := gs.persistType(r.group)
+	if op != nil && cl != nil && gs.byName[r.group] == nil {
+		// The empty classic group this heartbeat converted comes back,
+		// at its generation, once revertConsumer (added next, so run
+		// first) has taken the consumer group away: Kafka's runtime
+		// reverts the group's removal with the rest. segfs forgot it:
+		// a group without offsets was unknown to ListGroups and
+		// DescribeGroups, and its next classic member started it over
+		// at generation 1.
+		name := r.group
+		op.addUndo(func() {
+			if gs.byName[name] == nil && gs.consumers[name] == nil {
+				gs.byName[name] = cl
+				gs.s.log.Warn("fetch: classic group conversion not written to the offsets file: it stays a classic group", "group", name, "generation", cl.generation)
+			}
+		})
+	}
 	gs.undoConsumerOnFailure(r.group, op)
 	gs.mu.Unlock()
 	if err := gs.waitPersistType(r.group, op); err != nil {

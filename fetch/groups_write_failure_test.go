@@ -493,3 +493,31 @@ func TestClassicJoinConversionWriteFails(t *testing.T) {
 		t.Errorf("offsets file still holds the consumer group after the conversion")
 	}
 }
+
+// An empty classic group that a KIP-848 heartbeat converts stays the
+// classic group it was, at its generation, if the consumer group's
+// record cannot be written (the heartbeat is answered NOT_COORDINATOR),
+// as Kafka reverts the conversion with the failed write. segfs forgot
+// the classic group: ListGroups no longer listed it and its next member
+// started it over at generation 1.
+func TestConsumerHeartbeatConversionWriteFails(t *testing.T) {
+	d := &diskFull{}
+	ts := startServerPrepared(t, t.TempDir(), Config{GroupInitialRebalanceDelay: -1}, d.prepare)
+	createTopic(t, ts, "t", 1)
+	const g = "g"
+	c := dial(t, ts.addr)
+	j := c.joinNew(joinSpec{group: g})
+	wantCode(t, "sync", c.sync(g, 1, j.MemberID, map[string]string{j.MemberID: "a"}).ErrorCode, nil)
+	lr := c.roundTrip(&kmsg.LeaveGroupRequest{Version: 5, Group: g, Members: []kmsg.LeaveGroupRequestMember{{MemberID: j.MemberID}}}).(*kmsg.LeaveGroupResponse)
+	wantCode(t, "leave", lr.ErrorCode, nil)
+
+	d.full.Store(true)
+	wantCode(t, "KIP-848 join converting the group while the disk is full", c.cgh(cgh{group: g, member: "M", topics: []string{"t"}, owned: map[[16]byte][]int32{}}).ErrorCode, kerr.NotCoordinator)
+	if got := listGroups(c); !slices.Equal(got, []string{"g classic Empty"}) {
+		t.Errorf("ListGroups after the failed conversion: %q, want g, an Empty classic group", got)
+	}
+	d.full.Store(false)
+	if j := c.joinNew(joinSpec{group: g}); j.ErrorCode != 0 || j.Generation != 3 {
+		t.Errorf("classic join after the failed conversion: error %v generation %d, want generation 3 (the group went on from 2)", kerr.ErrorForCode(j.ErrorCode), j.Generation)
+	}
+}
