@@ -1047,10 +1047,12 @@ func (gs *groups) persistAsync(group string) {
 // waitPersistType writes a change persistType staged and returns the
 // write's error, which is logged. The answers whose change Kafka reverts
 // when its write fails (a consumer group's heartbeat, a classic
-// generation's SyncGroup, a static member's replacing JoinGroup) answer
-// it; the others (a classic group left Empty, the record of a group's
-// first member) only log it, as Kafka only logs a failed write of an
-// Empty classic group: the next change of the group stages the record
+// generation's SyncGroup, a static member's replacing JoinGroup, a join
+// that creates a classic group, gives an Empty one its first member or
+// converts an empty consumer group) answer it, and so does a LeaveGroup
+// that leaves a classic group Empty, which Kafka answers with the error
+// though it keeps the group Empty; a group a timer left Empty only logs
+// it, as Kafka does: the next change of the group stages the record
 // again.
 func (gs *groups) waitPersistType(group string, op *offsetsOp) error {
 	if op == nil {

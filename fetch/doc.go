@@ -249,9 +249,16 @@
 // OffsetDelete get it and nothing changes. Every change staged while the
 // failed write was under way fails with it, having been decided on the
 // failed state. Clients retry, and carry on once the disk takes writes
-// again; a restart finds the group its members were told of. A classic
-// group left Empty, or a group's first member, is recorded best effort,
-// as Kafka records an Empty group's metadata: a failure is logged.
+// again; a restart finds the group its members were told of. A JoinGroup
+// that creates a classic group, gives an Empty one its first member or
+// converts an empty consumer group gets it, and so does every join held
+// since; the group is back as it was (gone, Empty at its generation, or
+// the consumer group), as Kafka reverts a new group whose record it
+// could not write. A KIP-848 heartbeat that converts an empty classic
+// group gets it and the classic group stays. A classic group left Empty
+// stays Empty, as in Kafka, which only logs the failed write of an
+// Empty group's metadata; the LeaveGroup that emptied it gets the error,
+// as on Kafka, and a timer that emptied it logs it.
 //
 // # Topic admin
 //

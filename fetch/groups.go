@@ -1237,13 +1237,25 @@ type leaveMember struct {
 
 // leave handles a LeaveGroup: a top-level error, or one per member. A
 // group the leave made Empty has its record (the time it became Empty)
-// written before the answer.
+// written before the answer; if it cannot be, the answer is the write's
+// error.
 func (gs *groups) leave(name string, ms []leaveMember) (int16, []int16) {
 	gs.mu.Lock()
 	code, codes := gs.leaveLocked(name, ms)
 	op := gs.persistType(name)
 	gs.mu.Unlock()
-	gs.waitPersistType(name, op)
+	if err := gs.waitPersistType(name, op); err != nil && code == 0 && slices.Contains(codes, 0) {
+		// Kafka 4 answers a LeaveGroup whose record (the group Empty)
+		// fails to be written with the write's error, and no member
+		// answers; the members stay gone and the group Empty, as
+		// Kafka keeps its classic members outside the state its
+		// runtime reverts (the failure is only logged, as for a group
+		// a timer left Empty): the file's older generation comes back
+		// only with a restart, and its members then time out. A leave
+		// that removed nobody writes nothing in Kafka and is answered
+		// as it is, whatever became of the record staged with it.
+		return offsetsWriteErrorCode(err), nil
+	}
 	return code, codes
 }
 

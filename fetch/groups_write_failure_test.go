@@ -521,3 +521,50 @@ func TestConsumerHeartbeatConversionWriteFails(t *testing.T) {
 		t.Errorf("classic join after the failed conversion: error %v generation %d, want generation 3 (the group went on from 2)", kerr.ErrorForCode(j.ErrorCode), j.Generation)
 	}
 }
+
+// A LeaveGroup that leaves a classic group Empty, whose record then
+// cannot be written, is answered NOT_COORDINATOR, as Kafka 4 answers it
+// with the failed write's error; the member is gone and the group Empty
+// all the same, as in Kafka (which only logs the failed write of an
+// Empty group), and the file keeps the last generation until the next
+// change of the group is written. segfs answered the leave as done.
+func TestLeaveGroupEmptyRecordWriteFails(t *testing.T) {
+	dir := t.TempDir()
+	ts, disk := startFullableServer(t, dir)
+	createTopic(t, ts, "t", 1)
+	const g = "g"
+	c := dial(t, ts.addr)
+	j := c.joinNew(joinSpec{group: g})
+	wantCode(t, "sync", c.sync(g, 1, j.MemberID, map[string]string{j.MemberID: "a"}).ErrorCode, nil)
+	wantCode(t, "commit", c.groupCommit(g, 1, j.MemberID, nil), nil)
+
+	disk.full.Store(true)
+	for _, v := range []int16{2, 5} {
+		req := &kmsg.LeaveGroupRequest{Version: v, Group: g, MemberID: j.MemberID}
+		if v >= 3 {
+			req.Members = []kmsg.LeaveGroupRequestMember{{MemberID: j.MemberID}}
+		}
+		lr := c.roundTrip(req).(*kmsg.LeaveGroupResponse)
+		if v == 2 {
+			wantCode(t, "LeaveGroup v2 emptying the group while the disk is full", lr.ErrorCode, kerr.NotCoordinator)
+			continue
+		}
+		// Retried: the member is gone, nothing changes, nothing is written.
+		wantCode(t, "LeaveGroup v5 retried", lr.ErrorCode, nil)
+		if len(lr.Members) != 1 || lr.Members[0].ErrorCode != kerr.UnknownMemberID.Code {
+			t.Errorf("LeaveGroup v5 retried: members %+v, want the member unknown", lr.Members)
+		}
+	}
+	if d := describeGroup(t, c, g); d.State != "Empty" || len(d.Members) != 0 {
+		t.Errorf("DescribeGroups after the failed write: %s with %d members, want Empty", d.State, len(d.Members))
+	}
+	if rec := offsetsFileOn(t, dir).ClassicGroups[g]; rec.Generation != 1 || len(rec.Members) != 1 {
+		t.Errorf("offsets file after the failed write: %+v, want generation 1 with the member", rec)
+	}
+	disk.full.Store(false)
+	// The next change of the group writes its record.
+	wantCode(t, "simple commit", c.groupCommit(g, -1, "", nil), nil)
+	if rec := offsetsFileOn(t, dir).ClassicGroups[g]; rec.EmptySinceMs == 0 || len(rec.Members) != 0 || rec.Generation != 2 {
+		t.Errorf("offsets file after the next commit: %+v, want Empty at generation 2", rec)
+	}
+}
