@@ -237,3 +237,93 @@ func TestKafkaGroupRebalanceOnFullDisk(t *testing.T) {
 		})
 	}
 }
+
+// TestKafkaGroupFirstJoinOnFullDisk: a classic group whose consumer
+// committed what it read and left (the group Empty, its record and
+// offsets in the offsets file) on a `segfs mount --kafka-listen` whose
+// loop-mounted xfs then fills. A JoinGroup that would give the group
+// its first member cannot have the group's record written: it is
+// answered NOT_COORDINATOR, as Kafka 4 answers a join whose new group's
+// record fails to be written, and the group stays Empty; a franz-go
+// consumer joining meanwhile is never handed a partition. Once space
+// returns it joins and reads on from the committed offsets: every
+// record once. segfs answered the join with a generation the offsets
+// file did not hold.
+func TestKafkaGroupFirstJoinOnFullDisk(t *testing.T) {
+	disk := faultLoopDisk(t, "xfs", 320)
+	data := filepath.Join(disk.dir, "data")
+	addr := kafkaFreeAddr(t)
+	m := mntAt(t, data, "--kafka-listen", addr, "--partitions", "2")
+	kafkaWaitListening(t, addr)
+	const topic, group = "gfirst", "gfirst-group"
+	m.ok(`mkdir "$M/` + topic + `"`)
+	prod := kafkaClient(t, addr)
+	g := newKgoGroupRounds(t, addr, group, topic, prod)
+	g.produce("r0")
+	a := g.join("a")
+	g.wait("round r0 read and committed by a", g.allCommitted)
+	a.close() // it leaves: the group is Empty, and so is its record
+	ids, emptyGen := groupFileRecord(t, data, group)
+	if len(ids) != 0 || emptyGen < 2 {
+		t.Fatalf("offsets file once a left: generation %d with members %q, want Empty", emptyGen, ids)
+	}
+
+	fillers := fillDisk(t, disk.dir)
+	// A JoinGroup of its own: MEMBER_ID_REQUIRED (nothing to write),
+	// then the join with that id, whose record cannot be written.
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Group, join.ProtocolType = group, "consumer"
+	join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = 10000, 10000
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{}}}
+	var resp *kmsg.JoinGroupResponse
+	for range 2 {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		r, err := join.RequestWith(ctx, prod.Broker(0))
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp = r
+		if r.ErrorCode != kerr.MemberIDRequired.Code {
+			break
+		}
+		join.MemberID = r.MemberID
+	}
+	if resp.ErrorCode != kerr.NotCoordinator.Code {
+		t.Errorf("JoinGroup of the Empty group on the full disk: %v (generation %d, member %q), want NOT_COORDINATOR", kerr.ErrorForCode(resp.ErrorCode), resp.Generation, resp.MemberID)
+	}
+	// A franz-go consumer joins: it is told NOT_COORDINATOR (and looks
+	// the coordinator up again) and gets nothing.
+	hook := &groupReadHook{key: 11, kick: g.kick}
+	b := g.join("b", kgo.WithHooks(hook))
+	assignedB := func() bool {
+		_, _, _, as, _ := b.snapshot()
+		for _, ps := range as {
+			if len(ps[topic]) > 0 {
+				return true
+			}
+		}
+		return false
+	}
+	g.wait("b's joins answered on the full disk", func() bool { return assignedB() || hook.n.Load() >= 3 })
+	if assignedB() {
+		_, _, _, as, _ := b.snapshot()
+		t.Fatalf("b was assigned %v while the disk was full", as)
+	}
+	if n := hook.findCoords.Load(); n < 2 {
+		t.Errorf("b looked the coordinator up %d times on the full disk, want again after NOT_COORDINATOR", n)
+	}
+	if ids, gen := groupFileRecord(t, data, group); len(ids) != 0 || gen != emptyGen {
+		t.Errorf("offsets file on the full disk: generation %d with members %q, want Empty at generation %d", gen, ids, emptyGen)
+	}
+
+	for _, f := range fillers {
+		if err := os.Remove(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.wait("b assigned once the disk has space", assignedB)
+	g.produce("r1")
+	g.wait("round r1 read and committed by b", g.allCommitted)
+	g.checkReadOnce("after the disk had space again")
+}
