@@ -13,8 +13,10 @@ import (
 // handle whose close left an unfinished line (closers). The RELEASE is
 // already in the kernel's queue when close(2) returns, so it normally
 // comes within microseconds; the bound only matters when the FLUSH was
-// not the last close (a dup is still open: `exec 3>>data; printf a >&3;
-// ls` flushes fd 3 as ls exits), and then the line is not finished yet,
+// not the last close and the server could not tell (a child still holds a
+// copy the opener no longer has: `{ printf a; sleep 1 & } >> data` closes
+// the shell's copy with "a" pending while sleep keeps one; flush tells
+// the other dups' closes apart), and then the line is not finished yet,
 // so there is nothing to order.
 const closeOrderWait = 200 * time.Millisecond
 

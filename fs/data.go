@@ -623,6 +623,22 @@ func (n *textNode) Flush(ctx context.Context, f gofs.FileHandle) syscall.Errno {
 // spawn. A child that was handed the file and outlives the opener's close
 // (Popen(stdout=f); f.close()) ends the line at its exit, and what is
 // appended after that exit still comes after the line.
+//
+// Nor does any close register it while the opener's process still has a
+// descriptor of this open file (holds, which reads /proc/PID/fdinfo: the
+// kernel takes the closed descriptor out of the table before it sends
+// FLUSH): that close was a dup's. A shell closes one at every builtin
+// redirected to a descriptor it holds: `exec 3>>data; printf a >&3` moves
+// fd 1 onto fd 3 and back, and the move back closes a dup in the opener's
+// own process, after which each program the script ran made the other
+// writers wait closeOrderWait as it exited. fdinfo tells two opens of the
+// file apart by their positions only (pos, where each one's appends
+// ended): a second open of data in the same process whose appends ended
+// at the same place would be taken for this one, and the line then not
+// ordered before what follows it (`exec 4>>data` beside `printf a >>
+// data; echo b >> data` is told apart: their positions differ). The look
+// costs about 10 µs per descriptor of the opener, and is made only here,
+// where the other choice is to make the partition wait.
 func (h *dataHandle) flush(ctx context.Context) syscall.Errno {
 	byOther := h.closedByOther(ctx)
 	h.mu.Lock()
@@ -645,6 +661,11 @@ func (h *dataHandle) flush(ctx context.Context) syscall.Errno {
 	if ((pending && durable) || h.owesSync) && !byOther {
 		h.mu.Unlock()
 		return h.syncClose()
+	}
+	if pending && h.openerClosed && holds(h.opener, h.node.StableAttr().Ino, h.pos, h.node.fs.dev) {
+		// The closed descriptor was a dup: the opener still has one
+		// of this open file, so no RELEASE is coming.
+		h.openerClosed = false
 	}
 	if pending && h.openerClosed {
 		// If this was the last close, RELEASE stores the line; until
@@ -857,6 +878,10 @@ type dataHandle struct {
 	// from the opener's thread since, so another process's close may be
 	// the last one (flush).
 	openerClosed bool
+	// pos is where the last WRITE ended (its offset plus the bytes
+	// taken): the open file's position, as the kernel moves it past
+	// each append, by which holds finds the descriptors of this open.
+	pos int64
 	// lw journals asm's unfinished line in the partition, so that the
 	// bytes of it that write(2)s acknowledged survive the daemon's death
 	// (logstore/unfinished.go): every change of it is journaled before
@@ -941,6 +966,7 @@ func (h *dataHandle) Write(ctx context.Context, data []byte, off int64) (uint32,
 				// resends the rest, which fails or succeeds on its own.
 				acked := stored - len(h.asm.partial)
 				h.asm.commit(head, lines, nil)
+				h.pos = off + int64(acked)
 				f.log.Warn("append stopped part-way; short write", "topic", h.node.part.Topic().Name(),
 					"partition", h.node.part.Num(), "bytes", len(data), "acked", acked, "err", err)
 				return uint32(acked), 0
@@ -964,6 +990,7 @@ func (h *dataHandle) Write(ctx context.Context, data []byte, off int64) (uint32,
 	}
 	h.asm.commit(head, lines, keep)
 	grew = head != nil || lines != nil
+	h.pos = off + int64(n)
 	return uint32(n), 0
 }
 

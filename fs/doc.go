@@ -82,12 +82,18 @@
 // requests concurrently, so a FLUSH that finds an unfinished line makes
 // the partition's other writes, opens and lookups wait (closers.go) until
 // RELEASE has stored it: `printf a >> data; echo b >> data` stores a, then
-// b. If that FLUSH was not the last close (a child that inherited the
-// descriptor exited while the shell keeps it), they wait at most
-// closeOrderWait, once per such FLUSH. A FLUSH from another process than
-// the opener, while the opener has not closed its own descriptor (a
-// program the writer spawns, closing its inherited copy at exec), makes
-// no one wait: the opener still holds the file. FLUSH stores nothing for
+// b. A FLUSH makes no one wait while the opener still holds the file: one
+// from another process than the opener, while the opener has not closed
+// its own descriptor (a program the writer spawns, closing its inherited
+// copy at exec, or exiting), or any FLUSH while the opener's process
+// still has a descriptor of this open file, which the server reads from
+// /proc/PID/fdinfo (a shell's builtin redirected to a held descriptor,
+// `exec 3>>data; printf a >&3`, closes a dup as it moves fd 1 back; two
+// opens of data in one process are told apart by their positions only,
+// so one whose appends ended where this one's did is taken for it). If a
+// FLUSH that was not the last close makes them wait all the same (a child
+// holds a copy the shell no longer has: `{ printf a; sleep 1 & } >>
+// data`), they wait at most closeOrderWait, once per such FLUSH. FLUSH stores nothing for
 // data, but it fails close(2) for an unfinished line RELEASE could not
 // store (EINVAL for a keyless line on a compacted topic, EMSGSIZE for one
 // longer than a max.message.bytes lowered since), leaving it pending, as another dup may still complete

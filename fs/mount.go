@@ -134,6 +134,12 @@ func Mount(store *logstore.Store, mountpoint string, opts Options) (*Server, err
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", mp, err)
 	}
+	// The mount is in mountinfo once NewServer returned; its device is
+	// set before Serve answers any request that could read it.
+	mi, _ := findMount(mp)
+	if mi != nil {
+		f.dev = mi.dev
+	}
 	go srv.Serve()
 	if err := srv.WaitMount(); err != nil {
 		return nil, fmt.Errorf("mount %s: %w", mp, err)
@@ -143,7 +149,7 @@ func Mount(store *logstore.Store, mountpoint string, opts Options) (*Server, err
 		srv.Wait()
 		close(s.done)
 	}()
-	if mi, err := findMount(mp); err == nil && mi != nil {
+	if mi != nil {
 		go s.watchDetach(mi.dev)
 	}
 	ra := opts.ReadAheadKB
@@ -284,7 +290,7 @@ func IsMountpoint(mountpoint string) (bool, error) {
 }
 
 type mountInfo struct {
-	mountpoint, dev, fstype, source string
+	id, mountpoint, dev, fstype, source string
 }
 
 // readMountInfo lists the mounts of /proc/self/mountinfo, in its order
@@ -336,7 +342,7 @@ func parseMountInfo(r io.Reader) ([]mountInfo, error) {
 		if sep < 0 || sep+2 >= len(fields) {
 			continue
 		}
-		out = append(out, mountInfo{mountpoint: unescapeMount(fields[4]), dev: fields[2],
+		out = append(out, mountInfo{id: fields[0], mountpoint: unescapeMount(fields[4]), dev: fields[2],
 			fstype: fields[sep+1], source: unescapeMount(fields[sep+2])})
 	}
 	return out, sc.Err()

@@ -287,7 +287,7 @@ func TestParseMountInfo(t *testing.T) {
 	if err != nil || len(mounts) != 3 {
 		t.Fatalf("parseMountInfo = %+v, %v", mounts, err)
 	}
-	if got := topmost(mounts, "/tmp/a b"); got == nil || got.dev != "0:40" || got.fstype != "fuse.segfs" || got.source != "/data2" {
+	if got := topmost(mounts, "/tmp/a b"); got == nil || got.id != "43" || got.dev != "0:40" || got.fstype != "fuse.segfs" || got.source != "/data2" {
 		t.Fatalf("topmost = %+v", got)
 	}
 	if got := topmost(mounts, "/tmp/x"); got != nil {

@@ -48,6 +48,10 @@ type fsys struct {
 	readers map[*readHandle]struct{} // open read handles of data and offset/N
 
 	closers closers // handles whose close left an unfinished line
+	// dev is the mount's device (major:minor, from mountinfo; set
+	// before any request is served, "" if unknown): a writer's
+	// descriptors are looked up by it (holds).
+	dev string
 
 	// estale: callers whose walk to a text file answered ESTALE, by
 	// retryKey, with the time (UnixNano; negated once a GETATTR used it,

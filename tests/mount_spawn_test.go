@@ -1,6 +1,10 @@
 package tests
 
-import "testing"
+import (
+	"fmt"
+	"sync"
+	"testing"
+)
 
 // TestMountUnfinishedLineSpawnsDoNotStall checks that a writer holding an
 // unfinished line while it runs programs does not hold up the partition's
@@ -50,5 +54,93 @@ subprocess.run(["sh", "-c", "echo after >> \"$0\"", path], check=True)
 	want := "other0\nother1\nother2\nother3\nother4\npartial end\ntheirs\nafter\n"
 	if got := m.ok(`cat "$M/sp/0/data"`); got != want {
 		t.Fatalf("data = %q, want %q", got, want)
+	}
+}
+
+// TestMountUnfinishedLineShellDupsDoNotStall is the shell's form of
+// TestMountUnfinishedLineSpawnsDoNotStall: a script holds `exec 3>>data`
+// with an unfinished line and runs programs. bash runs `printf x >&3` by
+// moving fd 1 onto fd 3 and back, and the move back closes a dup of the
+// file in the opener's own process. That close counted as the opener's,
+// so every program the script ran then closed its inherited fd 3 at exit
+// as possibly the last close, and the partition's other writers waited
+// closeOrderWait (200 ms) each time for a RELEASE that was not coming: the
+// daemon's debug log says so ("no RELEASE after a close ..."), which is
+// what this counts rather than timing the writes, before the script's own
+// close. The same goes for a line a program started (/usr/bin/printf),
+// after a builtin's move back closed a dup with no line pending.
+func TestMountUnfinishedLineShellDupsDoNotStall(t *testing.T) {
+	m := mntNew(t, "--debug")
+	m.ok(`mkdir "$M/sh"`)
+	out := m.ok(`d="$M/sh/0/data"
+exec 3>>"$d"
+printf partial >&3
+for i in 1 2 3; do
+	/bin/true
+	sh -c 'echo other$0 >> "$1"' "a$i" "$d"
+	printf . >&3
+done
+echo " mid" >&3
+/usr/bin/printf more >&3
+for i in 1 2 3; do
+	/bin/true
+	sh -c 'echo other$0 >> "$1"' "b$i" "$d"
+done
+echo "waits: $(grep -c 'no RELEASE after a close' "$D/segfs-mount.out")"
+echo " end" >&3
+exec 3>&-`)
+	if out != "waits: 0\n" {
+		t.Errorf("the other writers waited for a RELEASE while the script held the file: %q\n%s", out, m.daemonLog())
+	}
+	want := "othera1\nothera2\nothera3\npartial... mid\notherb1\notherb2\notherb3\nmore end\n"
+	if got := m.ok(`cat "$M/sh/0/data"`); got != want {
+		t.Fatalf("data = %q, want %q", got, want)
+	}
+}
+
+// TestMountUnfinishedLineOrderedBesideHeldFile checks that the unfinished
+// line `printf a >> data` ends is still stored before what `echo b >>
+// data` appends next when the shell holds another open of the same file
+// (exec 4>>data): the server looks in the shell's descriptors for one of
+// the open file being closed, to tell a dup's close from the last one, and
+// must not take fd 4, another open of data, for it. Two loops at once, as
+// in TestMountUnfinishedLineOrderedByClose, where a b landed before its a
+// dozens of times per thousand pairs when a close was not waited for.
+func TestMountUnfinishedLineOrderedBesideHeldFile(t *testing.T) {
+	m := mntNew(t)
+	const pairs = 400
+	topics := []string{"h1", "h2"}
+	for _, tp := range topics {
+		m.ok(`mkdir "$M/` + tp + `"`)
+	}
+	var wg sync.WaitGroup
+	for _, tp := range topics {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m.ok(fmt.Sprintf(`d="$M/%s/0/data"; exec 4>>"$d"; echo held >&4
+for i in $(seq 1 %d); do printf "a$i" >> "$d"; echo "b$i" >> "$d"; done
+exec 4>&-`, tp, pairs))
+		}()
+	}
+	wg.Wait()
+	for _, tp := range topics {
+		got := mntLines(m.ok(`cat "$M/` + tp + `/0/data"`))
+		if len(got) != 2*pairs+1 || got[0] != "held" {
+			t.Fatalf("%s: %d lines starting %q, want %d starting held", tp, len(got), got[0], 2*pairs+1)
+		}
+		got = got[1:]
+		bad := 0
+		for i := 1; i <= pairs; i++ {
+			if got[2*i-2] != fmt.Sprintf("a%d", i) || got[2*i-1] != fmt.Sprintf("b%d", i) {
+				if bad < 3 {
+					t.Errorf("%s: lines %d-%d are %q, %q; want a%d, b%d", tp, 2*i, 2*i+1, got[2*i-2], got[2*i-1], i, i)
+				}
+				bad++
+			}
+		}
+		if bad > 0 {
+			t.Errorf("%s: %d of %d pairs out of order", tp, bad, pairs)
+		}
 	}
 }
