@@ -624,10 +624,10 @@ func (n *textNode) Flush(ctx context.Context, f gofs.FileHandle) syscall.Errno {
 // (Popen(stdout=f); f.close()) ends the line at its exit, and what is
 // appended after that exit still comes after the line.
 //
-// Nor does any close register it while the opener's process still has a
-// descriptor of this open file (holds, which reads /proc/PID/fdinfo: the
-// kernel takes the closed descriptor out of the table before it sends
-// FLUSH): that close was a dup's. A shell closes one at every builtin
+// Nor does any close register it while the opener's process, or the
+// closer's, still has a descriptor of this open file (heldBy, which reads
+// /proc/PID/fdinfo: the kernel takes the closed descriptor out of the
+// table before it sends FLUSH): that close was a dup's. A shell closes one at every builtin
 // redirected to a descriptor it holds: `exec 3>>data; printf a >&3` moves
 // fd 1 onto fd 3 and back, and the move back closes a dup in the opener's
 // own process, after which each program the script ran made the other
@@ -637,7 +637,7 @@ func (n *textNode) Flush(ctx context.Context, f gofs.FileHandle) syscall.Errno {
 // at the same place would be taken for this one, and the line then not
 // ordered before what follows it (`exec 4>>data` beside `printf a >>
 // data; echo b >> data` is told apart: their positions differ). The look
-// costs about 10 µs per descriptor of the opener, and is made only here,
+// costs about 10 µs per descriptor looked at, and is made only here,
 // where the other choice is to make the partition wait.
 func (h *dataHandle) flush(ctx context.Context) syscall.Errno {
 	byOther := h.closedByOther(ctx)
@@ -662,9 +662,9 @@ func (h *dataHandle) flush(ctx context.Context) syscall.Errno {
 		h.mu.Unlock()
 		return h.syncClose()
 	}
-	if pending && h.openerClosed && holds(h.opener, h.node.StableAttr().Ino, h.pos, h.node.fs.dev) {
-		// The closed descriptor was a dup: the opener still has one
-		// of this open file, so no RELEASE is coming.
+	if pending && h.openerClosed && h.heldBy(callerPid(ctx)) {
+		// The closed descriptor was a dup: the opener, or the closer,
+		// still has one of this open file, so no RELEASE is coming.
 		h.openerClosed = false
 	}
 	if pending && h.openerClosed {
@@ -674,6 +674,20 @@ func (h *dataHandle) flush(ctx context.Context) syscall.Errno {
 	}
 	h.mu.Unlock()
 	return 0
+}
+
+// heldBy reports whether the opener's process, or the closer's, still
+// has a descriptor of h's open file (holds), after the close of caller's
+// that sent a FLUSH. The closer's is looked at too when the opener's is
+// not found: the thread that opened the file may have ended while its
+// process goes on (a Python thread that opened it), and a child may hold
+// two copies. h.mu is held.
+func (h *dataHandle) heldBy(caller uint32) bool {
+	ino, dev := h.node.StableAttr().Ino, h.node.fs.dev
+	if holds(h.opener, ino, h.pos, dev) {
+		return true
+	}
+	return caller != 0 && caller != h.opener && holds(caller, ino, h.pos, dev)
 }
 
 // closedByOther reports whether a FLUSH comes from a process other than

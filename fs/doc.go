@@ -85,9 +85,9 @@
 // b. A FLUSH makes no one wait while the opener still holds the file: one
 // from another process than the opener, while the opener has not closed
 // its own descriptor (a program the writer spawns, closing its inherited
-// copy at exec, or exiting), or any FLUSH while the opener's process
-// still has a descriptor of this open file, which the server reads from
-// /proc/PID/fdinfo (a shell's builtin redirected to a held descriptor,
+// copy at exec, or exiting), or any FLUSH while the opener's process, or
+// the closing one, still has a descriptor of this open file, which the
+// server reads from /proc/PID/fdinfo (a shell's builtin redirected to a held descriptor,
 // `exec 3>>data; printf a >&3`, closes a dup as it moves fd 1 back; two
 // opens of data in one process are told apart by their positions only,
 // so one whose appends ended where this one's did is taken for it). If a

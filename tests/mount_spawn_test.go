@@ -144,3 +144,47 @@ exec 4>&-`, tp, pairs))
 		}
 	}
 }
+
+// TestMountUnfinishedLineDupClosedAfterOpenerThreadEnded: the server
+// looks for the opener's descriptors by the thread that opened the file,
+// which may have ended while its process goes on (a Python thread opened
+// it). A dup the process then closes with the line unfinished is found
+// still held through the closing thread: without that, each such close
+// made the partition's other writer wait closeOrderWait for a RELEASE
+// that was not coming (counted from the daemon's debug log, before the
+// writer's own close).
+func TestMountUnfinishedLineDupClosedAfterOpenerThreadEnded(t *testing.T) {
+	m := mntNew(t, "--debug")
+	m.ok(`mkdir "$M/th"`)
+	m.ok(`python3 -c '
+import os, subprocess, sys, threading
+path, log = sys.argv[1], sys.argv[2]
+# Started first, so that it inherits nothing of the file.
+other = subprocess.Popen(["sh", "-c", "while read i; do echo other$i >> \"$0\"; echo done; done", path],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+box = {}
+t = threading.Thread(target=lambda: box.update(fd=os.open(path, os.O_WRONLY | os.O_APPEND)))
+t.start()
+t.join()
+fd = box["fd"]
+os.write(fd, b"partial")
+for i in range(3):
+    os.close(os.dup(fd))
+    other.stdin.write(f"{i}\n")
+    if other.stdout.readline() != "done\n":
+        sys.exit("other writer failed")
+with open(log) as f:
+    for l in f:
+        if "no RELEASE after a close" in l:
+            sys.exit("another writer waited for a RELEASE after a dup was closed:\n" + l)
+os.write(fd, b" end\n")
+os.close(fd)
+other.stdin.close()
+if other.wait() != 0:
+    sys.exit("other writer failed")
+' "$M/th/0/data" "$D/segfs-mount.out"`)
+	want := "other0\nother1\nother2\npartial end\n"
+	if got := m.ok(`cat "$M/th/0/data"`); got != want {
+		t.Fatalf("data = %q, want %q", got, want)
+	}
+}
