@@ -633,11 +633,10 @@ func (n *textNode) Flush(ctx context.Context, f gofs.FileHandle) syscall.Errno {
 // own process, after which each program the script ran made the other
 // writers wait closeOrderWait as it exited. fdinfo tells two opens of the
 // file apart by their positions only (pos, where each one's appends
-// ended): a second open of data in the same process whose appends ended
-// at the same place would be taken for this one, and the line then not
-// ordered before what follows it (`exec 4>>data` beside `printf a >>
-// data; echo b >> data` is told apart: their positions differ). The look
-// costs about 10 µs per descriptor looked at, and is made only here,
+// ended), so while another open stands at this one's position the close
+// counts as possibly the last, as before (`exec 4>>data` beside `printf a
+// >> data; echo b >> data` is told apart: their positions differ). The
+// look costs about 10 µs per descriptor looked at, and is made only here,
 // where the other choice is to make the partition wait.
 func (h *dataHandle) flush(ctx context.Context) syscall.Errno {
 	byOther := h.closedByOther(ctx)
@@ -682,12 +681,38 @@ func (h *dataHandle) flush(ctx context.Context) syscall.Errno {
 // not found: the thread that opened the file may have ended while its
 // process goes on (a Python thread that opened it), and a child may hold
 // two copies. h.mu is held.
+//
+// A descriptor is known by its position only, so while another writable
+// open of the file stands at the same position the answer is no: that
+// descriptor may be the other open's. Two opens of data share a position
+// when the kernel's size fell back below an unfinished line between
+// them (`exec 4>>data; printf xxx >&4; stat data; printf yyy >> data`:
+// the size data reports leaves out unfinished lines, so both appends
+// start at the same end), and then the second one's close must still be
+// waited for, as it may be its last.
 func (h *dataHandle) heldBy(caller uint32) bool {
-	ino, dev := h.node.StableAttr().Ino, h.node.fs.dev
-	if holds(h.opener, ino, h.pos, dev) {
+	f := h.node.fs
+	ino, pos := h.node.StableAttr().Ino, h.pos.Load()
+	if f.writerAt(h, ino, pos) {
+		return false
+	}
+	if holds(h.opener, ino, pos, f.dev) {
 		return true
 	}
-	return caller != 0 && caller != h.opener && holds(caller, ino, h.pos, dev)
+	return caller != 0 && caller != h.opener && holds(caller, ino, pos, f.dev)
+}
+
+// writerAt reports whether a writable open of st_ino ino other than h
+// stands at position pos.
+func (f *fsys) writerAt(h *dataHandle, ino uint64, pos int64) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for o := range f.writers {
+		if o != h && o.pos.Load() == pos && o.node.StableAttr().Ino == ino {
+			return true
+		}
+	}
+	return false
 }
 
 // closedByOther reports whether a FLUSH comes from a process other than
@@ -895,7 +920,8 @@ type dataHandle struct {
 	// pos is where the last WRITE ended (its offset plus the bytes
 	// taken): the open file's position, as the kernel moves it past
 	// each append, by which holds finds the descriptors of this open.
-	pos int64
+	// Stored under mu; read without it by other handles' heldBy.
+	pos atomic.Int64
 	// lw journals asm's unfinished line in the partition, so that the
 	// bytes of it that write(2)s acknowledged survive the daemon's death
 	// (logstore/unfinished.go): every change of it is journaled before
@@ -980,7 +1006,7 @@ func (h *dataHandle) Write(ctx context.Context, data []byte, off int64) (uint32,
 				// resends the rest, which fails or succeeds on its own.
 				acked := stored - len(h.asm.partial)
 				h.asm.commit(head, lines, nil)
-				h.pos = off + int64(acked)
+				h.pos.Store(off + int64(acked))
 				f.log.Warn("append stopped part-way; short write", "topic", h.node.part.Topic().Name(),
 					"partition", h.node.part.Num(), "bytes", len(data), "acked", acked, "err", err)
 				return uint32(acked), 0
@@ -1004,7 +1030,7 @@ func (h *dataHandle) Write(ctx context.Context, data []byte, off int64) (uint32,
 	}
 	h.asm.commit(head, lines, keep)
 	grew = head != nil || lines != nil
-	h.pos = off + int64(n)
+	h.pos.Store(off + int64(n))
 	return uint32(n), 0
 }
 

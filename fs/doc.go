@@ -87,14 +87,14 @@
 // its own descriptor (a program the writer spawns, closing its inherited
 // copy at exec, or exiting), or any FLUSH while the opener's process, or
 // the closing one, still has a descriptor of this open file, which the
-// server reads from /proc/PID/fdinfo (a shell's builtin redirected to a held descriptor,
-// `exec 3>>data; printf a >&3`, closes a dup as it moves fd 1 back; two
-// opens of data in one process are told apart by their positions only,
-// so one whose appends ended where this one's did is taken for it). If a
-// FLUSH that was not the last close makes them wait all the same (a child
-// holds a copy the shell no longer has: `{ printf a; sleep 1 & } >>
-// data`), they wait at most closeOrderWait, once per such FLUSH. FLUSH stores nothing for
-// data, but it fails close(2) for an unfinished line RELEASE could not
+// server reads from /proc/PID/fdinfo (a shell's builtin redirected to a
+// held descriptor, `exec 3>>data; printf a >&3`, closes a dup as it moves
+// fd 1 back). fdinfo tells opens apart by their positions only, so while
+// another open of data stands at the same position a close counts as
+// possibly the last. If a FLUSH that was not the last close makes them
+// wait all the same (a child holds a copy the shell no longer has:
+// `{ printf a; sleep 1 & } >> data`), they wait at most closeOrderWait,
+// once per such FLUSH. FLUSH stores nothing for data, but it fails close(2) for an unfinished line RELEASE could not
 // store (EINVAL for a keyless line on a compacted topic, EMSGSIZE for one
 // longer than a max.message.bytes lowered since), leaving it pending, as another dup may still complete
 // it. It is answered, not ENOSYS: ENOSYS would stop FLUSH for every file

@@ -22,15 +22,15 @@ const maxHolderFds = 1024
 //
 // fdinfo does not name the open file description, only its position,
 // flags, mount and inode: the position tells two opens of one file apart,
-// since appends through either move it to the end of what that open wrote.
-// Two opens the kernel put at the same end can still be taken for each
-// other; an open whose position moved otherwise since its last WRITE (a
-// read of an O_RDWR open, an lseek) is not found, nor is one written with
-// pwrite, which leaves the position alone. Any doubt (tid gone, /proc
-// unreadable, a kernel without "ino:" in fdinfo, too many descriptors)
-// answers false. The mount ids are looked up in tid's own mountinfo, so
-// a writer in another mount namespace, or going through a bind mount, is
-// found too.
+// since appends through either move it to the end of what that open wrote
+// (two opens the kernel put at the same end would be taken for each other:
+// the caller rules that out, dataHandle.heldBy); an open whose position
+// moved otherwise since its last WRITE (a read of an O_RDWR open, an
+// lseek) is not found, nor is one written with pwrite, which leaves the
+// position alone. Any doubt (tid gone, /proc unreadable, a kernel without
+// "ino:" in fdinfo, too many descriptors) answers false. The mount ids are
+// looked up in tid's own mountinfo, so a writer in another mount
+// namespace, or going through a bind mount, is found too.
 func holds(tid uint32, ino uint64, pos int64, dev string) bool {
 	if tid == 0 || dev == "" || pos <= 0 {
 		return false

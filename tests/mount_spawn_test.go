@@ -2,6 +2,7 @@ package tests
 
 import (
 	"fmt"
+	"path/filepath"
 	"sync"
 	"testing"
 )
@@ -185,6 +186,53 @@ if other.wait() != 0:
 ' "$M/th/0/data" "$D/segfs-mount.out"`)
 	want := "other0\nother1\nother2\npartial end\n"
 	if got := m.ok(`cat "$M/th/0/data"`); got != want {
+		t.Fatalf("data = %q, want %q", got, want)
+	}
+}
+
+// TestMountUnfinishedLineSamePositionStillOrdered: the server tells a
+// dup's close from the last one by finding a descriptor of the open file
+// in the closer's process, known only by its position. Two opens of data
+// can stand at the same position: the size data reports leaves out
+// unfinished lines, so after `exec 4>>data; printf xxxxxxx >&4; stat
+// data` the next append starts where fd 4's did, and `printf yyyyyyy >>
+// data` leaves its open where fd 4 is. The close of that open, which a
+// child still holds, must count as possibly the last, as any close the
+// server cannot tell apart does: the next writer waits for its RELEASE
+// (closeOrderWait here, once, since the child keeps it: the daemon's
+// debug log counts it). Taking fd 4 for it, the server let the next
+// writer go at once, so a line such a close ended could land after what
+// was appended after it.
+func TestMountUnfinishedLineSamePositionStillOrdered(t *testing.T) {
+	m := mntNew(t, "--debug")
+	m.ok(`mkdir "$M/po"`)
+	fifo := filepath.Join(t.TempDir(), "go")
+	out := m.ok(`d="$M/po/0/data"
+echo first >> "$d"
+exec 4>>"$d"
+printf xxxxxxx >&4
+size=$(stat -c %s "$d")
+pos4=$(sed -n 's/^pos:[[:space:]]*//p' /proc/$$/fdinfo/4)
+mkfifo "` + fifo + `"
+{ printf yyyyyyy; ( read x < "` + fifo + `" ) & } >> "$d"
+echo b >> "$d"
+echo "$((size + 7)) $pos4 $(grep -c 'no RELEASE after a close' "$D/segfs-mount.out")"
+echo go > "` + fifo + `"
+wait
+echo " end" >&4
+exec 4>&-`)
+	var next, pos4, waits int
+	if _, err := fmt.Sscan(out, &next, &pos4, &waits); err != nil {
+		t.Fatalf("script printed %q: %v", out, err)
+	}
+	if next != pos4 {
+		t.Fatalf("the second open ended at %d, fd 4 stands at %d: the kernel no longer takes back a size past an unfinished line, and this test no longer sets up two opens at one position", next, pos4)
+	}
+	if waits != 1 {
+		t.Errorf("the next writer waited %d times for the RELEASE of the open a child still held, want once (the server cannot tell that close from the last)\n%s", waits, m.daemonLog())
+	}
+	want := "first\nb\nyyyyyyy\nxxxxxxx end\n"
+	if got := m.ok(`cat "$M/po/0/data"`); got != want {
 		t.Fatalf("data = %q, want %q", got, want)
 	}
 }
