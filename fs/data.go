@@ -627,17 +627,18 @@ func (n *textNode) Flush(ctx context.Context, f gofs.FileHandle) syscall.Errno {
 // Nor does any close register it while the opener's process, or the
 // closer's, still has a descriptor of this open file (heldBy, which reads
 // /proc/PID/fdinfo: the kernel takes the closed descriptor out of the
-// table before it sends FLUSH): that close was a dup's. A shell closes one at every builtin
-// redirected to a descriptor it holds: `exec 3>>data; printf a >&3` moves
-// fd 1 onto fd 3 and back, and the move back closes a dup in the opener's
-// own process, after which each program the script ran made the other
-// writers wait closeOrderWait as it exited. fdinfo tells two opens of the
-// file apart by their positions only (pos, where each one's appends
-// ended), so while another open stands at this one's position the close
-// counts as possibly the last, as before (`exec 4>>data` beside `printf a
-// >> data; echo b >> data` is told apart: their positions differ). The
-// look costs about 10 µs per descriptor looked at, and is made only here,
-// where the other choice is to make the partition wait.
+// table before it sends FLUSH): that close was a dup's. A shell closes one
+// at every builtin redirected to a descriptor it holds: `exec 3>>data;
+// printf a >&3` moves fd 1 onto fd 3 and back, and the move back closes a
+// dup in the opener's own process, after which each program the script ran
+// made the other writers wait closeOrderWait as it exited. fdinfo tells
+// two opens of the file apart by their positions only (pos, where each
+// one's appends ended), so while another open stands at this one's
+// position the close counts as possibly the last, as before
+// (`exec 4>>data` beside `printf a >> data; echo b >> data` is told apart:
+// their positions differ). The look costs about 10 µs per descriptor
+// looked at, and is made only here, where the other choice is to make the
+// partition wait.
 func (h *dataHandle) flush(ctx context.Context) syscall.Errno {
 	byOther := h.closedByOther(ctx)
 	h.mu.Lock()
@@ -676,7 +677,7 @@ func (h *dataHandle) flush(ctx context.Context) syscall.Errno {
 }
 
 // heldBy reports whether the opener's process, or the closer's, still
-// has a descriptor of h's open file (holds), after the close of caller's
+// has a descriptor of h's open file (holds), after the close by caller
 // that sent a FLUSH. The closer's is looked at too when the opener's is
 // not found: the thread that opened the file may have ended while its
 // process goes on (a Python thread that opened it), and a child may hold
