@@ -966,7 +966,7 @@ func (p *Partition) recoverPendingLocked() error {
 		if err != nil {
 			if errors.Is(err, ErrMessageTooLarge) || errors.Is(err, ErrBatchTooLarge) || errors.Is(err, ErrInvalidRecord) {
 				p.log().Warn("unfinished line of a writer the daemon lost not appended: the close would have refused it",
-					"bytes", len(line), "err", err)
+					"bytes", len(line)-1, "err", err)
 				if err := w.Set(nil); err != nil {
 					return err
 				}

@@ -495,3 +495,26 @@ func TestUnfinishedCrashBetweenBatches(t *testing.T) {
 		t.Fatalf("text after a crash between the batches of a write: %q\n%s", text, logged.String())
 	}
 }
+
+// A line the recovery drops because its close would have refused it is
+// logged with its own length, as a recovered line is, not counting the
+// newline the recovery adds to end it.
+func TestUnfinishedDroppedLineLoggedLength(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, newClock())
+	s.CreateTopic("a", 1, map[string]string{"cleanup.policy": "compact", "key.separator": "="})
+	p := mustPartition(t, s, "a")
+	w := p.NewLineWriter()
+	if err := w.Extend(nil, []byte("nokey")); err != nil { // 5 bytes, no key yet
+		t.Fatal(err)
+	}
+	s.abandon()
+	var logged bytes.Buffer
+	_, p = openLogged(t, dir, &logged)
+	if got := textOf(t, p, 0); got != "" {
+		t.Fatalf("text after recovery %q, want none: a keyless line on a compacted topic", got)
+	}
+	if !strings.Contains(logged.String(), "close would have refused it") || !strings.Contains(logged.String(), " bytes=5 ") {
+		t.Fatalf("want the dropped line logged with bytes=5:\n%s", logged.String())
+	}
+}
