@@ -7,18 +7,21 @@
 // # Layout
 //
 // DATA_DIR holds one TOPIC-N directory per partition, Kafka's
-// recovery-point-offset-checkpoint and log-start-offset-checkpoint, the
-// clean-shutdown marker .kafka_cleanshutdown, a .lock file, and files of
-// segfs's own: segfs-topics.json (topic ids and config overrides, which
-// Kafka keeps in its controller, when each topic's config last changed, and
-// the topic creations and partition additions under way, which Open rolls
-// back if a crash interrupted them) and segfs-producer-id. Anything else is
-// left alone, __cluster_metadata-0 too: KRaft's metadata log, in a data
+// recovery-point-offset-checkpoint, log-start-offset-checkpoint and
+// cleaner-offset-checkpoint, the clean-shutdown marker
+// .kafka_cleanshutdown, a .lock file, and files of segfs's own:
+// segfs-topics.json (topic ids and config overrides, which Kafka keeps in
+// its controller, when each topic's config last changed, and the topic
+// creations and partition additions under way, which Open rolls back if a
+// crash interrupted them) and segfs-producer-id. Anything else is left
+// alone, __cluster_metadata-0 too: KRaft's metadata log, in a data
 // directory copied from a Kafka broker, is no topic (a warning says it is
-// skipped), and no topic may take that name (CheckNewTopicName). Each partition
-// directory has Kafka's NNN.log/.index/.timeindex, partition.metadata,
-// leader-epoch-checkpoint and producer .snapshot files, plus NNN.textindex,
-// segfs's sparse map from rendered text positions to batches. A producer
+// skipped), and no topic may take that name (CheckNewTopicName). Each
+// partition directory has Kafka's NNN.log/.index/.timeindex,
+// partition.metadata, leader-epoch-checkpoint and producer .snapshot
+// files, plus NNN.textindex, segfs's sparse map from rendered text
+// positions to batches, and segfs-unfinished-lines, the journal of the
+// mount's writers' unfinished lines ("Unfinished lines"). A producer
 // snapshot holds the idempotence state (the last five batches of each
 // producer id) and, for a directory written by Kafka, the first offset of
 // each producer's ongoing transaction, which bounds the last stable offset
@@ -232,10 +235,12 @@
 //
 // The active segment keeps its .log and both indexes open. A closed
 // segment keeps only its .log: its indexes are read through their
-// mappings, whose files are closed once sealed or opened read-only. So a
-// daemon needs about one descriptor per segment plus two per partition,
-// and RLIMIT_NOFILE (raised to its hard limit at start) bounds the number
-// of segments, as in Kafka.
+// mappings, whose files are closed once sealed or opened read-only. The
+// journal of unfinished lines stays open from its first entry until the
+// partition closes. So a daemon needs about one descriptor per segment
+// plus two or three per partition, and RLIMIT_NOFILE (which the cli
+// raises at start as far as it may) bounds the number of segments, as in
+// Kafka.
 //
 // # Concurrency
 //
