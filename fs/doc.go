@@ -100,9 +100,9 @@
 // it. It is answered, not ENOSYS: ENOSYS would stop FLUSH for every file
 // of the mount, and config reports an invalid unfinished line from it. A shell ignores close(2)'s error, so
 // config also refuses an unfinished line at its write(2) as soon as it
-// cannot become valid: an unknown key once its '=' has come, or a value
-// the key can never take (logstore.CheckUnfinishedConfigLine; a line
-// without '=', `printf bogus`, is refused only at close(2)).
+// cannot become valid: a key no key starts with (`printf bogus`), an
+// unknown key once its '=' has come, or a value the key can never take
+// (logstore.CheckUnfinishedConfigLine).
 // The reply is sent after the append returned: a write(2) that returned
 // is in the segment file, and the unfinished line it leaves is in the
 // partition's journal of unfinished lines (logstore.LineWriter; logstore

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/segfs/segfs/logstore/record"
 )
@@ -407,10 +408,16 @@ func withOverrides(overrides map[string]string) (Config, error) {
 // learns it from that write(2), not only from close(2), whose error
 // `printf 'k=v' > config` in a shell ignores. Values are checked as far
 // as a prefix can be: a number's range only once the line is complete.
+// Before the '=', the key is refused once no key starts with it (or,
+// ended by a blank, it is no key): `printf bogus > config` exited 0
+// and changed nothing, as its close(2) alone refused it.
 func CheckUnfinishedConfigLine(line []byte) error {
 	k, v, ok := strings.Cut(strings.TrimSuffix(string(line), "\r"), "=")
-	if !ok || strings.HasPrefix(strings.TrimSpace(k), "#") {
+	if strings.HasPrefix(strings.TrimSpace(k), "#") {
 		return nil
+	}
+	if !ok {
+		return checkUnfinishedKey(strings.TrimLeftFunc(k, unicode.IsSpace))
 	}
 	k = strings.TrimSpace(k)
 	key, known := configKeys[k]
@@ -421,6 +428,27 @@ func CheckUnfinishedConfigLine(line []byte) error {
 		return fmt.Errorf("%w: %s: %q cannot become a valid value", ErrInvalidConfig, k, v)
 	}
 	return nil
+}
+
+// checkUnfinishedKey is CheckUnfinishedConfigLine for a line whose '='
+// has not come: what is typed of the key, leading blanks removed.
+func checkUnfinishedKey(k string) error {
+	if k == "" {
+		return nil // a blank line so far
+	}
+	if key := strings.TrimRightFunc(k, unicode.IsSpace); key != k {
+		// Only blanks and the '=' may follow a complete key.
+		if _, known := configKeys[key]; !known {
+			return fmt.Errorf("%w: unknown key %q", ErrInvalidConfig, key)
+		}
+		return nil
+	}
+	for name := range configKeys {
+		if strings.HasPrefix(name, k) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: no key starts with %q", ErrInvalidConfig, k)
 }
 
 // NormalizeConfigValue is value as the config file takes it for key: the

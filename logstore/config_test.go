@@ -54,23 +54,34 @@ func TestCheckUnfinishedConfigLine(t *testing.T) {
 		"cleanup.policy=deletex",
 		"key.separator=" + strings.Repeat("x", 65),
 		"key.separator=a\x00",
+		// No '=' yet: no key starts with it, or it ended in a blank.
+		"bogus",
+		"  bogus",
+		"retention.msx",
+		"retention .ms",
+		"retention.ms x",
+		"retention.m ",
+		"\tsegment.bytes\t1",
 	}
 	for _, line := range doomed {
 		err := CheckUnfinishedConfigLine([]byte(line))
 		if !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("doomed unfinished line %q: %v, want ErrInvalidConfig", line, err)
 		}
-		// What it guards: the complete line is refused too.
-		if changes, perr := ParseConfigText([]byte(line + "\n")); perr == nil {
-			if _, serr := withOverrides(changes); serr == nil {
-				t.Errorf("%q is refused unfinished but valid complete", line)
+		// What it guards: the complete line is refused too, and so is
+		// the line however it goes on.
+		for _, rest := range []string{"", "=1", "ms=1", " = 1"} {
+			if changes, perr := ParseConfigText([]byte(line + rest + "\n")); perr == nil {
+				if _, serr := withOverrides(changes); serr == nil {
+					t.Errorf("%q is refused unfinished but %q is valid complete", line, line+rest)
+				}
 			}
 		}
 	}
 
 	// Not checked until complete: comments, lines without '=', a number's
 	// range, and a float's syntax.
-	for _, line := range []string{"# x=y", "  #retention.ms=abc", "retention", "segment.bytes=1", "retention.ms=99999999999999999999", "min.cleanable.dirty.ratio=x"} {
+	for _, line := range []string{"# x=y", "  #retention.ms=abc", "#bogus", "", "  ", "retention", " retention.ms", "retention.ms \t", "segment.bytes=1", "retention.ms=99999999999999999999", "min.cleanable.dirty.ratio=x"} {
 		if err := CheckUnfinishedConfigLine([]byte(line)); err != nil {
 			t.Errorf("unfinished %q refused: %v", line, err)
 		}

@@ -12,7 +12,7 @@ import (
 // nothing. An unfinished line whose key is complete (the '=' came) and
 // unknown, or whose value can no longer become valid, now fails the
 // write(2) that brings it with EINVAL, and nothing of that write is
-// applied. A key or a line split over several writes
+// applied; so does one without '=' that no key starts with. A key or a line split over several writes
 // still works, and a valid unfinished line is still applied at close.
 func TestMountConfigUnfinishedUnknownKey(t *testing.T) {
 	m := mntNew(t)
@@ -21,6 +21,10 @@ func TestMountConfigUnfinishedUnknownKey(t *testing.T) {
 	// A known key whose value cannot become valid, however it goes on.
 	m.fails(`printf 'retention.ms=abc' > "$M/c/config"`, "Invalid argument")
 	m.fails(`printf 'compression.type=brotli' > "$M/c/config"`, "Invalid argument")
+	// No '=' yet, and no key starts with what came: the close(2) alone
+	// refused it, and the shell exited 0.
+	m.fails(`printf bogus > "$M/c/config"`, "Invalid argument")
+	m.fails(`printf 'retention.ms x' >> "$M/c/config"`, "Invalid argument")
 	// One write(2) of several lines: all or nothing.
 	m.fails(`python3 -c 'import os,sys; fd=os.open(sys.argv[1], os.O_WRONLY); os.write(fd, b"segment.ms=70000\nbogus=1")' "$M/c/config"`, "Invalid argument")
 	got := m.ok(`grep -E '^(retention|segment)\.ms=|^compression\.type=' "$M/c/config"`)
