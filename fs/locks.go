@@ -2,6 +2,7 @@ package fs
 
 import (
 	"context"
+	"log/slog"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -91,6 +92,7 @@ const offsetMax = math.MaxInt64
 
 // lockSet holds the locks of one mount.
 type lockSet struct {
+	log   *slog.Logger // nil in unit tests
 	mu    sync.Mutex
 	files map[uint64]*fileLocks  // by st_ino, while it holds a lock or a waiter
 	byFh  map[uint64][]uint64    // Fh → st_inos where a lock was taken through it
@@ -318,11 +320,11 @@ func (s *lockSet) getlk(ctx context.Context, ino, owner uint64, lk *fuse.FileLoc
 		f.waiters++
 		wake := f.wake
 		s.mu.Unlock()
-		expired := false
+		expired, interrupted := false, false
 		select {
 		case <-wake:
 		case <-ctx.Done():
-			expired = true
+			expired, interrupted = true, true
 		case <-closing:
 			expired = true
 		}
@@ -332,6 +334,9 @@ func (s *lockSet) getlk(ctx context.Context, ino, owner uint64, lk *fuse.FileLoc
 		if expired {
 			if _, ok := s.flushed[l.fh]; ok {
 				s.flushed[l.fh] = false
+			}
+			if !interrupted {
+				s.waitedOut(ino)
 			}
 			return 0
 		}
@@ -474,10 +479,21 @@ func (s *lockSet) lockWait(ctx context.Context, ino, owner uint64, wait, posix b
 			if _, ok := s.flushed[h.fh]; ok {
 				s.flushed[h.fh] = false // waited out until its next FLUSH
 			}
+			s.waitedOut(ino)
 		}
 		if errno != 0 {
 			return errno
 		}
+	}
+}
+
+// waitedOut logs, at debug level, that a request waited closeOrderWait
+// for the RELEASE of a description one of whose descriptors was closed,
+// and none came: the close was not the last.
+func (s *lockSet) waitedOut(ino uint64) {
+	if s.log != nil {
+		s.log.Debug("no RELEASE after a close of a locked file; a dup may still be open",
+			"ino", ino, "waited", closeOrderWait)
 	}
 }
 

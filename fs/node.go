@@ -102,7 +102,7 @@ func (f *fsys) warnDataFailed(op string, p *logstore.Partition, errno syscall.Er
 }
 
 func newFsys(store *logstore.Store, log *slog.Logger) *fsys {
-	return &fsys{
+	f := &fsys{
 		store:   store,
 		log:     log,
 		uid:     uint32(os.Geteuid()),
@@ -114,6 +114,8 @@ func newFsys(store *logstore.Store, log *slog.Logger) *fsys {
 		closers: closers{log: log},
 		locks:   newLockSet(),
 	}
+	f.locks.log = log
+	return f
 }
 
 // setAttr fills the attributes every node shares.
