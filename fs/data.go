@@ -817,6 +817,7 @@ func (n *textNode) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) s
 }
 
 func (n *textNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	n.noteOpen(ctx)                 // the lock table counts the opens of each file
 	n.fs.closers.await(n.part, nil) // a line a close(2) just ended is in the text
 	if n.isData {
 		// The open a retrying walk was handed this node for: from now

@@ -251,7 +251,10 @@
 // that every generation and incarnation of data (each a kernel inode of
 // its own, with the same st_ino) shares them: the kernel keeps locks per
 // kernel inode, and a lock stopped excluding anyone once a writer had
-// appended behind its holder (locks.go).
+// appended behind its holder (locks.go). A lock request in the way of a
+// flock or OFD lock whose description had a descriptor closed waits a
+// little for its RELEASE, which comes after close(2) returned, unless
+// /proc shows the description still open (lockopens.go).
 //
 // # Interrupts
 //

@@ -5,6 +5,8 @@ import (
 	"os"
 	"strconv"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // maxHolderFds caps how many descriptors holds looks at: reading one
@@ -32,7 +34,33 @@ const maxHolderFds = 1024
 // looked up in tid's own mountinfo, so a writer in another mount
 // namespace, or going through a bind mount, is found too.
 func holds(tid uint32, ino uint64, pos int64, dev string) bool {
-	if tid == 0 || dev == "" || pos <= 0 {
+	if pos <= 0 {
+		return false
+	}
+	return holdsMatching(tid, ino, dev, func(fi fdinfo) bool {
+		return fi.pos == pos && fi.flags&syscall.O_ACCMODE != syscall.O_RDONLY
+	})
+}
+
+// holdsOpen reports whether thread tid's descriptor table has a
+// descriptor of an open (not O_PATH) of inode ino of the mount whose
+// device is dev, with access mode mode (O_RDONLY, O_WRONLY or O_RDWR):
+// the lock table's proof that a locked description is still open, when
+// it is the only open of the file with that mode (lockOpens.held). Any
+// doubt answers false, as for holds.
+func holdsOpen(tid uint32, ino uint64, mode uint32, dev string) bool {
+	return holdsMatching(tid, ino, dev, func(fi fdinfo) bool {
+		// An O_PATH descriptor reaches the file without an OPEN,
+		// and shows access mode O_RDONLY.
+		return fi.flags&unix.O_PATH == 0 && uint32(fi.flags&syscall.O_ACCMODE) == mode
+	})
+}
+
+// holdsMatching reports whether thread tid's descriptor table has a
+// descriptor of inode ino of the mount whose device is dev for which
+// match is true.
+func holdsMatching(tid uint32, ino uint64, dev string, match func(fdinfo) bool) bool {
+	if tid == 0 || dev == "" {
 		return false
 	}
 	dir := "/proc/" + strconv.FormatUint(uint64(tid), 10)
@@ -53,7 +81,7 @@ func holds(tid uint32, ino uint64, pos int64, dev string) bool {
 			continue // closed since the listing
 		}
 		fi, ok := parseFdinfo(buf[:n])
-		if ok && fi.ino == ino && fi.pos == pos && fi.flags&syscall.O_ACCMODE != syscall.O_RDONLY {
+		if ok && fi.ino == ino && match(fi) {
 			mnts = append(mnts, fi.mntID)
 		}
 	}

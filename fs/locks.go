@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -70,14 +71,16 @@ import (
 // nor the lock owner of a FLUSH, and its RELEASE reaches only the handle:
 // lockingFS, wrapped around go-fuse's raw filesystem, notes the first two
 // by the request's cancel channel (unique among requests in flight) for
-// the node methods, and drops a description's locks at RELEASE. Every node
-// of a file that can be opened (data, offset/N, status, config,
-// segments/NAME) embeds lockable and answers FLUSH: once locks are
-// forwarded, a file whose node did not answer them would fail flock(1)
-// with EOPNOTSUPP. Forwarding adds no request to reads and appends: the
-// kernel sends FLUSH at every close anyway, and nothing at all while no
-// lock is taken. Locks live in memory only: none survives an unmount or a
-// daemon restart, as on any filesystem.
+// the node methods, and drops a description's locks at RELEASE; it also
+// counts the open descriptions of every file (lockopens.go), each node's
+// Open telling it the file. Every node of a file that can be opened
+// (data, offset/N, status, config, segments/NAME) embeds lockable and
+// answers FLUSH: once locks are forwarded, a file whose node did not
+// answer them would fail flock(1) with EOPNOTSUPP. Forwarding adds no
+// request to reads and appends: the kernel sends FLUSH at every close
+// anyway, and nothing at all while no lock is taken. Locks live in memory
+// only: none survives an unmount or a daemon restart, as on any
+// filesystem.
 //
 // Directories are not here: the kernel does not send lock requests for
 // them (fuse_dir_operations has no lock methods), it keeps their locks
@@ -98,21 +101,30 @@ type lockSet struct {
 	byFh  map[uint64][]uint64    // Fh → st_inos where a lock was taken through it
 	waits map[*lockWait]struct{} // SETLKWs of POSIX locks waiting, for EDEADLK
 	// flushed: Fhs in byFh one of whose descriptors was closed since
-	// they were last waited for (true), or that were waited for since
-	// (false): see lockWait.
+	// they were last waited for (true), or that were waited for or seen
+	// still open since (false): see lockWait, closed.
 	flushed map[uint64]bool
+	flushes uint64       // FLUSHes that marked flushed (closed)
 	posix   atomic.Int64 // POSIX locks held: a FLUSH notes nothing while 0
 	fhs     atomic.Int64 // len(byFh): a FLUSH marks nothing while 0
+
+	opens *lockOpens // every open description, to prove one still open
+	// dev is the mount's device (major:minor, from mountinfo; set
+	// before any request is served, "" if unknown, which proves
+	// nothing): descriptors are looked up by it (lockOpens.held).
+	dev string
 
 	reqMu sync.Mutex
 	reqs  map[<-chan struct{}]lockReq // by the request's cancel channel (lockingFS)
 }
 
 // lockReq is what go-fuse's node API leaves out of a lock request (its
-// Fh) or a FLUSH (its lock owner).
+// Fh) or a FLUSH (its lock owner), or what lockingFS.Open needs from the
+// node it opens (its st_ino, noteOpen).
 type lockReq struct {
 	fh    uint64
 	owner uint64 // FLUSH only
+	ino   uint64 // OPEN only
 }
 
 // fileLocks are the locks of one file (st_ino).
@@ -120,6 +132,7 @@ type fileLocks struct {
 	posix   []posixLock
 	flocks  []flockLock
 	waiters int
+	looks   int           // stillOpen looks in progress
 	wake    chan struct{} // closed and replaced when a lock goes or shrinks
 }
 
@@ -153,6 +166,7 @@ func newLockSet() *lockSet {
 		byFh:    make(map[uint64][]uint64),
 		waits:   make(map[*lockWait]struct{}),
 		flushed: make(map[uint64]bool),
+		opens:   newLockOpens(),
 		reqs:    make(map[<-chan struct{}]lockReq),
 	}
 }
@@ -168,6 +182,15 @@ func (s *lockSet) note(cancel <-chan struct{}, r lockReq) func() {
 		delete(s.reqs, cancel)
 		s.reqMu.Unlock()
 	}
+}
+
+// notedBy returns what lockingFS noted for the request whose cancel
+// channel is cancel (and the node filled in).
+func (s *lockSet) notedBy(cancel <-chan struct{}) (lockReq, bool) {
+	s.reqMu.Lock()
+	r, ok := s.reqs[cancel]
+	s.reqMu.Unlock()
+	return r, ok
 }
 
 // noted returns what lockingFS noted for the request ctx serves.
@@ -195,7 +218,7 @@ func (s *lockSet) file(ino uint64) *fileLocks {
 // idle forgets ino's locks once nothing is left in them. The caller holds
 // mu.
 func (s *lockSet) idle(ino uint64, f *fileLocks) {
-	if len(f.posix) == 0 && len(f.flocks) == 0 && f.waiters == 0 {
+	if len(f.posix) == 0 && len(f.flocks) == 0 && f.waiters == 0 && f.looks == 0 {
 		delete(s.files, ino)
 	}
 }
@@ -298,6 +321,7 @@ func (s *lockSet) getlk(ctx context.Context, ino, owner uint64, lk *fuse.FileLoc
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var closing <-chan time.Time
+	var looked, open []uint64 // descriptions looked for, and those proved open (stillOpen)
 	for {
 		*out = fuse.FileLock{Typ: unix.F_UNLCK}
 		f := s.files[ino]
@@ -309,8 +333,18 @@ func (s *lockSet) getlk(ctx context.Context, ino, owner uint64, lk *fuse.FileLoc
 			return 0
 		}
 		*out = fuse.FileLock{Start: l.start, End: l.end, Typ: l.typ, Pid: l.pid}
-		if !s.flushed[l.fh] {
+		if !s.flushed[l.fh] || slices.Contains(open, l.fh) {
 			return 0
+		}
+		if !slices.Contains(looked, l.fh) {
+			looked = append(looked, l.fh)
+			if s.stillOpen(ctx, f, l.fh) {
+				open = append(open, l.fh)
+			}
+			// Look again: the lock may have gone while mu was
+			// not held.
+			s.idle(ino, f)
+			continue
 		}
 		if closing == nil {
 			t := time.NewTimer(closeOrderWait)
@@ -432,22 +466,36 @@ func (s *lockSet) flock(ctx context.Context, ino, fh uint64, typ, pid uint32, wa
 // answered before close(2) returns) and marked the description (flushed),
 // so the SETLK waits for a lock of the file to go, at most closeOrderWait.
 // The FLUSH may also have been the close of a dup, the description living
-// on: then the wait runs out, once per such FLUSH, and the answer is
-// EAGAIN.
+// on, as every program a lock holder's shell runs closes one as it exits:
+// the SETLK first looks for a descriptor of the description in the
+// processes that have to do with it (stillOpen), and fails at once if it
+// finds one. Where that proves nothing (another open of the file with
+// the same access mode), the wait runs out, once per such FLUSH, and the
+// answer is EAGAIN.
 func (s *lockSet) lockWait(ctx context.Context, ino, owner uint64, wait, posix bool, try func(*fileLocks) (holder, bool)) syscall.Errno {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f := s.file(ino)
 	defer s.idle(ino, f)
 	var closing <-chan time.Time // closeOrderWait, for a SETLK
+	var looked, open []uint64    // descriptions looked for, and those proved open (stillOpen)
 	for {
 		h, ok := try(f)
 		if ok {
 			return 0
 		}
 		if !wait {
-			if !s.flushed[h.fh] {
+			if !s.flushed[h.fh] || slices.Contains(open, h.fh) {
 				return syscall.EAGAIN
+			}
+			if !slices.Contains(looked, h.fh) {
+				looked = append(looked, h.fh)
+				if s.stillOpen(ctx, f, h.fh) {
+					open = append(open, h.fh)
+				}
+				// Try again: the lock may have gone (RELEASE)
+				// while mu was not held.
+				continue
 			}
 			if closing == nil {
 				t := time.NewTimer(closeOrderWait)
@@ -485,6 +533,34 @@ func (s *lockSet) lockWait(ctx context.Context, ino, owner uint64, wait, posix b
 			return errno
 		}
 	}
+}
+
+// stillOpen reports whether the description fh, which holds a lock of f
+// in a request's way and one of whose descriptors was closed (flushed),
+// is surely still open, so that its lock is held now and its RELEASE is
+// not coming: a process has a descriptor of it (lockOpens.held). It looks
+// in the processes that took locks through fh, the one that opened it
+// and the one asking (which inherited the holder's descriptor if it is a
+// program the holder's shell ran). Every close of a descriptor of a
+// locked description sends a FLUSH, so without this look a shell holding
+// `exec 9>>data; flock 9` made each `flock -n data` wait closeOrderWait
+// after every program it ran, as the program exited (and `flock -n`
+// itself is one). false means unknown, and the request waits as before.
+//
+// The caller holds mu, which is released during the look (it reads
+// /proc), so it must try the lock again after it; f stays in the table
+// meanwhile (looks).
+func (s *lockSet) stillOpen(ctx context.Context, f *fileLocks, fh uint64) bool {
+	if s.dev == "" {
+		return false
+	}
+	pids := f.lockPids(fh, []uint32{callerPid(ctx)})
+	f.looks++
+	s.mu.Unlock()
+	open := s.opens.held(fh, pids, s.dev)
+	s.mu.Lock()
+	f.looks--
+	return open
 }
 
 // waitedOut logs, at debug level, that a request waited closeOrderWait
@@ -551,14 +627,58 @@ func (s *lockSet) flush(ctx context.Context, ino uint64) {
 	s.idle(ino, f)
 }
 
-// closed notes the FLUSH of a descriptor of fh: if fh holds locks, its
-// RELEASE may be on its way (lockWait).
-func (s *lockSet) closed(fh uint64) {
+// closed notes the FLUSH of a descriptor of fh by thread closer: if fh
+// holds locks, its RELEASE may be on its way (lockWait), unless fh is
+// seen still open after the close (lockOpens.held). The look is made
+// here as well as by a request in fh's way (stillOpen) because here no
+// other open of the file may stand beside it yet: `flock -n data` opens
+// data read-only too, so by the time it asks, a holder's read-only open
+// is no longer the file's only one (`flock data -c 'script'`, whose
+// programs close the inherited descriptor as they exit, and the next
+// `flock -n data` waited closeOrderWait each time).
+func (s *lockSet) closed(fh uint64, closer uint32) {
 	s.mu.Lock()
-	if _, ok := s.byFh[fh]; ok {
-		s.flushed[fh] = true
+	inos, ok := s.byFh[fh]
+	if !ok {
+		s.mu.Unlock()
+		return
+	}
+	s.flushed[fh] = true
+	s.flushes++
+	gen := s.flushes
+	pids := []uint32{closer}
+	for _, ino := range inos {
+		if f := s.files[ino]; f != nil {
+			pids = f.lockPids(fh, pids)
+		}
 	}
 	s.mu.Unlock()
+	if s.dev == "" || !s.opens.held(fh, pids, s.dev) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// A FLUSH of another close served since may have been fh's last:
+	// its mark stays.
+	if _, ok := s.flushed[fh]; ok && s.flushes == gen {
+		s.flushed[fh] = false
+	}
+}
+
+// lockPids appends to pids those of the processes that took f's locks
+// through the description fh.
+func (f *fileLocks) lockPids(fh uint64, pids []uint32) []uint32 {
+	for _, l := range f.flocks {
+		if l.fh == fh && !slices.Contains(pids, l.pid) {
+			pids = append(pids, l.pid)
+		}
+	}
+	for _, l := range f.posix {
+		if l.fh == fh && !slices.Contains(pids, l.pid) {
+			pids = append(pids, l.pid)
+		}
+	}
+	return pids
 }
 
 // release drops the locks taken through the description fh, whose last
@@ -667,7 +787,7 @@ func (l *lockingFS) SetLkw(cancel <-chan struct{}, in *fuse.LkIn) fuse.Status {
 // every close(2) sends a FLUSH.
 func (l *lockingFS) Flush(cancel <-chan struct{}, in *fuse.FlushIn) fuse.Status {
 	if l.locks.fhs.Load() != 0 {
-		l.locks.closed(in.Fh)
+		l.locks.closed(in.Fh, in.Caller.Pid)
 	}
 	if l.locks.posix.Load() != 0 {
 		defer l.locks.note(cancel, lockReq{fh: in.Fh, owner: in.LockOwner})()
@@ -675,9 +795,34 @@ func (l *lockingFS) Flush(cancel <-chan struct{}, in *fuse.FlushIn) fuse.Status 
 	return l.RawFileSystem.Flush(cancel, in)
 }
 
+// Open notes the description it opens, with its file's st_ino (which the
+// node's Open tells, noteOpen), before the kernel hears of it
+// (lockOpens).
+func (l *lockingFS) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+	forget := l.locks.note(cancel, lockReq{})
+	st := l.RawFileSystem.Open(cancel, in, out)
+	if st == fuse.OK {
+		r, _ := l.locks.notedBy(cancel)
+		l.locks.opens.opened(out.Fh, r.ino, in.Flags, in.Caller.Pid)
+	}
+	forget()
+	return st
+}
+
+// Create is refused by every directory here (noChanges); a description
+// it made would be one of a file not known (lockOpens).
+func (l *lockingFS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) fuse.Status {
+	st := l.RawFileSystem.Create(cancel, in, name, out)
+	if st == fuse.OK {
+		l.locks.opens.opened(out.Fh, 0, in.Flags, in.Caller.Pid)
+	}
+	return st
+}
+
 // Release drops the description's locks before go-fuse releases the
 // handle: go-fuse hands the Fh out again only after that.
 func (l *lockingFS) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
 	l.locks.release(in.Fh)
+	l.locks.opens.released(in.Fh)
 	l.RawFileSystem.Release(cancel, in)
 }

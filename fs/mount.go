@@ -139,6 +139,7 @@ func Mount(store *logstore.Store, mountpoint string, opts Options) (*Server, err
 	mi, _ := findMount(mp)
 	if mi != nil {
 		f.dev = mi.dev
+		f.locks.dev = mi.dev
 	}
 	go srv.Serve()
 	if err := srv.WaitMount(); err != nil {

@@ -266,6 +266,7 @@ func (n *statusNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.Se
 }
 
 func (n *statusNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	n.noteOpen(ctx) // the lock table counts the opens of each file
 	if errno := readOnlyOpen(flags); errno != 0 {
 		return nil, 0, errno
 	}
@@ -379,6 +380,7 @@ func (n *segFile) Flush(ctx context.Context, f gofs.FileHandle) syscall.Errno {
 }
 
 func (n *segFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	n.noteOpen(ctx) // the lock table counts the opens of each file
 	if errno := readOnlyOpen(flags); errno != 0 {
 		return nil, 0, errno
 	}

@@ -269,6 +269,7 @@ func (n *configNode) Flush(ctx context.Context, f gofs.FileHandle) syscall.Errno
 }
 
 func (n *configNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	n.noteOpen(ctx) // the lock table counts the opens of each file
 	if flags&syscall.O_ACCMODE == syscall.O_RDONLY {
 		return &snapshotHandle{data: n.topic.Config().Text()}, fuse.FOPEN_DIRECT_IO, 0
 	}

@@ -372,3 +372,54 @@ func TestMountLocksOtherFiles(t *testing.T) {
 	wantFlockN(m, 0, "shared lock held on offset/0, after a key.separator change", off, "-s")
 	h.release()
 }
+
+// TestMountLocksHeldFileSpawnsDoNotStall: a script holds a flock on data
+// through `exec 9>>data` and runs programs, which inherit fd 9 and close
+// it as they exit, and so does `flock -n` itself. Each such close sends a
+// FLUSH of the locked open file, and a `flock -n` by anyone then waited
+// closeOrderWait (200 ms) for a RELEASE that would free the lock before
+// it failed: the close might have been the last. The daemon's debug log
+// says so ("no RELEASE after a close of a locked file"), which is what
+// this counts rather than timing the requests. The same with a read-only
+// holder (`exec 9<data`, as `flock data -c script` holds it) and
+// requests of other processes: its programs' closes are told from the
+// last one when they happen, since by the time `flock -n data` asks, its
+// own read-only open stands beside the holder's. (The holder's first
+// open waits for the RELEASE of the `flock -n` before it, which took the
+// lock: no other read-only open of data is left then.) Once the holder
+// closes fd 9, the next `flock -n` gets the lock: the wait for a RELEASE
+// after the last close stays.
+func TestMountLocksHeldFileSpawnsDoNotStall(t *testing.T) {
+	m := mntNew(t, "--debug")
+	m.ok(`mkdir "$M/l"`)
+	out := m.ok(`d="$M/l/0/data"
+exec 9>>"$d"
+flock 9
+for i in 1 2 3 4 5; do
+	/bin/true
+	flock -n "$d" true
+	echo "flock -n: $?"
+done
+exec 9>&-
+flock -n "$d" true
+echo "after the close: $?"
+coproc holder { exec 9<"$d"; flock -s 9; for i in 1 2 3; do /bin/true; done; echo held; read x; }
+read -r line <&"${holder[0]}"
+echo "read-only holder: $line"
+for i in 1 2 3; do
+	flock -n "$d" true
+	echo "read-only holder, flock -n: $?"
+done
+echo "waits: $(grep -c 'no RELEASE after a close of a locked file' "$D/segfs-mount.out")"
+pid=$holder_PID
+echo done >&"${holder[1]}"
+wait "$pid"
+flock -n "$d" true
+echo "after the close: $?"`)
+	want := strings.Repeat("flock -n: 1\n", 5) + "after the close: 0\n" +
+		"read-only holder: held\n" + strings.Repeat("read-only holder, flock -n: 1\n", 3) +
+		"waits: 0\nafter the close: 0\n"
+	if out != want {
+		t.Errorf("got:\n%swant:\n%s%s", out, want, m.daemonLog())
+	}
+}
