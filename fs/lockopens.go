@@ -80,14 +80,18 @@ func (o *lockOpens) opened(fh, ino uint64, flags, opener uint32) {
 	c.gen++
 }
 
-// released forgets the description fh, whose last descriptor closed.
-func (o *lockOpens) released(fh uint64) {
+// released forgets the description fh, whose last descriptor closed,
+// and returns its st_ino (0 if not known).
+func (o *lockOpens) released(fh uint64) uint64 {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if d, ok := o.byFh[fh]; ok {
-		delete(o.byFh, fh)
-		o.forget(d)
+	d, ok := o.byFh[fh]
+	if !ok {
+		return 0
 	}
+	delete(o.byFh, fh)
+	o.forget(d)
+	return d.ino
 }
 
 // forget takes d out of the counts. The caller holds mu.

@@ -135,8 +135,9 @@ func (b *syncBuffer) waits() int {
 
 // TestLockFlushedHolderStillOpen: a flock whose description had a
 // descriptor closed (FLUSH) is not waited for while the description is
-// seen still open, by the FLUSH or by the request in its way, and a
-// request waits for its RELEASE otherwise; in particular when another
+// seen still open, by the FLUSH, by the RELEASE of another open of the
+// file or by the request in its way, and a request waits for its RELEASE
+// otherwise; in particular when another
 // open of the file with the same access mode stands where the closed
 // descriptor was, the request sees the RELEASE of the last close and gets
 // the lock.
@@ -176,14 +177,24 @@ func TestLockFlushedHolderStillOpen(t *testing.T) {
 		t.Fatalf("flock -n beside a held lock: %v, want EAGAIN", errno)
 	}
 	// A FLUSH while another O_WRONLY open of the file (of another
-	// process) stood beside 1 proves nothing; once that one is gone,
-	// the request looks itself.
+	// process) stood beside 1 proves nothing; the RELEASE of that open
+	// looks again (lockingFS.Release).
 	s.opens.opened(8, ino, syscall.O_WRONLY, 1<<30)
 	s.closed(1, 0)
 	if !flushed() {
 		t.Fatal("the FLUSH was taken for a dup's beside another O_WRONLY open of the file")
 	}
+	s.relook(s.opens.released(8))
+	if flushed() {
+		t.Error("still marked after the RELEASE of the other O_WRONLY open, with 1's descriptor open here")
+	}
+	// A request in 1's way looks itself.
+	s.opens.opened(8, ino, syscall.O_WRONLY, 1<<30)
+	s.closed(1, 0)
 	s.opens.released(8)
+	if !flushed() {
+		t.Fatal("the FLUSH was taken for a dup's beside another O_WRONLY open of the file")
+	}
 	if errno := flockN(); errno != syscall.EAGAIN {
 		t.Fatalf("flock -n beside a held lock: %v, want EAGAIN", errno)
 	}
@@ -199,6 +210,8 @@ func TestLockFlushedHolderStillOpen(t *testing.T) {
 	_, _, _ = fileOnDisk(t, path, os.O_WRONLY|os.O_APPEND)
 	w.Close()
 	s.closed(1, pid)
+	s.opens.opened(9, ino, syscall.O_RDONLY, pid)
+	s.relook(s.opens.released(9))
 	if !flushed() {
 		t.Fatal("the last close was taken for a dup's: another open of the file stood beside it")
 	}

@@ -555,12 +555,16 @@ func (s *lockSet) stillOpen(ctx context.Context, f *fileLocks, fh uint64) bool {
 		return false
 	}
 	pids := f.lockPids(fh, []uint32{callerPid(ctx)})
+	gen := s.flushes
 	f.looks++
 	s.mu.Unlock()
 	open := s.opens.held(fh, pids, s.dev)
 	s.mu.Lock()
 	f.looks--
-	return open
+	// A FLUSH served meanwhile may have been of another description
+	// that got fh once this one's RELEASE was served: the look saw
+	// that one.
+	return open && s.flushes == gen
 }
 
 // waitedOut logs, at debug level, that a request waited closeOrderWait
@@ -662,6 +666,44 @@ func (s *lockSet) closed(fh uint64, closer uint32) {
 	// its mark stays.
 	if _, ok := s.flushed[fh]; ok && s.flushes == gen {
 		s.flushed[fh] = false
+	}
+}
+
+// relook looks again for the descriptions holding locks of st_ino ino one
+// of whose descriptors was closed (flushed), after the RELEASE of another
+// open of the file: while that open stood beside them with their access
+// mode, the look of their FLUSH proved nothing (closed). A `flock -n data`
+// that inherited a read-only holder's descriptor closes it as it exits,
+// before the RELEASE of its own read-only open of data. No one waits for a
+// RELEASE, so the look costs nobody time.
+func (s *lockSet) relook(ino uint64) {
+	if s.dev == "" || s.fhs.Load() == 0 {
+		return
+	}
+	type look struct {
+		fh   uint64
+		pids []uint32
+	}
+	var looks []look
+	s.mu.Lock()
+	f := s.files[ino]
+	for fh, marked := range s.flushed {
+		if marked && f != nil && slices.Contains(s.byFh[fh], ino) {
+			looks = append(looks, look{fh, f.lockPids(fh, nil)})
+		}
+	}
+	gen := s.flushes
+	s.mu.Unlock()
+	for _, l := range looks {
+		if !s.opens.held(l.fh, l.pids, s.dev) {
+			continue
+		}
+		s.mu.Lock()
+		// As in closed: a FLUSH served since may have been the last.
+		if _, ok := s.flushed[l.fh]; ok && s.flushes == gen {
+			s.flushed[l.fh] = false
+		}
+		s.mu.Unlock()
 	}
 }
 
@@ -823,6 +865,9 @@ func (l *lockingFS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name strin
 // handle: go-fuse hands the Fh out again only after that.
 func (l *lockingFS) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
 	l.locks.release(in.Fh)
-	l.locks.opens.released(in.Fh)
+	ino := l.locks.opens.released(in.Fh)
 	l.RawFileSystem.Release(cancel, in)
+	if ino != 0 {
+		l.locks.relook(ino)
+	}
 }
