@@ -15,7 +15,9 @@ import (
 // mode. It lets the lock table tell that a locked description one of
 // whose descriptors was closed is still open (held), so that a SETLK in
 // its way fails at once instead of waiting closeOrderWait for a RELEASE
-// that is not coming (lockWait).
+// that is not coming (lockWait). The lock table looks at the FLUSH
+// (closed), at the RELEASE of another open of the file (relook) and at a
+// request in the way (stillOpen).
 //
 // The proof: a process has, now, a descriptor of the file with the
 // description's access mode (/proc/PID/fdinfo: mount, inode, flags;
@@ -31,7 +33,9 @@ import (
 // nobody read or wrote both stand at position 0), so while another
 // description of the file has the same access mode (a `flock -n data` of
 // its own, O_RDONLY, beside a holder's read-only open) there is no proof,
-// and the request waits as before.
+// and the request waits as before. The proof only ever spares a wait: a
+// lock released by a last close is still seen by a request made after
+// that close returned.
 type lockOpens struct {
 	mu      sync.Mutex
 	byFh    map[uint64]lockOpen

@@ -861,8 +861,10 @@ func (l *lockingFS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name strin
 	return st
 }
 
-// Release drops the description's locks before go-fuse releases the
-// handle: go-fuse hands the Fh out again only after that.
+// Release drops the description's locks, and forgets the open, before
+// go-fuse releases the handle: go-fuse hands the Fh out again only after
+// that. The open gone, the file's locked descriptions may be told still
+// open (relook).
 func (l *lockingFS) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
 	l.locks.release(in.Fh)
 	ino := l.locks.opens.released(in.Fh)
