@@ -2,9 +2,7 @@ package fs
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -310,10 +308,18 @@ func TestMain(m *testing.M) {
 // eofReader is the reader process of TestDataPageCacheEOFRace (the daemon
 // must not read its own mount): spec is PATH,OUT. It opens PATH (through
 // the page cache: no writer has it open yet), preads at its end as fast as
-// it can until OUT.stop exists (the writers are done), failing on a NUL,
-// and writes what it read to OUT. It returns the exit status. A fixed
-// window of its own could close before the writers, started after it,
-// wrote a line: on a loaded machine it did.
+// it can until OUT.stop exists (the writers are done), and writes what it
+// read to OUT. It returns the exit status. A fixed window of its own could
+// close before the writers, started after it, wrote a line: on a loaded
+// machine it did.
+//
+// A NUL fails it, except once in the shape of the kernel's window (fs/doc.go
+// "Caching", "One window stays open"): a read(2) at the reader's previous
+// end of file (where its last read ended short) whose bytes are zeros from
+// its first byte on (then text, if any), and which a read of the same
+// range at once returns as text, at least as long: the folio the reader copied was no longer in the mapping,
+// so the kernel reads the page again. It prints that read as a line
+// starting with eofWindowMark, and the test allows one per run.
 func eofReader(spec string) int {
 	path, out, _ := strings.Cut(spec, ",")
 	f, err := os.Open(path)
@@ -322,9 +328,14 @@ func eofReader(spec string) int {
 		return 2
 	}
 	defer f.Close()
+	fd := int(f.Fd())
 	os.WriteFile(out+".ready", nil, 0o644)
+	start := time.Now()
 	var all []byte
 	buf := make([]byte, 64<<10)
+	again := make([]byte, 64<<10)
+	windows := 0
+	atEOF := false // the last read ended short: at the end of the file
 	// After the stop, it reads on to the end (two empty reads: the first
 	// read after growth can still see the old size, fs/doc.go "Caching").
 	stopped, empty := false, 0
@@ -333,19 +344,39 @@ func eofReader(spec string) int {
 			_, err := os.Stat(out + ".stop")
 			stopped = err == nil
 		}
-		n, err := f.ReadAt(buf, int64(len(all)))
+		// One pread(2) per read, not os.File.ReadAt, which loops: the
+		// window's shape is the first byte of one read(2).
+		off := int64(len(all))
+		n, err := pread(fd, buf, off)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "pread at %d: %v\n", off, err)
+			return 2
+		}
 		if stopped && n == 0 {
 			empty++
 		}
-		if i := bytes.IndexByte(buf[:n], 0); i >= 0 {
-			fmt.Fprintf(os.Stderr, "NUL at byte %d of the text (a read of %d bytes at %d)\n", len(all)+i, n, len(all))
-			return 1
+		got := buf[:n]
+		if i := bytes.IndexByte(got, 0); i >= 0 {
+			zeros := len(got) - len(bytes.TrimLeft(got, "\x00"))
+			m, err := pread(fd, again, off)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "pread at %d again: %v\n", off, err)
+				return 2
+			}
+			shape := atEOF && i == 0 && bytes.IndexByte(got[zeros:], 0) < 0 &&
+				m >= n && bytes.IndexByte(again[:m], 0) < 0
+			desc := fmt.Sprintf("NUL at byte %d of the text (a read of %d bytes at %d: %d zeros from its start, %d NULs in all; read again: %d bytes, %d NULs), %v after the start",
+				off+int64(i), n, off, zeros, bytes.Count(got, []byte{0}), m, bytes.Count(again[:m], []byte{0}), time.Since(start).Round(time.Millisecond))
+			if !shape || windows > 0 {
+				fmt.Fprintln(os.Stderr, desc)
+				return 1
+			}
+			windows++
+			fmt.Fprintln(os.Stderr, eofWindowMark, desc)
+			got = again[:m]
 		}
-		all = append(all, buf[:n]...)
-		if err != nil && !errors.Is(err, io.EOF) {
-			fmt.Fprintln(os.Stderr, err)
-			return 2
-		}
+		atEOF = len(got) < len(buf)
+		all = append(all, got...)
 	}
 	if err := os.WriteFile(out, all, 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -354,12 +385,55 @@ func eofReader(spec string) int {
 	return 0
 }
 
+// lockedBuffer is a bytes.Buffer safe for one writer and readers.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// pread is one pread(2), repeated only when a signal interrupted it.
+func pread(fd int, b []byte, off int64) (int, error) {
+	for {
+		n, err := unix.Pread(fd, b, off)
+		if err != unix.EINTR {
+			return n, err
+		}
+	}
+}
+
+// eofWindowMark starts the line an eofReader prints for a NUL read in the
+// shape of the kernel's window.
+const eofWindowMark = "kernel window:"
+
 // TestDataPageCacheEOFRace: readers in other processes pread at the end of
 // data in a tight loop, through the page cache, while a writer appends
 // lines in two writes each (the kernel grows i_size by the first half,
 // which is not text yet) and another path appends too. A reader that saw
 // i_size grow before the zero-filled rest of its last cached page was
-// dropped would read NULs. Every reader must read only text.
+// dropped would read NULs. Every reader must read only text, but for one
+// NUL read per run in the shape of the window that stays open in the
+// kernel (fs/doc.go "Caching"; eofReader), which the test logs: a reader
+// held off the CPU between taking its folios and reading i_size copies a
+// folio another reader's GETATTR just dropped. That window is a few
+// microseconds wide and read such a NUL about once in 100 to 250 runs on
+// a loaded two-core machine; a broken cache rule leaves the zero-filled
+// page where every reader finds it, and fails the test with a second NUL
+// or one of another shape, most often within the first second: with rule
+// (1)'s drop, its trigger on a short cached READ (zeroFill), or rule (2)'s
+// retiring of a node with cached readers disabled, 47 of 54 runs failed,
+// 5 read no NUL at all, 2 read a single one of that shape.
 func TestDataPageCacheEOFRace(t *testing.T) {
 	m := mountForTest(t, Options{})
 	p := m.topic(t, "e")
@@ -369,12 +443,17 @@ func TestDataPageCacheEOFRace(t *testing.T) {
 	dir := t.TempDir()
 	var readers []*exec.Cmd
 	var outs []string
+	var outputs []*lockedBuffer
 	for i := range 2 {
 		o := filepath.Join(dir, fmt.Sprint("reader", i))
 		cmd := exec.Command(os.Args[0])
 		cmd.Env = append(os.Environ(), "SEGFS_EOF_READER="+data+","+o)
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
+		// Read while the copy of a reader still running may write:
+		// the deferred log of a failure comes before the cleanup that
+		// kills it.
+		out := &lockedBuffer{}
+		outputs = append(outputs, out)
+		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -422,6 +501,18 @@ func TestDataPageCacheEOFRace(t *testing.T) {
 		if err := cmd.Wait(); err != nil {
 			t.Fatalf("reader %d: %v", i, err)
 		}
+	}
+	windows := 0
+	for i, out := range outputs {
+		for _, line := range strings.Split(out.String(), "\n") {
+			if strings.HasPrefix(line, eofWindowMark) {
+				windows++
+				t.Logf("reader %d: %s", i, line)
+			}
+		}
+	}
+	if windows > 1 {
+		t.Fatalf("%d NUL reads in the shape of the kernel's window, want at most one per run: a cache rule is broken", windows)
 	}
 	final := run(t, `cat "$1"`, m.path("e", "0", "offset", "0"))
 	for i, o := range outs {

@@ -191,8 +191,9 @@
 // only after its write copied the bytes into that same folio; here the
 // bytes reach a new folio A does not hold. It needs two readers of one
 // file, growth between them and a preemption of a few microseconds'
-// window. TestDataPageCacheEOFRace read such a NUL once in about 230 runs
-// on a loaded machine; this is the one path found that gives exactly that
+// window. TestDataPageCacheEOFRace read such a NUL once in about 100 to
+// 250 runs on a loaded machine, and allows one per run in that shape (its
+// reread at once is text); this is the one path found that gives exactly that
 // signature (inferred from the kernel's code, not traced). NotifyStore of the tail page
 // before the reply would shrink the window to the kernel's own copy, but
 // fuse_notify_store grows i_size before it copies, so not to nothing.
