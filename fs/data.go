@@ -800,14 +800,34 @@ func (h *dataHandle) syncClose() syscall.Errno {
 // An unfinished line of the handle is not a record yet, and stays
 // unfinished: storing it here would split a line its writer is still
 // writing into two records. The handle's close(2) stores and syncs it
-// (dataHandle.flush).
+// (dataHandle.flush). The line is made durable in the journal instead
+// (LineWriter.Sync): fsync returned success, so a power cut must not lose
+// it, even one that leaves the journal behind the log because of other
+// writers' later appends.
 func (n *textNode) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) syscall.Errno {
 	if h, ok := f.(*dataHandle); ok {
+		fsys := n.fs
+		fsys.gate.RLock()
 		h.mu.Lock()
+		var err error
 		if h.asm.pending() {
 			h.owesSync = true
+			if !fsys.closing {
+				err = h.lw.Sync(h.asm.partial)
+			}
 		}
 		h.mu.Unlock()
+		fsys.gate.RUnlock()
+		if err != nil {
+			// The records appended so far are made durable all the same;
+			// the fsync fails (ENOSPC when the journal has no room for
+			// the line's synced mark): the line is not durable.
+			fsys.log.Warn("fsync of an unfinished line failed", "topic", n.part.Topic().Name(), "partition", n.part.Num(), "err", err)
+			if ferr := n.part.Flush(); ferr != nil {
+				err = ferr
+			}
+			return toErrno(err)
+		}
 	}
 	if err := n.part.Flush(); err != nil {
 		n.fs.log.Warn("fsync failed", "topic", n.part.Topic().Name(), "partition", n.part.Num(), "err", err)

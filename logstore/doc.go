@@ -162,7 +162,21 @@
 // cut may thus lose unfinished lines (all of the partition's, when the
 // journal is behind; at worst the journal is empty or ends in a torn
 // entry, which reading stops at), as it loses unflushed records, rather
-// than store a line's start twice. Offline tools (verify, dump-log)
+// than store a line's start twice; but not a line its writer synced. An
+// fsync(2) of a writer's descriptor while its line is unfinished (and so
+// a write through one opened O_SYNC or O_DSYNC) journals a synced mark
+// for the line, once, and fdatasyncs the journal (LineWriter.Sync); the
+// line is synced until an entry sets the writer's line again (extends keep
+// it synced). The entry that ends or replaces a synced line is fdatasynced
+// before the batch that ends it (and a failed append's undoing of it, and
+// a Set), so a synced line whose ending entry is missing after a power cut
+// was not ended in the log: recovery keeps the synced lines when the
+// journal is behind, and drops only the others. Only writers that sync
+// mid-line pay these syncs. A rewrite of a journal that holds or held a
+// synced mark fdatasyncs the new file before the rename and the directory
+// after it, and the first sync after any rewrite syncs the directory
+// first. If the journal has no room for the synced mark, the fsync fails
+// with ENOSPC (the records are flushed all the same). Offline tools (verify, dump-log)
 // and Kafka's loader ignore the file: it has no suffix Kafka uses.
 //
 // # Cleaners

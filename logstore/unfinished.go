@@ -13,6 +13,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"syscall"
 )
 
 // The journal of unfinished lines (doc.go, "Unfinished lines").
@@ -71,6 +72,27 @@ import (
 // consistent with the journal, and the lines are recovered as the
 // entries say, the conditional entries whose batches are missing being
 // ignored as above.
+//
+// A line its writer made durable (fsync(2) of its descriptor, or a write
+// through one opened O_SYNC or O_DSYNC: LineWriter.Sync) must survive a
+// power cut even when the journal is behind because of other writers'
+// appends: fsync returned success. Its writer journals a synced mark, a
+// mark whose writer field names it (a mark of no writer is an append's),
+// and syncs the journal; the line is synced from then until an entry sets
+// the writer's line (an extend keeps it synced). The entry that ends or
+// replaces a synced line (an AppendLines' conditional entries, a Set) is
+// made durable (fdatasync of the journal) before the batch that ends it
+// is written, and a failed append's in-place undo of it too. So a synced
+// line whose ending entry is not in the recovered journal was not ended
+// by any batch in the log, and recovery keeps the synced lines when the
+// journal is behind, dropping only the others. Only writers that sync
+// mid-line pay the extra syncs. A rewrite of a journal that holds a
+// synced line (or held one: a line removed in memory must not come back)
+// syncs the new file before its rename, and the directory; the next sync
+// after any rewrite syncs the directory first, so that an entry synced
+// into the new file is not lost with its rename. (A daemon from before
+// synced marks reads them as marks: its recovery drops synced lines as
+// any when the journal is behind.)
 const (
 	unfinishedFile    = "segfs-unfinished-lines"
 	unfinishedHdr     = 8  // length, CRC
@@ -78,7 +100,7 @@ const (
 	unfinishedOldHdr  = 37 // the same without end (kinds 1 and 2 without unfinishedHasEnd)
 	unfinishedSet     = 1
 	unfinishedExtend  = 2
-	unfinishedMark    = 3 // no change: the log end an append reaches (end = cond)
+	unfinishedMark    = 3 // no change: the log end an append reaches (end = cond); of a writer: its line is synced
 	unfinishedHasEnd  = 0x80
 	// unfinishedRewriteAt: past this size the journal is rewritten with
 	// only the current lines (when they take less than half of it).
@@ -94,6 +116,10 @@ type unfinishedLine struct {
 	tail []byte
 	ts   int64
 	seq  uint64 // order of its last entry
+	// synced: its writer made it durable (a synced mark since its last
+	// set entry); its end is journaled durably first, so recovery keeps
+	// it even when the journal is behind the log.
+	synced bool
 }
 
 // unfinishedJournal is a partition's journal. Its lock is taken after amu
@@ -109,6 +135,15 @@ type unfinishedJournal struct {
 	seq     uint64 // entries written
 	buf     []byte
 	pending bool // a conditional entry's batches are being appended
+	// syncedIn: the file holds a synced mark, so a rewrite or an
+	// emptying that removes a line must be made durable (else a power
+	// cut would bring back a line that a dropped or repaired entry
+	// removed, kept as synced however behind the journal is).
+	syncedIn bool
+	// renamed: a rewrite replaced the file since the last sync, whose
+	// rename sync makes durable first (the directory), so that a synced
+	// entry in the new file is not lost with it.
+	renamed bool
 	// forgotten: forget ran while an append's conditional entry was
 	// pending; resolve sets broken once it is settled (broken while
 	// pending would fail that append's marks).
@@ -160,7 +195,11 @@ type LineWriter struct {
 	// stale: a Set failed, so the journal may hold another line than
 	// the caller's: the next Extend writes the whole line.
 	stale bool
-	ts    int64
+	// synced: its line was made durable (Sync) since the line began:
+	// the entry that ends or replaces it is made durable before the
+	// batch that ends it (see the file's comment).
+	synced bool
+	ts     int64
 }
 
 // NewLineWriter returns a writer with no unfinished line.
@@ -197,6 +236,15 @@ func (w *LineWriter) Set(tail []byte) error {
 		w.stale = true
 		return err
 	}
+	if w.synced {
+		// The synced line is replaced: the entry must not be lost while
+		// the synced mark before it survives (recovery would store the
+		// line the mount dropped).
+		w.synced = false
+		if err := w.p.unfinished.sync(); err != nil {
+			w.p.log().Warn("journal of unfinished lines not synced after a synced line was dropped", "err", err)
+		}
+	}
 	w.has, w.stale = len(tail) > 0, false
 	return nil
 }
@@ -212,7 +260,9 @@ func (w *LineWriter) Set(tail []byte) error {
 func (w *LineWriter) Drop() error {
 	err := w.Set(nil)
 	if err != nil {
-		w.has = false
+		// The file, which may keep a synced mark for the line, is
+		// repaired durably (rewrite, maybeShrink: syncedIn).
+		w.has, w.synced = false, false
 		if w.p.unfinished.forget(w.p, w.key) {
 			w.stale = false
 		}
@@ -235,6 +285,33 @@ func (w *LineWriter) Resync() error {
 		w.stale = false
 	}
 	return nil
+}
+
+// Sync makes the writer's unfinished line, line (as the caller holds
+// it), durable: fsync(2) of its descriptor, or a write through one opened
+// O_SYNC or O_DSYNC, while the line is unfinished. The first Sync of a
+// line journals a synced mark; every Sync then syncs the journal (not the
+// segments: Partition.Flush does). From then on the entry that ends the
+// line is made durable before the batch that ends it, and recovery keeps
+// the line after a power cut however behind the journal is (see the
+// file's comment).
+func (w *LineWriter) Sync(line []byte) error {
+	if w.stale {
+		if err := w.Set(line); err != nil {
+			return err
+		}
+	}
+	if !w.has {
+		return nil
+	}
+	j := &w.p.unfinished
+	if !w.synced {
+		if err := j.write(w.p, unfinishedMark, w.key, w.now(), -1, nil); err != nil {
+			return err
+		}
+		w.synced = true
+	}
+	return j.sync()
 }
 
 func (w *LineWriter) now() int64 {
@@ -310,22 +387,27 @@ func (w *LineWriter) appendLinesLocked(head, text, tail []byte, cfg *Config) (fi
 		}
 		var err error
 		at, at2, err = j.writeCond(p, w.key, ts, firstEnd, end, tail)
+		if err == nil && w.synced {
+			// A synced line: its end durable before the batch that ends
+			// it, so that a power cut never keeps the batch without it.
+			err = j.sync()
+		}
 		return err
 	}
 	first, last, stored, err = p.appendLinesLocked(head, text, w.ts, cfg, journal)
 	switch {
 	case err == nil:
-		j.resolve(p, w.key, at, at2, ts, -1, tail)
-		w.has, w.stale = len(tail) > 0, false
+		j.resolve(p, w.key, at, at2, ts, -1, tail, false)
+		w.has, w.stale, w.synced = len(tail) > 0, false, false
 	case at2 < 0:
 		// Nothing journaled, nothing appended: the writer keeps its line.
 	case stored > 0:
 		// The first batches are in the log (leo+1 at least), the writer
 		// is answered a short write and keeps no line.
-		j.resolve(p, w.key, at, at2, ts, leo+1, nil)
-		w.has, w.stale = false, false
+		j.resolve(p, w.key, at, at2, ts, leo+1, nil, w.synced)
+		w.has, w.stale, w.synced = false, false, false
 	default:
-		j.resolve(p, w.key, at, at2, ts, condNever, nil)
+		j.resolve(p, w.key, at, at2, ts, condNever, nil, w.synced)
 	}
 	return first, last, stored, err
 }
@@ -405,6 +487,9 @@ func decodeUnfinished(b []byte) ([]unfinishedEntry, int) {
 // apply records an entry in the in-memory lines.
 func (j *unfinishedJournal) apply(kind byte, k writerKey, ts int64, tail []byte) {
 	if kind == unfinishedMark {
+		if l := j.lines[k]; l != nil && k != (writerKey{}) {
+			l.synced = true // a synced mark; an append's names no writer
+		}
 		return
 	}
 	if j.lines == nil {
@@ -425,6 +510,7 @@ func (j *unfinishedJournal) apply(kind byte, k writerKey, ts int64, tail []byte)
 	}
 	if kind == unfinishedSet {
 		l.tail = append(l.tail[:0], tail...)
+		l.synced = false
 	} else {
 		l.tail = append(l.tail, tail...)
 	}
@@ -494,6 +580,9 @@ func (j *unfinishedJournal) write(p *Partition, kind byte, k writerKey, ts, cond
 	}
 	if cond < 0 {
 		j.recorded = max(j.recorded, end)
+	}
+	if kind == unfinishedMark && k != (writerKey{}) {
+		j.syncedIn = true
 	}
 	j.apply(kind, k, ts, tail)
 	j.maybeShrink(p)
@@ -574,8 +663,11 @@ func (j *unfinishedJournal) writeCond(p *Partition, k writerKey, ts, firstEnd, c
 // longer than the entry's, the rest padded): cond = condNever, the
 // writer's line stays as before (and the first batch's entry becomes
 // never valid too); another cond (the first batch's end) with no tail,
-// after a short write.
-func (j *unfinishedJournal) resolve(p *Partition, k writerKey, at, at2, ts, cond int64, tail []byte) {
+// after a short write. synced: the writer's line was synced, so its
+// entries were synced before the batches, and so is their undoing (a
+// power cut must not keep a durable entry that ended the line while the
+// batch that ended it failed).
+func (j *unfinishedJournal) resolve(p *Partition, k writerKey, at, at2, ts, cond int64, tail []byte, synced bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.pending = false
@@ -604,6 +696,10 @@ func (j *unfinishedJournal) resolve(p *Partition, k writerKey, at, at2, ts, cond
 		p.log().Warn("journal of unfinished lines: a failed append's entry could not be undone; rewriting the journal")
 		if err := j.rewrite(p); err != nil {
 			p.log().Warn("journal of unfinished lines not rewritten", "err", err)
+		}
+	} else if synced && cond >= 0 {
+		if err := j.syncLocked(); err != nil {
+			p.log().Warn("journal of unfinished lines not synced after a synced line's failed append", "err", err)
 		}
 	}
 	j.maybeShrink(p)
@@ -674,8 +770,11 @@ func (j *unfinishedJournal) undo(at int64, k writerKey, ts, cond, end int64, tai
 	copy(e, enc)
 	binary.BigEndian.PutUint32(e[0:], uint32(n))
 	binary.BigEndian.PutUint32(e[4:], crc32.Checksum(e[unfinishedHdr:], castagnoli))
-	_, err := j.f.WriteAt(e, at)
-	return err == nil
+	if _, err := j.f.WriteAt(e, at); err != nil {
+		return false
+	}
+	j.dirty = true // the next sync must carry the undoing
+	return true
 }
 
 // maybeShrink truncates the journal when no writer has a line, and
@@ -693,8 +792,17 @@ func (j *unfinishedJournal) maybeShrink(p *Partition) {
 			j.broken = true
 			return
 		}
+		if j.broken && j.syncedIn {
+			// A repair that removes a line the memory forgot (Drop), the
+			// file holding a synced mark: durable, or a power cut would
+			// bring back that line.
+			if err := fdatasync(j.f); err != nil {
+				j.broken = true
+				return
+			}
+		}
 		// Empty, as the memory: nothing left to repair.
-		j.size, j.recorded, j.broken = 0, -1, false
+		j.size, j.recorded, j.broken, j.syncedIn = 0, -1, false, false
 		j.dirty = true
 		return
 	}
@@ -712,16 +820,29 @@ func (j *unfinishedJournal) maybeShrink(p *Partition) {
 func (j *unfinishedJournal) rewrite(p *Partition) error {
 	path := filepath.Join(p.dir, unfinishedFile)
 	var b []byte
+	synced := false
 	for _, k := range j.ordered() {
 		l := j.lines[k]
 		b = encodeUnfinished(b, unfinishedSet, k, l.ts, -1, j.reach, l.tail)
+		if l.synced {
+			b = encodeUnfinished(b, unfinishedMark, k, l.ts, -1, j.reach, nil)
+			synced = true
+		}
 	}
+	// A synced line must be in the file whichever of the two a power cut
+	// keeps, and one the memory no longer has (ended or dropped) in
+	// neither: the new file is made durable before its rename, and the
+	// rename after.
+	durable := synced || j.syncedIn
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(b); err != nil {
+	if _, err := f.Write(b); err == nil && durable {
+		err = fdatasync(f)
+	}
+	if err != nil {
 		f.Close()
 		os.Remove(tmp)
 		return err
@@ -735,6 +856,14 @@ func (j *unfinishedJournal) rewrite(p *Partition) error {
 		j.f.Close()
 	}
 	j.f, j.size, j.live, j.broken, j.dirty = f, int64(len(b)), int64(len(b)), false, true
+	j.syncedIn, j.renamed = synced, true
+	if durable {
+		if err := syncDir(p.dir); err != nil {
+			p.log().Warn("partition directory not synced after the rewrite of its journal of unfinished lines", "err", err)
+		} else {
+			j.renamed = false
+		}
+	}
 	j.recorded = -1
 	if len(b) > 0 {
 		j.recorded = j.reach
@@ -760,15 +889,59 @@ func (j *unfinishedJournal) ordered() []writerKey {
 func (j *unfinishedJournal) sync() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	return j.syncLocked()
+}
+
+// syncLocked is sync with j.mu held. After a rewrite the directory is
+// synced first: an entry synced into the new file would otherwise be lost
+// if a power cut kept the old file.
+func (j *unfinishedJournal) syncLocked() error {
 	if !j.dirty || j.f == nil {
 		return nil
 	}
-	if err := j.f.Sync(); err != nil {
+	if j.renamed {
+		if err := syncDir(filepath.Dir(j.f.Name())); err != nil {
+			return err
+		}
+		j.renamed = false
+	}
+	if err := fdatasync(j.f); err != nil {
 		return err
 	}
 	j.dirty = false
 	return nil
 }
+
+// fdatasync is fdatasync(2) of f: the journal's entries and its size,
+// not its times.
+func fdatasync(f *os.File) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		for {
+			serr = syscall.Fdatasync(int(fd))
+			if serr != syscall.EINTR {
+				return
+			}
+		}
+	}); err != nil {
+		return err
+	}
+	if serr != nil {
+		return &os.PathError{Op: "fdatasync", Path: f.Name(), Err: serr}
+	}
+	if fdatasyncDone != nil {
+		fdatasyncDone(f.Name())
+	}
+	return nil
+}
+
+// fdatasyncDone, if set (tests), is called with the file's name after
+// each fdatasync: its content is then what a power cut keeps.
+var fdatasyncDone func(name string)
 
 // close closes the journal at the partition's close, emptying it if no
 // writer has a line (a clean stop leaves nothing in it). It is emptied,
@@ -881,14 +1054,24 @@ func (p *Partition) recoverUnfinished() error {
 		// the segment than of the journal. Its lines may have been ended
 		// by those batches: recovering them could store a line's start
 		// twice, so none is.
-		var n int
-		for _, l := range j.lines {
+		// A synced line is kept: the entry that ended it was durable
+		// before its batch was written, so it was not ended.
+		var n, dropped, kept int
+		for k, l := range j.lines {
+			if l.synced {
+				kept++
+				continue
+			}
 			n += len(l.tail)
+			dropped++
+			j.live -= int64(unfinishedHdr + unfinishedBodyHdr + len(l.tail))
+			delete(j.lines, k)
 		}
-		p.log().Warn("journal of unfinished lines is behind the log (a power cut?): its writers' unfinished lines are dropped, not recovered",
-			"file", path, "lines", len(j.lines), "bytes", n,
-			"log_end", leo, "journal_log_end", lstar)
-		j.lines, j.live = nil, 0
+		if dropped > 0 {
+			p.log().Warn("journal of unfinished lines is behind the log (a power cut?): its writers' unfinished lines are dropped, not recovered, but for those their writers synced",
+				"file", path, "lines", dropped, "bytes", n, "synced_lines_kept", kept,
+				"log_end", leo, "journal_log_end", lstar)
+		}
 	}
 	keys := j.ordered()
 	if len(keys) == 0 {
@@ -949,16 +1132,17 @@ func (p *Partition) recoverPendingLocked() error {
 		l := j.lines[k]
 		var line []byte
 		var ts int64
+		var synced bool
 		if l != nil {
 			line = append(append([]byte(nil), l.tail...), '\n')
-			ts = l.ts
+			ts, synced = l.ts, l.synced
 		}
 		j.mu.Unlock()
 		if l == nil {
 			j.unrecovered = j.unrecovered[1:]
 			continue
 		}
-		w := &LineWriter{p: p, key: k, has: true, ts: ts}
+		w := &LineWriter{p: p, key: k, has: true, ts: ts, synced: synced}
 		err := checkLines(nil, line, cfg)
 		if err == nil {
 			_, _, _, err = w.appendLinesLocked(nil, line, nil, cfg)

@@ -1,0 +1,192 @@
+package logstore
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// powerCutRig keeps, as a power cut would, each journal's content as of
+// its last fdatasync (the segments are kept whole: the worst case, a
+// segment ahead of its journal).
+type powerCutRig struct {
+	mu      sync.Mutex
+	durable map[string][]byte // journal path: content at its last sync
+}
+
+func newPowerCutRig(t *testing.T) *powerCutRig {
+	r := &powerCutRig{durable: map[string][]byte{}}
+	fdatasyncDone = func(name string) {
+		if filepath.Base(strings.TrimSuffix(name, ".tmp")) != unfinishedFile {
+			return
+		}
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Error(err)
+		}
+		r.mu.Lock()
+		// A rewrite's temp file is synced, then renamed and the
+		// directory synced: its content is the journal's.
+		r.durable[strings.TrimSuffix(name, ".tmp")] = b
+		r.mu.Unlock()
+	}
+	t.Cleanup(func() { fdatasyncDone = nil })
+	return r
+}
+
+// cut abandons s and puts back every journal as of its last sync (empty
+// if never synced), then reopens dir with the log in logged.
+func (r *powerCutRig) cut(t *testing.T, s *Store, dir string, logged *bytes.Buffer) *Partition {
+	t.Helper()
+	s.abandon()
+	fdatasyncDone = nil
+	path := filepath.Join(dir, "a-0", unfinishedFile)
+	r.mu.Lock()
+	b := r.durable[path]
+	r.mu.Unlock()
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, p := openLogged(t, dir, logged)
+	return p
+}
+
+// A line its writer synced (fsync(2) of its descriptor through the mount)
+// survives a power cut that leaves the journal behind the log because of
+// another writer's later appends, whose marks were not synced: it is a
+// record after theirs, once. The other writer's unsynced line is dropped
+// as before. Whatever ends or replaces the synced line is made durable
+// before the batch that ends it, so a power cut never keeps that batch
+// with the synced line's older entries: the line's start is not stored
+// twice, nor a line the mount dropped stored.
+func TestUnfinishedSyncedLineKeptWhenBehind(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		cfg   map[string]string
+		after func(t *testing.T, p *Partition, a *LineWriter) string // want
+	}{
+		{"pending", nil, func(t *testing.T, p *Partition, a *LineWriter) string {
+			return "first\nx\nab\n"
+		}},
+		{"extended after its sync", nil, func(t *testing.T, p *Partition, a *LineWriter) string {
+			// The extension was not synced: the line as synced, or
+			// longer, is kept; here the journal as synced.
+			mustExtend(t, a, "cd")
+			return "first\nx\nab\n"
+		}},
+		{"synced again after an extension", nil, func(t *testing.T, p *Partition, a *LineWriter) string {
+			mustExtend(t, a, "cd")
+			if err := a.Sync([]byte("abcd")); err != nil {
+				t.Fatal(err)
+			}
+			return "first\nx\nabcd\n"
+		}},
+		{"ended", nil, func(t *testing.T, p *Partition, a *LineWriter) string {
+			mustAppend(t, a, "abc\n", "", "")
+			return "first\nabc\nx\n"
+		}},
+		{"ended with a new tail", nil, func(t *testing.T, p *Partition, a *LineWriter) string {
+			// "de" was not synced: dropped with the journal behind.
+			mustAppend(t, a, "abc\n", "", "de")
+			return "first\nabc\nx\n"
+		}},
+		{"ended by a write of several batches", map[string]string{"max.message.bytes": "2000"}, func(t *testing.T, p *Partition, a *LineWriter) string {
+			line := strings.Repeat("y", 99) + "\n"
+			mustAppend(t, a, "abc\n", strings.Repeat(line, 50), "tail")
+			return "first\nabc\n" + strings.Repeat(line, 50) + "x\n"
+		}},
+		{"dropped", nil, func(t *testing.T, p *Partition, a *LineWriter) string {
+			if err := a.Drop(); err != nil {
+				t.Fatal(err)
+			}
+			return "first\nx\n"
+		}},
+		{"its end failed to append", nil, func(t *testing.T, p *Partition, a *LineWriter) string {
+			// The entry ending the line was synced, then undone in
+			// place: the undoing is synced too, or the log reaching
+			// the entry's condition (x) would end the line.
+			if _, err := appendFailing(a, "", func(int) error { return errors.New("injected") }); err == nil {
+				t.Fatal("the append did not fail")
+			}
+			return "first\nx\nab\n"
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rig := newPowerCutRig(t)
+			dir, s, p := openUnfinished(t, tc.cfg)
+			mustAppend(t, p.NewLineWriter(), "", "first\n", "")
+			a, b := p.NewLineWriter(), p.NewLineWriter()
+			mustExtend(t, a, "ab")
+			mustExtend(t, b, "b-line") // unsynced: dropped
+			if err := a.Sync([]byte("ab")); err != nil {
+				t.Fatal(err)
+			}
+			want := tc.after(t, p, a)
+			mustAppend(t, p.NewLineWriter(), "", "x\n", "")
+			var logged bytes.Buffer
+			p = rig.cut(t, s, dir, &logged)
+			if got := textOf(t, p, 0); got != want {
+				t.Fatalf("text after the power cut %q, want %q\n%s", got, want, logged.String())
+			}
+			if !strings.Contains(logged.String(), "journal of unfinished lines is behind the log") {
+				t.Fatalf("no warning that the unsynced line was dropped:\n%s", logged.String())
+			}
+			wantJournalEmpty(t, p, "journal left")
+		})
+	}
+}
+
+// A synced line survives the rewrite of the journal that the marks of a
+// long run of other writers' appends cause, and a power cut after it
+// (the rewrite is synced, as is its rename, when it holds a synced line).
+func TestUnfinishedSyncedLineKeptAcrossRewrite(t *testing.T) {
+	rig := newPowerCutRig(t)
+	dir, s, p := openUnfinished(t, nil)
+	holder, echo := p.NewLineWriter(), p.NewLineWriter()
+	mustExtend(t, holder, "held")
+	if err := holder.Sync([]byte("held")); err != nil {
+		t.Fatal(err)
+	}
+	n := int(unfinishedRewriteAt/(unfinishedHdr+unfinishedBodyHdr)) + 1000
+	for i := 0; i < n; i++ {
+		mustAppend(t, echo, "", "x\n", "")
+	}
+	var logged bytes.Buffer
+	p = rig.cut(t, s, dir, &logged)
+	text := textOf(t, p, 0)
+	if strings.Count(text, "x\n") != n || !strings.HasSuffix(text, "x\nheld\n") {
+		t.Fatalf("%d lines x, text ends %q\n%s", strings.Count(text, "x\n"), text[max64(0, len(text)-20):], logged.String())
+	}
+}
+
+// Sync costs nothing to writers that do not sync mid-line: no synced
+// mark, and marks stop as before once the synced line is ended.
+func TestUnfinishedSyncOnlyForSyncedLines(t *testing.T) {
+	_, s, p := openUnfinished(t, nil)
+	t.Cleanup(func() { s.Close() })
+	a := p.NewLineWriter()
+	if err := a.Sync(nil); err != nil {
+		t.Fatal(err)
+	}
+	wantJournalEmpty(t, p, "journal after the Sync of a writer with no line")
+	mustExtend(t, a, "ab")
+	if err := a.Sync([]byte("ab")); err != nil {
+		t.Fatal(err)
+	}
+	size := journalSize(t, p)
+	if err := a.Sync([]byte("ab")); err != nil {
+		t.Fatal(err)
+	}
+	if n := journalSize(t, p); n != size {
+		t.Fatalf("journal %d bytes after a second Sync of the same line, %d before: a second synced mark", n, size)
+	}
+	mustAppend(t, a, "abc\n", "", "")
+	wantJournalEmpty(t, p, "journal once the synced line is ended")
+	if a.synced {
+		t.Fatal("the writer's next line starts synced")
+	}
+}
