@@ -121,8 +121,9 @@
 // pwritev2 with RWF_DSYNC, is answered after the FSYNC fsync(2) would send
 // (syncwrite.go): for direct I/O the kernel leaves that sync to the server.
 // The unfinished line of such a file, or of one fsynced while the line was
-// unfinished (fsync leaves it unfinished: it is not a record yet), is
-// stored and synced at FLUSH instead of RELEASE, so that it is on disk
+// unfinished (fsync leaves it unfinished: it is not a record yet, but
+// durable in the journal, so that a power cut does not lose it:
+// LineWriter.Sync), is stored and synced at FLUSH instead of RELEASE, so that it is on disk
 // when close(2) returns; for these files a close by the process that
 // opened them ends the line, even a dup's (another process's close, as a
 // spawned program's close-on-exec, does not, and RELEASE syncs the line). A line too long for a batch of its own
