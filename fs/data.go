@@ -906,6 +906,12 @@ func (n *textNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uin
 	}
 	// O_SYNC includes O_DSYNC's bit, and F_SETFL cannot change either.
 	h := &dataHandle{node: n, syncOpen: flags&syscall.O_DSYNC != 0, opener: callerPid(ctx), lw: n.part.NewLineWriter()}
+	if h.syncOpen {
+		// Its every WRITE is followed by an FSYNC (syncwrite.go): the
+		// journal entry beginning a line carries the line's synced mark,
+		// so that the FSYNC needs no room in the journal.
+		h.lw.SyncWrites()
+	}
 	if acc == syscall.O_RDWR {
 		v, errno := n.acquire()
 		if errno != 0 {

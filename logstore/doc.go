@@ -176,7 +176,11 @@
 // synced mark fdatasyncs the new file before the rename and the directory
 // after it, and the first sync after any rewrite syncs the directory
 // first. If the journal has no room for the synced mark, the fsync fails
-// with ENOSPC (the records are flushed all the same). Offline tools (verify, dump-log)
+// with ENOSPC (the records are flushed all the same). A writer opened
+// O_SYNC or O_DSYNC (LineWriter.SyncWrites) writes each line's synced
+// mark in the same pwrite as the entry that begins the line, so that the
+// sync after its write needs no room: on a full disk the write fails
+// whole, before its bytes are taken. Offline tools (verify, dump-log)
 // and Kafka's loader ignore the file: it has no suffix Kafka uses.
 //
 // # Cleaners

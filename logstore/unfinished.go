@@ -86,7 +86,10 @@ import (
 // line whose ending entry is not in the recovered journal was not ended
 // by any batch in the log, and recovery keeps the synced lines when the
 // journal is behind, dropping only the others. Only writers that sync
-// mid-line pay the extra syncs. A rewrite of a journal that holds a
+// mid-line pay the extra syncs; a writer whose every write is synced
+// (O_SYNC, O_DSYNC: LineWriter.SyncWrites) writes its line's synced mark
+// with the entry that begins the line (in the same pwrite, conditional
+// as it), so that the sync after the write needs no room. A rewrite of a journal that holds a
 // synced line (or held one: a line removed in memory must not come back)
 // syncs the new file before its rename, and the directory; the next sync
 // after any rewrite syncs the directory first, so that an entry synced
@@ -135,6 +138,8 @@ type unfinishedJournal struct {
 	seq     uint64 // entries written
 	buf     []byte
 	pending bool // a conditional entry's batches are being appended
+	// pendingMark: that entry is followed by a synced mark (writeCond).
+	pendingMark bool
 	// syncedIn: the file holds a synced mark, so a rewrite or an
 	// emptying that removes a line must be made durable (else a power
 	// cut would bring back a line that a dropped or repaired entry
@@ -199,7 +204,13 @@ type LineWriter struct {
 	// the entry that ends or replaces it is made durable before the
 	// batch that ends it (see the file's comment).
 	synced bool
-	ts     int64
+	// syncWrites: every write is synced (a descriptor opened O_SYNC or
+	// O_DSYNC): a line's first entry carries its synced mark in the same
+	// pwrite, so that the Sync after the write needs no room in the
+	// journal (on a full disk, the write fails whole, before its bytes
+	// are taken, rather than its sync after).
+	syncWrites bool
+	ts         int64
 }
 
 // NewLineWriter returns a writer with no unfinished line.
@@ -217,10 +228,11 @@ func (w *LineWriter) Extend(prev, b []byte) error {
 	if w.stale {
 		return w.Set(append(append([]byte(nil), prev...), b...))
 	}
-	if err := w.p.unfinished.write(w.p, unfinishedExtend, w.key, w.now(), -1, b); err != nil {
+	mark := w.syncWrites && !w.synced
+	if err := w.p.unfinished.write(w.p, unfinishedExtend, w.key, w.now(), -1, b, mark); err != nil {
 		return err
 	}
-	w.has = true
+	w.has, w.synced = true, w.synced || mark
 	return nil
 }
 
@@ -232,7 +244,8 @@ func (w *LineWriter) Set(tail []byte) error {
 	if !w.has && len(tail) == 0 {
 		return nil
 	}
-	if err := w.p.unfinished.write(w.p, unfinishedSet, w.key, w.now(), -1, tail); err != nil {
+	mark := w.syncWrites && len(tail) > 0
+	if err := w.p.unfinished.write(w.p, unfinishedSet, w.key, w.now(), -1, tail, mark); err != nil {
 		w.stale = true
 		return err
 	}
@@ -240,13 +253,19 @@ func (w *LineWriter) Set(tail []byte) error {
 		// The synced line is replaced: the entry must not be lost while
 		// the synced mark before it survives (recovery would store the
 		// line the mount dropped).
-		w.synced = false
 		if err := w.p.unfinished.sync(); err != nil {
 			w.p.log().Warn("journal of unfinished lines not synced after a synced line was dropped", "err", err)
 		}
 	}
-	w.has, w.stale = len(tail) > 0, false
+	w.has, w.stale, w.synced = len(tail) > 0, false, mark
 	return nil
+}
+
+// SyncWrites says that every write of the writer is synced (opened O_SYNC
+// or O_DSYNC): the entry that begins each of its lines carries the line's
+// synced mark, so that Sync after the write has nothing to journal.
+func (w *LineWriter) SyncWrites() {
+	w.syncWrites = true
 }
 
 // Drop journals that the writer has no line: the caller dropped it (a
@@ -306,7 +325,7 @@ func (w *LineWriter) Sync(line []byte) error {
 	}
 	j := &w.p.unfinished
 	if !w.synced {
-		if err := j.write(w.p, unfinishedMark, w.key, w.now(), -1, nil); err != nil {
+		if err := j.write(w.p, unfinishedMark, w.key, w.now(), -1, nil, false); err != nil {
 			return err
 		}
 		w.synced = true
@@ -374,6 +393,9 @@ func (w *LineWriter) appendLinesLocked(head, text, tail []byte, cfg *Config) (fi
 	// completes), so that a crash between its batches recovers neither
 	// that line's start nor the new tail.
 	at, at2 := int64(-1), int64(-1)
+	// A new line of a writer whose writes are synced carries its synced
+	// mark, conditional as its entry.
+	mark := w.syncWrites && len(tail) > 0
 	journal := func(firstEnd int64, all bool) error {
 		// The log ends at end once all the batches are appended. When the
 		// first batch takes every line it is firstEnd; otherwise every
@@ -386,7 +408,7 @@ func (w *LineWriter) appendLinesLocked(head, text, tail []byte, cfg *Config) (fi
 			end = leo + int64(bytes.Count(head, []byte{'\n'})+bytes.Count(text, []byte{'\n'}))
 		}
 		var err error
-		at, at2, err = j.writeCond(p, w.key, ts, firstEnd, end, tail)
+		at, at2, err = j.writeCond(p, w.key, ts, firstEnd, end, tail, mark)
 		if err == nil && w.synced {
 			// A synced line: its end durable before the batch that ends
 			// it, so that a power cut never keeps the batch without it.
@@ -398,7 +420,7 @@ func (w *LineWriter) appendLinesLocked(head, text, tail []byte, cfg *Config) (fi
 	switch {
 	case err == nil:
 		j.resolve(p, w.key, at, at2, ts, -1, tail, false)
-		w.has, w.stale, w.synced = len(tail) > 0, false, false
+		w.has, w.stale, w.synced = len(tail) > 0, false, mark
 	case at2 < 0:
 		// Nothing journaled, nothing appended: the writer keeps its line.
 	case stored > 0:
@@ -408,6 +430,11 @@ func (w *LineWriter) appendLinesLocked(head, text, tail []byte, cfg *Config) (fi
 		w.has, w.stale, w.synced = false, false, false
 	default:
 		j.resolve(p, w.key, at, at2, ts, condNever, nil, w.synced)
+		// The new line's synced mark stays in the file, conditional on
+		// a log end that other appends may reach: it would then mark
+		// the line the writer keeps, whose end must be synced from now
+		// on (see the file's comment).
+		w.synced = w.synced || mark
 	}
 	return first, last, stored, err
 }
@@ -564,7 +591,9 @@ func (j *unfinishedJournal) appendEntry(p *Partition, e []byte) (int64, error) {
 }
 
 // write appends an unconditional entry and applies it.
-func (j *unfinishedJournal) write(p *Partition, kind byte, k writerKey, ts, cond int64, tail []byte) error {
+//
+// mark: a synced mark for k follows the entry, in the same pwrite.
+func (j *unfinishedJournal) write(p *Partition, kind byte, k writerKey, ts, cond int64, tail []byte, mark bool) error {
 	if p.store.closed.Load() {
 		return ErrClosed
 	}
@@ -575,16 +604,22 @@ func (j *unfinishedJournal) write(p *Partition, kind byte, k writerKey, ts, cond
 		end = cond
 	}
 	j.buf = encodeUnfinished(j.buf[:0], kind, k, ts, cond, end, tail)
+	if mark {
+		j.buf = encodeUnfinished(j.buf, unfinishedMark, k, ts, cond, end, nil)
+	}
 	if _, err := j.appendEntry(p, j.buf); err != nil {
 		return err
 	}
 	if cond < 0 {
 		j.recorded = max(j.recorded, end)
 	}
-	if kind == unfinishedMark && k != (writerKey{}) {
+	if mark || kind == unfinishedMark && k != (writerKey{}) {
 		j.syncedIn = true
 	}
 	j.apply(kind, k, ts, tail)
+	if mark {
+		j.apply(unfinishedMark, k, ts, nil)
+	}
 	j.maybeShrink(p)
 	return nil
 }
@@ -627,9 +662,10 @@ func (j *unfinishedJournal) unmark(leo int64) {
 // valid once the log ends at cond, preceded, if firstEnd >= 0 (the append
 // takes several batches, the first ending the log at firstEnd), by an
 // entry that the writer has no line once the first batch is in; both with
-// one pwrite. It returns where the first entry and the tail's are, for
-// resolve.
-func (j *unfinishedJournal) writeCond(p *Partition, k writerKey, ts, firstEnd, cond int64, tail []byte) (at, at2 int64, err error) {
+// one pwrite; followed, if mark, by a synced mark for the tail, valid
+// with it (its writer's writes are synced). It returns where the first
+// entry and the tail's are, for resolve.
+func (j *unfinishedJournal) writeCond(p *Partition, k writerKey, ts, firstEnd, cond int64, tail []byte, mark bool) (at, at2 int64, err error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.buf = j.buf[:0]
@@ -638,11 +674,17 @@ func (j *unfinishedJournal) writeCond(p *Partition, k writerKey, ts, firstEnd, c
 	}
 	n := len(j.buf)
 	j.buf = encodeUnfinished(j.buf, unfinishedSet, k, ts, cond, cond, tail)
+	if mark {
+		j.buf = encodeUnfinished(j.buf, unfinishedMark, k, ts, cond, cond, nil)
+	}
 	at, err = j.appendEntry(p, j.buf)
 	if err != nil {
 		return -1, -1, err
 	}
-	j.pending = true
+	j.pending, j.pendingMark = true, mark
+	if mark {
+		j.syncedIn = true
+	}
 	// The tail's entry covers the append's only batch (its mark is not
 	// needed); of several, the first entry covers the first, and the
 	// others have their marks, so that a crash between them finds the
@@ -671,6 +713,8 @@ func (j *unfinishedJournal) resolve(p *Partition, k writerKey, at, at2, ts, cond
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.pending = false
+	mark := j.pendingMark
+	j.pendingMark = false
 	if j.forgotten {
 		// A line dropped meanwhile whose entry failed (forget): the
 		// file is repaired from memory from now on.
@@ -678,6 +722,9 @@ func (j *unfinishedJournal) resolve(p *Partition, k writerKey, at, at2, ts, cond
 	}
 	if cond != condNever {
 		j.apply(unfinishedSet, k, ts, tail)
+	}
+	if mark && cond < 0 {
+		j.apply(unfinishedMark, k, ts, nil)
 	}
 	if cond >= 0 {
 		// The append failed: the log ends where its stored batches do,

@@ -190,3 +190,39 @@ func TestUnfinishedSyncOnlyForSyncedLines(t *testing.T) {
 		t.Fatal("the writer's next line starts synced")
 	}
 }
+
+// A writer whose writes are synced (O_SYNC, O_DSYNC) journals each line's
+// synced mark with the entry that begins it, in the same pwrite: the Sync
+// after the write writes nothing, so it cannot fail for want of room
+// after the write's bytes were taken. Its lines are kept by a power cut
+// that leaves the journal behind, however they began (an extend, a write
+// whose lines leave a tail).
+func TestUnfinishedSyncWritesMarkWithEntry(t *testing.T) {
+	rig := newPowerCutRig(t)
+	dir, s, p := openUnfinished(t, nil)
+	mustAppend(t, p.NewLineWriter(), "", "first\n", "")
+	a, c := p.NewLineWriter(), p.NewLineWriter()
+	a.SyncWrites()
+	c.SyncWrites()
+	mustExtend(t, a, "ab")
+	size := journalSize(t, p)
+	if size != 2*(unfinishedHdr+unfinishedBodyHdr)+2 {
+		t.Fatalf("journal %d bytes after the first write of a synced writer's line: not its entry and mark", size)
+	}
+	if err := a.Sync([]byte("ab")); err != nil {
+		t.Fatal(err)
+	}
+	if n := journalSize(t, p); n != size {
+		t.Fatalf("journal %d bytes after the Sync of a synced writer's line, %d before", n, size)
+	}
+	mustAppend(t, c, "", "c1\n", "cd")
+	if err := c.Sync([]byte("cd")); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, p.NewLineWriter(), "", "x\n", "")
+	var logged bytes.Buffer
+	p = rig.cut(t, s, dir, &logged)
+	if got, want := textOf(t, p, 0), "first\nc1\nx\nab\ncd\n"; got != want {
+		t.Fatalf("text after the power cut %q, want %q\n%s", got, want, logged.String())
+	}
+}
