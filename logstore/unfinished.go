@@ -426,10 +426,10 @@ func (w *LineWriter) appendLinesLocked(head, text, tail []byte, cfg *Config) (fi
 	case stored > 0:
 		// The first batches are in the log (leo+1 at least), the writer
 		// is answered a short write and keeps no line.
-		j.resolve(p, w.key, at, at2, ts, leo+1, nil, w.synced)
+		j.resolve(p, w.key, at, at2, ts, leo+1, nil, w.synced || mark)
 		w.has, w.stale, w.synced = false, false, false
 	default:
-		j.resolve(p, w.key, at, at2, ts, condNever, nil, w.synced)
+		j.resolve(p, w.key, at, at2, ts, condNever, nil, w.synced || mark)
 		// The new line's synced mark stays in the file, conditional on
 		// a log end that other appends may reach: it would then mark
 		// the line the writer keeps, whose end must be synced from now
@@ -705,10 +705,11 @@ func (j *unfinishedJournal) writeCond(p *Partition, k writerKey, ts, firstEnd, c
 // longer than the entry's, the rest padded): cond = condNever, the
 // writer's line stays as before (and the first batch's entry becomes
 // never valid too); another cond (the first batch's end) with no tail,
-// after a short write. synced: the writer's line was synced, so its
-// entries were synced before the batches, and so is their undoing (a
-// power cut must not keep a durable entry that ended the line while the
-// batch that ended it failed).
+// after a short write. synced: the writer's line was synced, or the
+// entry is followed by a synced mark (writeCond), so the undoing is
+// synced: a power cut must not keep an entry that ended a synced line
+// while the batch that ended it failed, nor a synced tail the write did
+// not store.
 func (j *unfinishedJournal) resolve(p *Partition, k writerKey, at, at2, ts, cond int64, tail []byte, synced bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()

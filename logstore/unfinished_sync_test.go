@@ -226,3 +226,45 @@ func TestUnfinishedSyncWritesMarkWithEntry(t *testing.T) {
 		t.Fatalf("text after the power cut %q, want %q\n%s", got, want, logged.String())
 	}
 }
+
+// A synced writer's write of several batches that fails after its first
+// (a short write): the tail it journaled, with its synced mark, was not
+// stored, and its undoing is synced, so that other writers' appends
+// reaching the entry's condition do not make that tail a record after a
+// power cut, even when the kernel wrote the entry back before its undoing
+// (the journal as it is when the batch fails is taken as on disk).
+func TestUnfinishedSyncWritesShortWriteTailNotKept(t *testing.T) {
+	rig := newPowerCutRig(t)
+	dir, s, p := openUnfinished(t, map[string]string{"max.message.bytes": "2000"})
+	mustAppend(t, p.NewLineWriter(), "", "first\n", "")
+	a := p.NewLineWriter()
+	a.SyncWrites()
+	line := strings.Repeat("y", 99) + "\n"
+	stored, err := appendFailing(a, strings.Repeat(line, 50), func(stored int) error {
+		if stored > 0 {
+			b, err := os.ReadFile(journalPath(p))
+			if err != nil {
+				t.Error(err)
+			}
+			rig.mu.Lock()
+			rig.durable[journalPath(p)] = b
+			rig.mu.Unlock()
+			return errors.New("injected")
+		}
+		return nil
+	})
+	if err == nil || stored == 0 {
+		t.Fatalf("the write was not short: stored %d, %v", stored, err)
+	}
+	n := strings.Count(textOf(t, p, 0), line)
+	mustExtend(t, p.NewLineWriter(), "held") // a line pending: the x below write marks
+	for i := 0; i < 60; i++ {
+		mustAppend(t, p.NewLineWriter(), "", "x\n", "")
+	}
+	var logged bytes.Buffer
+	p = rig.cut(t, s, dir, &logged)
+	want := "first\nabc\n" + strings.Repeat(line, n) + strings.Repeat("x\n", 60)
+	if got := textOf(t, p, 0); got != want {
+		t.Fatalf("text after the power cut ends %q, want it to end %q\n%s", got[max64(0, len(got)-30):], want[len(want)-30:], logged.String())
+	}
+}
