@@ -8,7 +8,8 @@ import (
 
 // unfinishedSyncPy writes argv[2] ("abc", no newline) to the data file at
 // argv[1], through a descriptor opened O_DSYNC if argv[3] is "dsync",
-// else fsyncing it afterwards, says "ready" and holds the file open.
+// else fsyncing it afterwards, then argv[4] if given (unsynced), says
+// "ready" and holds the file open.
 const unfinishedSyncPy = `
 import os, sys
 flags = os.O_WRONLY | os.O_APPEND
@@ -18,6 +19,8 @@ fd = os.open(sys.argv[1], flags)
 os.write(fd, sys.argv[2].encode())
 if sys.argv[3] == "fsync":
     os.fsync(fd)
+if len(sys.argv) > 4:
+    os.write(fd, sys.argv[4].encode())
 print("ready", flush=True)
 sys.stdin.readline()
 `
@@ -31,14 +34,18 @@ sys.stdin.readline()
 // lines (their marks in the journal's page cache), the segment alone is
 // fsynced, and the power is cut. "after a flush": everything appended
 // before the line was already durable (`sync data`), so the writer's
-// fsync has no new record to make durable, only the line.
+// fsync has no new record to make durable, only the line. "ended": the
+// writer ends its synced line before the other writer's appends (not
+// synced itself): its start must not come back as a second record.
 func TestUnfinishedLinePowerCutSyncedLineKept(t *testing.T) {
 	unfinishedNeedPython3(t)
-	for _, tc := range []struct{ name, how, before string }{
-		{"fsync", "fsync", ""},
-		{"fsync after a flush", "fsync", `sync "$M/t/0/data"`},
-		{"O_DSYNC", "dsync", ""},
-		{"O_DSYNC after a flush", "dsync", `sync "$M/t/0/data"`},
+	for _, tc := range []struct{ name, how, before, then, want string }{
+		{"fsync", "fsync", "", "", "first|b1|b2|abc"},
+		{"fsync after a flush", "fsync", `sync "$M/t/0/data"`, "", "first|b1|b2|abc"},
+		{"O_DSYNC", "dsync", "", "", "first|b1|b2|abc"},
+		{"O_DSYNC after a flush", "dsync", `sync "$M/t/0/data"`, "", "first|b1|b2|abc"},
+		{"fsync, ended", "fsync", "", "def\n", "first|abcdef|b1|b2"},
+		{"fsync, ended with a new line", "fsync", "", "def\ngh", "first|abcdef|b1|b2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			disk := faultLoopDisk(t, "xfs", 320)
@@ -48,7 +55,11 @@ func TestUnfinishedLinePowerCutSyncedLineKept(t *testing.T) {
 			if tc.before != "" {
 				m.ok(tc.before)
 			}
-			py := startUnfinishedPy(t, unfinishedSyncPy, m.path("t", "0", "data"), "abc", tc.how)
+			args := []string{"abc", tc.how}
+			if tc.then != "" {
+				args = append(args, tc.then)
+			}
+			py := startUnfinishedPy(t, unfinishedSyncPy, m.path("t", "0", "data"), args...)
 			m.ok(`echo b1 >> "$M/t/0/data" && echo b2 >> "$M/t/0/data"`)
 			seg, err := os.Open(filepath.Join(data, "t-0", "00000000000000000000.log"))
 			if err != nil {
@@ -63,7 +74,7 @@ func TestUnfinishedLinePowerCutSyncedLineKept(t *testing.T) {
 			py.stop()
 			disk.cycle()
 			m.mount()
-			wantRecords(t, m, "t", "records after the power cut", "first|b1|b2|abc")
+			wantRecords(t, m, "t", "records after the power cut", tc.want)
 		})
 	}
 }
