@@ -383,7 +383,10 @@ func startDaemon(c *ucli.Context, dataDir, mp string) error {
 	if text == "" {
 		return fmt.Errorf("mount: the daemon exited before the mount was ready; see %s", logPath)
 	}
-	return errors.New(strings.TrimPrefix(text, "error: "))
+	// The daemon's error is mountForeground's, before the "mount: " its
+	// caller adds: add it here too, so that a refusal reads the same
+	// with and without --foreground.
+	return errors.New("mount: " + strings.TrimPrefix(text, "error: "))
 }
 
 // mountForeground serves the mount until a signal or an umount. It writes

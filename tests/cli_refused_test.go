@@ -171,7 +171,8 @@ func TestRefusedMountLeavesDataDir(t *testing.T) {
 // directory another segfs holds say so in one sentence naming the
 // directory, the holder's pid and what it is. mount said it twice: "data
 // directory D is in use by another process: data directory is locked: D
-// is held by process P".
+// is held by process P". The daemon's refusal, relayed by the mount
+// command, lacked the "mount: " the --foreground mount gives.
 func TestLockedDataDirMessage(t *testing.T) {
 	m := mntNew(t)
 	other := filepath.Join(t.TempDir(), "mnt")
@@ -186,7 +187,7 @@ func TestLockedDataDirMessage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"mount", m.data, other}, "segfs: " + sentence},
+		{[]string{"mount", m.data, other}, "segfs: mount: " + sentence},
 		{[]string{"mount", "--foreground", m.data, other}, "segfs: mount: " + sentence},
 		{[]string{"serve", "--listen", "127.0.0.1:0", m.data}, "segfs: serve: " + sentence},
 	} {
