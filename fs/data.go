@@ -631,7 +631,9 @@ func (n *textNode) Flush(ctx context.Context, f gofs.FileHandle) syscall.Errno {
 // at every builtin redirected to a descriptor it holds: `exec 3>>data;
 // printf a >&3` moves fd 1 onto fd 3 and back, and the move back closes a
 // dup in the opener's own process, after which each program the script ran
-// made the other writers wait closeOrderWait as it exited. fdinfo tells
+// made the other writers wait closeOrderWait as it exited. A dup closed by
+// a child while the opener has closed its copy leaves openerClosed as it
+// is: the child's own last close may be the file's. fdinfo tells
 // two opens of the file apart by their positions only (pos, where each
 // one's appends ended), so while another open stands at this one's
 // position the close counts as possibly the last, as before
@@ -662,26 +664,38 @@ func (h *dataHandle) flush(ctx context.Context) syscall.Errno {
 		h.mu.Unlock()
 		return h.syncClose()
 	}
-	if pending && h.openerClosed && h.heldBy(callerPid(ctx)) {
-		// The closed descriptor was a dup: the opener, or the closer,
-		// still has one of this open file, so no RELEASE is coming.
-		h.openerClosed = false
-	}
 	if pending && h.openerClosed {
-		// If this was the last close, RELEASE stores the line; until
-		// then, the partition's other requests wait for it (closers).
-		h.node.fs.closers.flushed(h)
+		switch h.heldBy(callerPid(ctx)) {
+		case heldByOpener:
+			// The closed descriptor was a dup, and the opener's
+			// process still has one of this open file: no RELEASE
+			// is coming, nor can another process's close be the
+			// last until the opener closes again.
+			h.openerClosed = false
+		case heldByCaller:
+			if !byOther {
+				h.openerClosed = false // the caller is the opener's process
+			}
+			// Another process closed a dup of a file the opener has
+			// closed: its other descriptor's close may still be the
+			// last one, so openerClosed stays.
+		default:
+			// If this was the last close, RELEASE stores the line;
+			// until then, the partition's other requests wait for it
+			// (closers).
+			h.node.fs.closers.flushed(h)
+		}
 	}
 	h.mu.Unlock()
 	return 0
 }
 
-// heldBy reports whether the opener's process, or the closer's, still
-// has a descriptor of h's open file (holds), after the close by caller
-// that sent a FLUSH. The closer's is looked at too when the opener's is
-// not found: the thread that opened the file may have ended while its
-// process goes on (a Python thread that opened it), and a child may hold
-// two copies. h.mu is held.
+// heldBy reports whether the opener's process, or else the closer's,
+// still has a descriptor of h's open file (holds), after the close by
+// caller that sent a FLUSH. The closer's is looked at too when the
+// opener's is not found: the thread that opened the file may have ended
+// while its process goes on (a Python thread that opened it), and a child
+// may hold two copies. h.mu is held.
 //
 // A descriptor is known by its position only, so while another writable
 // open of the file stands at the same position the answer is no: that
@@ -691,17 +705,29 @@ func (h *dataHandle) flush(ctx context.Context) syscall.Errno {
 // the size data reports leaves out unfinished lines, so both appends
 // start at the same end), and then the second one's close must still be
 // waited for, as it may be its last.
-func (h *dataHandle) heldBy(caller uint32) bool {
+func (h *dataHandle) heldBy(caller uint32) dupHolder {
 	f := h.node.fs
 	ino, pos := h.node.StableAttr().Ino, h.pos.Load()
 	if f.writerAt(h, ino, pos) {
-		return false
+		return heldByNone
 	}
 	if holds(h.opener, ino, pos, f.dev) {
-		return true
+		return heldByOpener
 	}
-	return caller != 0 && caller != h.opener && holds(caller, ino, pos, f.dev)
+	if caller != 0 && caller != h.opener && holds(caller, ino, pos, f.dev) {
+		return heldByCaller
+	}
+	return heldByNone
 }
+
+// dupHolder says whose descriptor of a handle's open file heldBy found.
+type dupHolder int
+
+const (
+	heldByNone   dupHolder = iota
+	heldByOpener           // the opener's process
+	heldByCaller           // the closing process (looked at after the opener's)
+)
 
 // writerAt reports whether a writable open of st_ino ino other than h
 // stands at position pos.

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestMountUnfinishedLineSpawnsDoNotStall checks that a writer holding an
@@ -234,5 +235,46 @@ exec 4>&-`)
 	want := "first\nb\nyyyyyyy\nxxxxxxx end\n"
 	if got := m.ok(`cat "$M/po/0/data"`); got != want {
 		t.Fatalf("data = %q, want %q", got, want)
+	}
+}
+
+// TestMountUnfinishedLineChildDupCloseKeepsOpenerClosed: a child that was
+// handed the file, after the opener closed its own copy, closes a dup it
+// made and later its last copy. The dup's close is told apart (the child
+// still holds the file), but it must not make the server forget that the
+// opener has closed: the child's last close, at its exit, may be the
+// file's last (here a grandchild still holds a copy, so the server cannot
+// know), and the next writer must wait for its RELEASE, once (the
+// daemon's debug log counts it), as it waited for the opener's. The dup's
+// close reset what the opener's close had recorded, so the child's exit
+// registered nothing, and when it was the last close, its line could land
+// after what the next writer appended.
+func TestMountUnfinishedLineChildDupCloseKeepsOpenerClosed(t *testing.T) {
+	m := mntNew(t, "--debug")
+	m.ok(`mkdir "$M/cd"`)
+	dir := t.TempDir()
+	f1, f2 := filepath.Join(dir, "f1"), filepath.Join(dir, "f2")
+	out := m.ok(`d="$M/cd/0/data"
+echo first >> "$d"
+mkfifo "` + f1 + `" "` + f2 + `"
+waits() { grep -c 'no RELEASE after a close' "$D/segfs-mount.out"; }
+{ printf a; ( read x < "` + f1 + `"; exec 3>&1; exec 3>&-; ( read y < "` + f2 + `" ) & ) & } >> "$d"
+child=$!
+cat "$d" > /dev/null
+w1=$(waits)
+echo go > "` + f1 + `"
+wait $child
+echo b >> "$d"
+echo "$w1 $(waits)"
+echo go > "` + f2 + `"`)
+	var w1, w2 int
+	if _, err := fmt.Sscan(out, &w1, &w2); err != nil {
+		t.Fatalf("script printed %q: %v", out, err)
+	}
+	if w1 != 1 || w2 != 2 {
+		t.Errorf("the next writer waited %d times after the opener's close, %d after the child's exit; want 1 and 2 (each close may be the last)\n%s", w1, w2, m.daemonLog())
+	}
+	if !mntWaitFor(10*time.Second, func() bool { return m.ok(`cat "$M/cd/0/data"`) == "first\nb\na\n" }) {
+		t.Fatalf("data = %q, want %q", m.ok(`cat "$M/cd/0/data"`), "first\nb\na\n")
 	}
 }
