@@ -635,8 +635,8 @@ func (n *textNode) Flush(ctx context.Context, f gofs.FileHandle) syscall.Errno {
 // a child while the opener has closed its copy leaves openerClosed as it
 // is: the child's own last close may be the file's. fdinfo tells
 // two opens of the file apart by their positions only (pos, where each
-// one's appends ended), so while another open stands at this one's
-// position the close counts as possibly the last, as before
+// one's appends ended), so while another open may stand at this one's
+// position (writerAt) the close counts as possibly the last, as before
 // (`exec 4>>data` beside `printf a >> data; echo b >> data` is told apart:
 // their positions differ). The look costs about 10 µs per descriptor
 // looked at, and is made only here, where the other choice is to make the
@@ -698,13 +698,14 @@ func (h *dataHandle) flush(ctx context.Context) syscall.Errno {
 // may hold two copies. h.mu is held.
 //
 // A descriptor is known by its position only, so while another writable
-// open of the file stands at the same position the answer is no: that
+// open of the file may stand at the same position the answer is no: that
 // descriptor may be the other open's. Two opens of data share a position
 // when the kernel's size fell back below an unfinished line between
 // them (`exec 4>>data; printf xxx >&4; stat data; printf yyy >> data`:
 // the size data reports leaves out unfinished lines, so both appends
 // start at the same end), and then the second one's close must still be
-// waited for, as it may be its last.
+// waited for, as it may be its last. An open that has not written, or an
+// O_RDWR one, may stand anywhere (writerAt).
 func (h *dataHandle) heldBy(caller uint32) dupHolder {
 	f := h.node.fs
 	ino, pos := h.node.StableAttr().Ino, h.pos.Load()
@@ -730,12 +731,21 @@ const (
 )
 
 // writerAt reports whether a writable open of st_ino ino other than h
-// stands at position pos.
+// may stand at position pos: its appends ended there, or the server
+// cannot know where it stands. An open that has not written yet may have
+// been moved to the end (Python's open(p, "a") and glibc's fopen(p, "a")
+// seek there as they open), and the size data reports leaves out
+// unfinished lines, so that end can be where h's appends ended; a read
+// moves an O_RDWR open anywhere. lseek is not sent to the server, so
+// either may stand at pos.
 func (f *fsys) writerAt(h *dataHandle, ino uint64, pos int64) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for o := range f.writers {
-		if o != h && o.pos.Load() == pos && o.node.StableAttr().Ino == ino {
+		if o == h || o.node.StableAttr().Ino != ino {
+			continue
+		}
+		if p := o.pos.Load(); p == pos || p == 0 || o.view != nil {
 			return true
 		}
 	}

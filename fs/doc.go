@@ -90,8 +90,9 @@
 // server reads from /proc/PID/fdinfo (a shell's builtin redirected to a
 // held descriptor, `exec 3>>data; printf a >&3`, closes a dup as it moves
 // fd 1 back). fdinfo tells opens apart by their positions only, so while
-// another open of data stands at the same position a close counts as
-// possibly the last. If a FLUSH that was not the last close makes them
+// another open of data may stand at the same position (its appends ended
+// there, or it has not written yet, or it is O_RDWR: lseek and read move
+// those unseen) a close counts as possibly the last. If a FLUSH that was not the last close makes them
 // wait all the same (a child holds a copy the shell no longer has:
 // `{ printf a; sleep 1 & } >> data`), they wait at most closeOrderWait,
 // once per such FLUSH. FLUSH stores nothing for data, but it fails close(2) for an unfinished line RELEASE could not

@@ -278,3 +278,50 @@ echo go > "` + f2 + `"`)
 		t.Fatalf("data = %q, want %q", m.ok(`cat "$M/cd/0/data"`), "first\nb\na\n")
 	}
 }
+
+// TestMountUnfinishedLineSeekedOpenNotTakenForDup: an open of data that
+// has written nothing yet may still stand where another open's appends
+// ended: Python's open(p, "a"), as glibc's fopen(p, "a"), seeks to the
+// end, and the size data reports leaves out unfinished lines, so once
+// another writer's complete line has made up for an unfinished line's
+// length, the new open stands where the unfinished line's open does. The
+// server knows a descriptor by its position only, so it must not take
+// that open's descriptor for a dup of the one being closed: here a child
+// still holds the closed open (the server cannot know), and the next
+// write waits once for its RELEASE (the daemon's debug log counts it).
+// Taking the new open's descriptor for a dup, the server let the next
+// write go at once, so when that close was the last, the line it ended
+// could land after what was appended after it.
+func TestMountUnfinishedLineSeekedOpenNotTakenForDup(t *testing.T) {
+	m := mntNew(t, "--debug")
+	m.ok(`mkdir "$M/sk"`)
+	out := m.ok(`python3 -c '
+import os, subprocess, sys
+path, log = sys.argv[1], sys.argv[2]
+def fdpos(fd):
+    with open("/proc/self/fdinfo/%d" % fd) as f:
+        return int(f.readline().split()[1])
+with open(path, "a") as f:
+    f.write("first\n")
+a = os.open(path, os.O_WRONLY | os.O_APPEND)
+os.write(a, b"xxx")
+subprocess.run(["sh", "-c", "echo yy >> \"$0\"", path], check=True)
+b = open(path, "ab", buffering=0)
+holder = subprocess.Popen(["sh", "-c", "read x"], stdin=subprocess.PIPE, pass_fds=(a,))
+if fdpos(a) != fdpos(b.fileno()):
+    sys.exit("the opens stand at %d and %d: this test no longer sets up two opens at one position" % (fdpos(a), fdpos(b.fileno())))
+os.close(a)
+b.write(b"zz\n")
+with open(log) as f:
+    print(sum("no RELEASE after a close" in l for l in f))
+holder.communicate(b"go\n")
+b.close()
+' "$M/sk/0/data" "$D/segfs-mount.out"`)
+	if out != "1\n" {
+		t.Errorf("the next write waited %q times for the RELEASE of the open a child still held, want once (the server cannot tell that close from the last)\n%s", out, m.daemonLog())
+	}
+	want := "first\nyy\nzz\nxxx\n"
+	if !mntWaitFor(10*time.Second, func() bool { return m.ok(`cat "$M/sk/0/data"`) == want }) {
+		t.Fatalf("data = %q, want %q", m.ok(`cat "$M/sk/0/data"`), want)
+	}
+}
