@@ -180,25 +180,30 @@
 // without cached readers (one with them retires), and that node gives
 // other callers no cached handle until this caller has opened it, or for
 // at most a second if it never does (mayWrite, holds). One window stays
-// open, in the kernel, and rules (1) and (2) cannot close it: filemap_read
-// takes its folios first and reads i_size after (mm/filemap.c: "i_size
-// must be checked after we know the pages are Uptodate"), and the
-// invalidation of rule (1) removes a folio from the mapping even while a
-// reader holds it (folio_unmap_invalidate checks no reference count). So
-// a reader A whose read(2) took the cached tail page, zero-filled past its
-// end of text, and was then held off the CPU (a VM's vCPU preempted by its
-// host) while another reader's GETATTR dropped that page and reported a
-// larger size, copies zeros up to the new size: a NUL at the first byte
-// of a read at A's previous end of file. A local filesystem grows i_size
-// only after its write copied the bytes into that same folio; here the
-// bytes reach a new folio A does not hold. It needs two readers of one
-// file, growth between them and a preemption of a few microseconds'
-// window. TestDataPageCacheEOFRace read such a NUL once in about 100 to
-// 250 runs on a loaded machine, and allows one per run in that shape (its
-// reread at once is text); this is the one path found that gives exactly that
-// signature (inferred from the kernel's code, not traced). NotifyStore of the tail page
-// before the reply would shrink the window to the kernel's own copy, but
-// fuse_notify_store grows i_size before it copies, so not to nothing.
+// open, in the kernel, and rules (1) and (2) cannot close it (traced with
+// bpftrace on this kernel, 6.18): fuse_change_attributes truncates the
+// page cache to the size a reply carries on every size change, growth
+// included, after it has set i_size and outside the inode lock. That
+// truncate zeroes the tail page past that size in place, and it waits
+// for the page's lock, which a READ of that page holds while the server
+// answers it. So a GETATTR applied with size S while the tail page's READ
+// is in flight sleeps; a second GETATTR grows i_size to S' > S; the READ
+// fills the page with text beyond S and unlocks it; the first truncate
+// then zeroes S onwards; and until a reader's drop removes the page,
+// readers copy NULs from S to S' (several readers at the same byte, and
+// a re-read is text). The rule that discards a reply during which the
+// inode changed is checked before i_size is written, and a READ does not
+// change the inode's version. Capping READs at the reported size leaves
+// the late truncate as it was (measured: worse), and notifies cannot be
+// sent from the READ handler (FUSE-NOTES §2.3); only uncached reads
+// close it (FOPEN_DIRECT_IO for every data open), at the cost of every
+// re-read. It needs growth while no writer holds data open (a writer's
+// presence makes reads direct, below), a reader at the tail and a
+// preempted or sleeping truncate. TestDataPageCacheEOFRace read such a
+// NUL once in about 100 to 250 runs on a loaded machine (6 readers in two
+// loops: 5 in 84), and allows one per run in the shape it met in CI (a
+// read at the previous end of file that is zeros from its first byte and
+// text when read again).
 // A cached READ that meets a
 // damaged batch fails whole (a short READ would read as the end of the
 // file): the kernel retries page by page, and the reader gets EIO at the
