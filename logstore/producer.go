@@ -504,9 +504,29 @@ func (p *Partition) AppendBatch(batch []byte) (AppendResult, error) {
 	// goes through Walk below, which finds what is wrong and words it.
 	walked, maxTs, ok := dec.WalkProduced(batch, &record.ProduceRules{NeedKey: compact,
 		CheckTimestamps: tr.createTime, Now: tr.now, Before: tr.before, After: tr.after})
+	var renumber bool
 	if !ok {
-		if walked, maxTs, err = p.walkProduced(dec, batch, compact, &tr); err != nil {
+		// The codec the batch is stored with: the topic's
+		// compression.type, or the producer's.
+		target, set := cfg.Codec()
+		if !set {
+			target = h.Codec()
+		}
+		// Kafka's LogValidator renumbers records whose offset deltas
+		// are not 0, 1, 2, ... only where it may rebuild the batch: on
+		// its compressed path, taken unless both the batch and the
+		// stored codec are uncompressed. Its uncompressed path never
+		// looks at the deltas and stores them as they came, which
+		// segfs does not (offset/N, the index and the text view go by
+		// them): it refuses that batch instead.
+		mayRenumber := h.Codec() != record.CodecNone || target != record.CodecNone
+		if walked, maxTs, renumber, err = p.walkProduced(dec, batch, compact, &tr, mayRenumber); err != nil {
 			return res, err
+		}
+		if renumber {
+			if batch, h, err = renumberProduced(batch, target, cfg); err != nil {
+				return res, err
+			}
 		}
 	}
 	// On a CreateTime topic Kafka's LogValidator sets the batch's
@@ -594,16 +614,20 @@ func (p *Partition) AppendBatch(batch []byte) (AppendResult, error) {
 // pass: Walk, with the produce rules applied record by record, every
 // refused record listed. It returns what WalkProduced would have for a
 // batch that passes (a batch it refused may still pass here: one with the
-// LogAppendTime attribute on a CreateTime topic), else the error to
-// answer.
-func (p *Partition) walkProduced(dec *record.Decoder, batch []byte, compact bool, tr *timestampRule) (record.Walked, int64, error) {
+// LogAppendTime attribute on a CreateTime topic, or, if mayRenumber, one
+// whose offset deltas are not 0, 1, 2, ..., for which renumber is true),
+// else the error to answer.
+func (p *Partition) walkProduced(dec *record.Decoder, batch []byte, compact bool, tr *timestampRule, mayRenumber bool) (walked record.Walked, maxTs int64, renumber bool, err error) {
 	var n int32
 	var refused []RecordError
 	var badTimestamp bool
-	maxTs := int64(-1) // the largest record timestamp; -1 (none) if all are below
-	walked, err := dec.Walk(batch, func(r *record.Record) error {
+	maxTs = -1 // the largest record timestamp; -1 (none) if all are below
+	walked, err = dec.Walk(batch, func(r *record.Record) error {
 		if r.OffsetDelta != n {
-			return fmt.Errorf("%w: record %d has offset delta %d", ErrInvalidRecord, n, r.OffsetDelta)
+			if !mayRenumber {
+				return fmt.Errorf("%w: record %d has offset delta %d", ErrInvalidRecord, n, r.OffsetDelta)
+			}
+			renumber = true
 		}
 		switch {
 		case compact && r.Key == nil:
@@ -619,19 +643,50 @@ func (p *Partition) walkProduced(dec *record.Decoder, batch []byte, compact bool
 	})
 	if err != nil {
 		if errors.Is(err, ErrInvalidRecord) {
-			return walked, 0, err
+			return walked, 0, false, err
 		}
 		if errors.Is(err, record.ErrTooBig) {
 			// Valid, but more than a decoder takes: refuse it as too
 			// large (MESSAGE_TOO_LARGE), not as corrupt.
-			return walked, 0, fmt.Errorf("%w: %v", ErrMessageTooLarge, err)
+			return walked, 0, false, fmt.Errorf("%w: %v", ErrMessageTooLarge, err)
 		}
-		return walked, 0, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		return walked, 0, false, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
 	if refused != nil {
-		return walked, 0, &RecordErrors{Records: refused, Timestamp: badTimestamp}
+		// As in Kafka, a refused record fails the batch whatever the
+		// offset deltas.
+		return walked, 0, false, &RecordErrors{Records: refused, Timestamp: badTimestamp}
 	}
-	return walked, maxTs, nil
+	return walked, maxTs, renumber, nil
+}
+
+// renumberProduced rebuilds a produced batch that passed every check but
+// whose records' offset deltas are not 0, 1, 2, ..., as Kafka's
+// LogValidator does rather than refuse it (some clients numbered the
+// records of a compressed batch wrong; Kafka has rebuilt those since the
+// v1 format): the records renumbered and compressed with target, the
+// producer fields, timestamps, keys, values and headers kept
+// (record.Recompressor.Renumber). It returns the new batch and its header,
+// which, as the size may have changed, must again fit max.message.bytes
+// and segment.bytes. Only such batches come here, so the Recompressor is
+// the call's own: it is not worth holding one per partition.
+func renumberProduced(batch []byte, target record.Codec, cfg *Config) ([]byte, record.Header, error) {
+	var rc record.Recompressor
+	nb, err := rc.Renumber(nil, batch, target)
+	if err != nil {
+		return nil, record.Header{}, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	h, err := record.ParseHeader(nb)
+	if err != nil {
+		return nil, record.Header{}, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	switch size := h.Size(); {
+	case size > cfg.MaxMessageBytes:
+		return nil, h, fmt.Errorf("%w: batch of %d bytes renumbered as %v exceeds max.message.bytes=%d", ErrMessageTooLarge, size, target, cfg.MaxMessageBytes)
+	case size > cfg.SegmentBytes:
+		return nil, h, fmt.Errorf("%w: batch of %d bytes renumbered as %v exceeds segment.bytes=%d", ErrBatchTooLarge, size, target, cfg.SegmentBytes)
+	}
+	return nb, h, nil
 }
 
 // produceDecoders are the decoders AppendBatch walks produced batches
