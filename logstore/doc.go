@@ -171,8 +171,12 @@
 // before the batch that ends it (and a failed append's undoing of it, and
 // a Set), so a synced line whose ending entry is missing after a power cut
 // was not ended in the log: recovery keeps the synced lines when the
-// journal is behind, and drops only the others. Only writers that sync
-// mid-line pay these syncs. A rewrite of a journal that holds or held a
+// journal is behind, and drops only the others. The append that ends a
+// synced line flushes the partition, and until that flush succeeded the
+// journal keeps the line's entries (neither emptied nor rewritten without
+// them), since a power cut may keep the journal's emptying and lose the
+// batch. Only
+// writers that sync mid-line pay these syncs. A rewrite of a journal that holds or held a
 // synced mark fdatasyncs the new file before the rename and the directory
 // after it, and the first sync after any rewrite syncs the directory
 // first. If the journal has no room for the synced mark, the fsync fails

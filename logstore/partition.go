@@ -560,6 +560,7 @@ func (p *Partition) flushLocked() error {
 		return p.failLocked(err)
 	}
 	p.recoveryPoint.Store(leo)
+	p.unfinished.shrinkFlushed(p)
 	p.lastFlush = p.store.now()
 	p.store.markDirty()
 	return nil

@@ -85,8 +85,12 @@ import (
 // is written, and a failed append's in-place undo of it too. So a synced
 // line whose ending entry is not in the recovered journal was not ended
 // by any batch in the log, and recovery keeps the synced lines when the
-// journal is behind, dropping only the others. Only writers that sync
-// mid-line pay the extra syncs; a writer whose every write is synced
+// journal is behind, dropping only the others. Nor is the file emptied,
+// or rewritten from memory, before the batch that ended a synced line is
+// durable (syncedEnd): a power cut could keep the emptying and lose the
+// batch, and with both the line; that append flushes the partition, so
+// the wait is short. Only writers that sync mid-line pay the
+// extra syncs; a writer whose every write is synced
 // (O_SYNC, O_DSYNC: LineWriter.SyncWrites) writes its line's synced mark
 // with the entry that begins the line (in the same pwrite, conditional
 // as it), so that the sync after the write needs no room. A rewrite of a journal that holds a
@@ -149,6 +153,13 @@ type unfinishedJournal struct {
 	// rename sync makes durable first (the directory), so that a synced
 	// entry in the new file is not lost with it.
 	renamed bool
+	// syncedEnd is the largest log end an entry that ended a synced
+	// line is valid at (its batches' end; 0 if none): until the segments
+	// are durable that far (recoveryPoint), the file keeps the line's
+	// entries and that ending, neither emptied nor rewritten from memory
+	// (maybeShrink), or a power cut that lost the batch would lose the
+	// line too, its start being in no file.
+	syncedEnd int64
 	// forgotten: forget ran while an append's conditional entry was
 	// pending; resolve sets broken once it is settled (broken while
 	// pending would fail that append's marks).
@@ -411,8 +422,9 @@ func (w *LineWriter) appendLinesLocked(head, text, tail []byte, cfg *Config) (fi
 		at, at2, err = j.writeCond(p, w.key, ts, firstEnd, end, tail, mark)
 		if err == nil && w.synced {
 			// A synced line: its end durable before the batch that ends
-			// it, so that a power cut never keeps the batch without it.
-			err = j.sync()
+			// it, so that a power cut never keeps the batch without it;
+			// and its entries kept until the batch is durable.
+			err = j.syncEnding(end)
 		}
 		return err
 	}
@@ -435,6 +447,16 @@ func (w *LineWriter) appendLinesLocked(head, text, tail []byte, cfg *Config) (fi
 		// the line the writer keeps, whose end must be synced from now
 		// on (see the file's comment).
 		w.synced = w.synced || mark
+	}
+	if j.endingSynced(p) {
+		// The batch that ended a synced line is made durable at once,
+		// so that the journal may drop the line's entries, which it
+		// keeps until then (syncedEnd), and does not grow meanwhile.
+		// The writer paid a journal sync for it already; one that
+		// writes O_SYNC or O_DSYNC flushes after the write anyway.
+		if ferr := p.flushLocked(); ferr != nil {
+			p.log().Warn("append that ended a synced unfinished line not flushed", "err", ferr)
+		}
 	}
 	return first, last, stored, err
 }
@@ -729,8 +751,10 @@ func (j *unfinishedJournal) resolve(p *Partition, k writerKey, at, at2, ts, cond
 	}
 	if cond >= 0 {
 		// The append failed: the log ends where its stored batches do,
-		// which the entry records from now on.
+		// which the entry records from now on. A synced line it ended
+		// ends there at most (earlier appends ended before it).
 		j.reach, j.recorded = p.leo.Load(), -1
+		j.syncedEnd = min(j.syncedEnd, j.reach)
 	}
 	undone := cond < 0 || j.undo(at2, k, ts, cond, j.reach, tail)
 	if cond == condNever && at != at2 && undone {
@@ -832,6 +856,11 @@ func (j *unfinishedJournal) maybeShrink(p *Partition) {
 	if j.pending || j.f == nil {
 		return
 	}
+	if !j.broken && j.syncedEnd > p.recoveryPoint.Load() {
+		// A synced line's end is not durable in the log yet: its
+		// entries stay (syncedEnd) until flushLocked (shrinkFlushed).
+		return
+	}
 	if len(j.lines) == 0 {
 		if j.size == 0 && !j.broken {
 			return
@@ -919,6 +948,18 @@ func (j *unfinishedJournal) rewrite(p *Partition) error {
 	return nil
 }
 
+// shrinkFlushed is flushLocked's, once the segments are durable: the
+// journal that maybeShrink left whole for a synced line's ending batch
+// (syncedEnd) may be emptied or rewritten now. amu is held.
+func (j *unfinishedJournal) shrinkFlushed(p *Partition) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.syncedEnd > 0 && j.syncedEnd <= p.recoveryPoint.Load() {
+		j.syncedEnd = 0
+		j.maybeShrink(p)
+	}
+}
+
 // ordered returns the writers with a line, in the order of their last
 // entries.
 func (j *unfinishedJournal) ordered() []writerKey {
@@ -938,6 +979,24 @@ func (j *unfinishedJournal) sync() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return j.syncLocked()
+}
+
+// syncEnding is sync after the entry that ends a synced line, valid once
+// the log ends at end (appendLinesLocked): the entries stay in the file
+// until the log is durable that far (syncedEnd). amu is held.
+func (j *unfinishedJournal) syncEnding(end int64) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.syncedEnd = max(j.syncedEnd, end)
+	return j.syncLocked()
+}
+
+// endingSynced reports whether the file keeps a synced line's entries
+// for an append that ended it and is not durable yet (syncedEnd).
+func (j *unfinishedJournal) endingSynced(p *Partition) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.syncedEnd > p.recoveryPoint.Load()
 }
 
 // syncLocked is sync with j.mu held. After a rewrite the directory is
@@ -1213,7 +1272,9 @@ func (p *Partition) recoverPendingLocked() error {
 	j.unrecovered = nil
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if len(j.lines) == 0 && !j.pending {
+	// (A recovered synced line's record was flushed by its append; if
+	// that failed, the journal keeps the line: syncedEnd.)
+	if len(j.lines) == 0 && !j.pending && j.syncedEnd <= p.recoveryPoint.Load() {
 		if j.f != nil {
 			j.f.Close()
 			j.f = nil
