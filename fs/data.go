@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -833,32 +834,24 @@ func (h *dataHandle) syncClose() syscall.Errno {
 
 // Fsync makes everything appended to the partition so far durable. It is
 // never ENOSYS: the kernel would then report every later fsync as success.
-// An unfinished line of the handle is not a record yet, and stays
-// unfinished: storing it here would split a line its writer is still
-// writing into two records. The handle's close(2) stores and syncs it
-// (dataHandle.flush). The line is made durable in the journal instead
+// An unfinished line is not a record yet, and stays unfinished: storing
+// it here would split a line its writer is still writing into two
+// records. The handle's close(2) stores and syncs its own line
+// (dataHandle.flush). The lines are made durable in the journal instead
 // (LineWriter.Sync): fsync returned success, so a power cut must not lose
-// it, even one that leaves the journal behind the log because of other
-// writers' later appends.
+// them, even one that leaves the journal behind the log because of other
+// writers' later appends. Every writer's line of the partition is synced,
+// not only the handle's: on a local filesystem an fsync of any descriptor
+// covers every byte written to the file, and an fsync of data, even
+// through a read-only descriptor (`sync FILE`), promises everything
+// appended so far (syncLines).
 func (n *textNode) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) syscall.Errno {
-	if h, ok := f.(*dataHandle); ok {
-		fsys := n.fs
-		fsys.gate.RLock()
-		h.mu.Lock()
-		var err error
-		if h.asm.pending() {
-			h.owesSync = true
-			if !fsys.closing {
-				err = h.lw.Sync(h.asm.partial)
-			}
-		}
-		h.mu.Unlock()
-		fsys.gate.RUnlock()
-		if err != nil {
+	if n.isData {
+		if err := n.syncLines(f); err != nil {
 			// The records appended so far are made durable all the same;
 			// the fsync fails (ENOSPC when the journal has no room for
-			// the line's synced mark): the line is not durable.
-			fsys.log.Warn("fsync of an unfinished line failed", "topic", n.part.Topic().Name(), "partition", n.part.Num(), "err", err)
+			// a line's synced mark): the line is not durable.
+			n.fs.log.Warn("fsync of an unfinished line failed", "topic", n.part.Topic().Name(), "partition", n.part.Num(), "err", err)
 			if ferr := n.part.Flush(); ferr != nil {
 				err = ferr
 			}
@@ -870,6 +863,50 @@ func (n *textNode) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) s
 		return toErrno(err)
 	}
 	return 0
+}
+
+// syncLines syncs the unfinished line of every writable handle of n's
+// partition (LineWriter.Sync) for an fsync through handle f; a writer
+// with no line costs a lock. f's own line, if f is a writer, is one the
+// close then owes a sync (owesSync); another writer's close is left as it
+// was: ending its line, now synced, flushes the partition
+// (LineWriter.AppendLines). It returns the first error, having tried
+// every line.
+func (n *textNode) syncLines(f gofs.FileHandle) error {
+	fsys := n.fs
+	fsys.gate.RLock()
+	defer fsys.gate.RUnlock()
+	if fsys.closing {
+		// stopWrites stored the lines; the unmount syncs them.
+		return nil
+	}
+	// The handles are gathered before any is locked: a handle's mu is
+	// taken before fsys.mu elsewhere (heldBy, writerAt).
+	fsys.mu.Lock()
+	hs := make([]*dataHandle, 0, len(fsys.writers))
+	for h := range fsys.writers {
+		if h.node.part == n.part {
+			hs = append(hs, h)
+		}
+	}
+	fsys.mu.Unlock()
+	if own, ok := f.(*dataHandle); ok && !slices.Contains(hs, own) {
+		hs = append(hs, own)
+	}
+	var first error
+	for _, h := range hs {
+		h.mu.Lock()
+		if h.asm.pending() {
+			if h == f {
+				h.owesSync = true
+			}
+			if err := h.lw.Sync(h.asm.partial); err != nil && first == nil {
+				first = err
+			}
+		}
+		h.mu.Unlock()
+	}
+	return first
 }
 
 func (n *textNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {

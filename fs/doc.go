@@ -121,10 +121,13 @@
 // unmount at the latest: LineWriter.Drop, Resync). A WRITE from a file opened O_SYNC or O_DSYNC, or a
 // pwritev2 with RWF_DSYNC, is answered after the FSYNC fsync(2) would send
 // (syncwrite.go): for direct I/O the kernel leaves that sync to the server.
-// The unfinished line of such a file, or of one fsynced while the line was
-// unfinished (fsync leaves it unfinished: it is not a record yet, but
-// durable in the journal, so that a power cut does not lose it:
-// LineWriter.Sync), is stored and synced at FLUSH instead of RELEASE, so that it is on disk
+// An fsync(2) of data through any descriptor (a reader's too, or `sync
+// FILE`) makes every writer's unfinished line of the partition durable in
+// the journal, as a local file's fsync covers every byte written to it;
+// the line stays unfinished (it is not a record yet) and a power cut does
+// not lose it (LineWriter.Sync; textNode.Fsync). The unfinished line of a
+// file opened O_SYNC or O_DSYNC, or of one fsynced through its own
+// descriptor while the line was unfinished, is stored and synced at FLUSH instead of RELEASE, so that it is on disk
 // when close(2) returns; for these files a close by the process that
 // opened them ends the line, even a dup's (another process's close, as a
 // spawned program's close-on-exec, does not, and RELEASE syncs the line). A line too long for a batch of its own
