@@ -181,7 +181,13 @@
 // synced mark fdatasyncs the new file before the rename and the directory
 // after it, and the first sync after any rewrite syncs the directory
 // first. If the journal has no room for the synced mark, the fsync fails
-// with ENOSPC (the records are flushed all the same). A writer opened
+// with ENOSPC (the records are flushed all the same). A failed fdatasync
+// of the journal (the fsync fails with EIO) leaves it to be rewritten
+// from memory before any later sync of it succeeds, as a later
+// fdatasync of the same file would report success for pages the kernel
+// dropped; the rewrite is durable when it holds a synced line, and while
+// it cannot be made (a synced line's end not durable in the log yet) the
+// retried fsync fails too. A writer opened
 // O_SYNC or O_DSYNC (LineWriter.SyncWrites) writes each line's synced
 // mark in the same pwrite as the entry that begins the line, so that the
 // sync after its write needs no room: on a full disk the write fails

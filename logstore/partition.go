@@ -572,7 +572,7 @@ func (p *Partition) flushLocked() error {
 // same, and a power cut before the journal is synced is then told at the
 // next open by the log ends its entries record (unfinished.go).
 func (p *Partition) syncUnfinished() {
-	if err := p.unfinished.sync(); err != nil {
+	if err := p.unfinished.sync(p); err != nil {
 		p.log().Warn("journal of unfinished lines not synced", "err", err)
 		p.unfinished.mu.Lock()
 		p.unfinished.broken = true

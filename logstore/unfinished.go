@@ -132,16 +132,20 @@ type unfinishedLine struct {
 // unfinishedJournal is a partition's journal. Its lock is taken after amu
 // (the appends that end lines hold amu across their entry and batches).
 type unfinishedJournal struct {
-	mu      sync.Mutex
-	f       *os.File // nil until the first entry (or after a truncation to nothing)
-	size    int64    // bytes of entries in f
-	dirty   bool     // written since the last sync (flushLocked)
-	broken  bool     // a failed write may have left f untrustworthy: rewrite before the next entry
-	lines   map[writerKey]*unfinishedLine
-	live    int64  // bytes the entries of lines take
-	seq     uint64 // entries written
-	buf     []byte
-	pending bool // a conditional entry's batches are being appended
+	mu     sync.Mutex
+	f      *os.File // nil until the first entry (or after a truncation to nothing)
+	size   int64    // bytes of entries in f
+	dirty  bool     // written since the last sync (flushLocked)
+	broken bool     // a failed write may have left f untrustworthy: rewrite before the next entry
+	// syncFailed: an fdatasync of f failed. Its pages may never reach
+	// the disk, and Linux reports the next fdatasync of f as success
+	// all the same, so no sync succeeds until f is rewritten (syncLocked).
+	syncFailed bool
+	lines      map[writerKey]*unfinishedLine
+	live       int64  // bytes the entries of lines take
+	seq        uint64 // entries written
+	buf        []byte
+	pending    bool // a conditional entry's batches are being appended
 	// pendingMark: that entry is followed by a synced mark (writeCond).
 	pendingMark bool
 	// syncedIn: the file holds a synced mark, so a rewrite or an
@@ -264,7 +268,7 @@ func (w *LineWriter) Set(tail []byte) error {
 		// The synced line is replaced: the entry must not be lost while
 		// the synced mark before it survives (recovery would store the
 		// line the mount dropped).
-		if err := w.p.unfinished.sync(); err != nil {
+		if err := w.p.unfinished.sync(w.p); err != nil {
 			w.p.log().Warn("journal of unfinished lines not synced after a synced line was dropped", "err", err)
 		}
 	}
@@ -341,7 +345,7 @@ func (w *LineWriter) Sync(line []byte) error {
 		}
 		w.synced = true
 	}
-	return j.sync()
+	return j.sync(w.p)
 }
 
 func (w *LineWriter) now() int64 {
@@ -424,7 +428,7 @@ func (w *LineWriter) appendLinesLocked(head, text, tail []byte, cfg *Config) (fi
 			// A synced line: its end durable before the batch that ends
 			// it, so that a power cut never keeps the batch without it;
 			// and its entries kept until the batch is durable.
-			err = j.syncEnding(end)
+			err = j.syncEnding(p, end)
 		}
 		return err
 	}
@@ -770,7 +774,7 @@ func (j *unfinishedJournal) resolve(p *Partition, k writerKey, at, at2, ts, cond
 			p.log().Warn("journal of unfinished lines not rewritten", "err", err)
 		}
 	} else if synced && cond >= 0 {
-		if err := j.syncLocked(); err != nil {
+		if err := j.syncLocked(p); err != nil {
 			p.log().Warn("journal of unfinished lines not synced after a synced line's failed append", "err", err)
 		}
 	}
@@ -879,7 +883,7 @@ func (j *unfinishedJournal) maybeShrink(p *Partition) {
 			}
 		}
 		// Empty, as the memory: nothing left to repair.
-		j.size, j.recorded, j.broken, j.syncedIn = 0, -1, false, false
+		j.size, j.recorded, j.broken, j.syncedIn, j.syncFailed = 0, -1, false, false, false
 		j.dirty = true
 		return
 	}
@@ -932,7 +936,7 @@ func (j *unfinishedJournal) rewrite(p *Partition) error {
 	if j.f != nil {
 		j.f.Close()
 	}
-	j.f, j.size, j.live, j.broken, j.dirty = f, int64(len(b)), int64(len(b)), false, true
+	j.f, j.size, j.live, j.broken, j.dirty, j.syncFailed = f, int64(len(b)), int64(len(b)), false, true, false
 	j.syncedIn, j.renamed = synced, true
 	if durable {
 		if err := syncDir(p.dir); err != nil {
@@ -975,20 +979,20 @@ func (j *unfinishedJournal) ordered() []writerKey {
 // durable: a batch that ended a writer's line is then never on disk
 // without the entry that says so (its line would come back as a record
 // after a power cut). amu is held.
-func (j *unfinishedJournal) sync() error {
+func (j *unfinishedJournal) sync(p *Partition) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return j.syncLocked()
+	return j.syncLocked(p)
 }
 
 // syncEnding is sync after the entry that ends a synced line, valid once
 // the log ends at end (appendLinesLocked): the entries stay in the file
 // until the log is durable that far (syncedEnd). amu is held.
-func (j *unfinishedJournal) syncEnding(end int64) error {
+func (j *unfinishedJournal) syncEnding(p *Partition, end int64) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.syncedEnd = max(j.syncedEnd, end)
-	return j.syncLocked()
+	return j.syncLocked(p)
 }
 
 // endingSynced reports whether the file keeps a synced line's entries
@@ -1002,8 +1006,28 @@ func (j *unfinishedJournal) endingSynced(p *Partition) bool {
 // syncLocked is sync with j.mu held. After a rewrite the directory is
 // synced first: an entry synced into the new file would otherwise be lost
 // if a power cut kept the old file.
-func (j *unfinishedJournal) syncLocked() error {
-	if !j.dirty || j.f == nil {
+//
+// A failed fdatasync marks the file broken and failed (syncFailed): the
+// kernel may have dropped its dirty pages, and would answer the next
+// fdatasync with success (a retried fsync(2) of a synced line would then
+// report a line durable that is not). The next sync first rewrites the
+// file from memory, durably if it holds a synced line, and fails while it
+// cannot be rewritten (an append's conditional entry pending, or a synced
+// line's end not durable in the log yet, whose entries the memory may
+// no longer have: maybeShrink).
+func (j *unfinishedJournal) syncLocked(p *Partition) error {
+	if j.f == nil {
+		return nil
+	}
+	if j.syncFailed {
+		if j.pending || j.syncedEnd > p.recoveryPoint.Load() {
+			return fmt.Errorf("journal of unfinished lines %s: an earlier fdatasync failed and the file cannot be rewritten yet", j.f.Name())
+		}
+		if err := j.rewrite(p); err != nil {
+			return err
+		}
+	}
+	if !j.dirty {
 		return nil
 	}
 	if j.renamed {
@@ -1013,6 +1037,7 @@ func (j *unfinishedJournal) syncLocked() error {
 		j.renamed = false
 	}
 	if err := fdatasync(j.f); err != nil {
+		j.broken, j.syncFailed = true, true
 		return err
 	}
 	j.dirty = false
@@ -1025,6 +1050,11 @@ func fdatasync(f *os.File) error {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return err
+	}
+	if fdatasyncFail != nil {
+		if err := fdatasyncFail(f.Name()); err != nil {
+			return &os.PathError{Op: "fdatasync", Path: f.Name(), Err: err}
+		}
 	}
 	var serr error
 	if err := rc.Control(func(fd uintptr) {
@@ -1049,6 +1079,11 @@ func fdatasync(f *os.File) error {
 // fdatasyncDone, if set (tests), is called with the file's name after
 // each fdatasync: its content is then what a power cut keeps.
 var fdatasyncDone func(name string)
+
+// fdatasyncFail, if set (tests), is called with the file's name before
+// each fdatasync; an error it returns is the fdatasync's, as if the
+// disk failed the writeback (the file's pages are then lost).
+var fdatasyncFail func(name string) error
 
 // close closes the journal at the partition's close, emptying it if no
 // writer has a line (a clean stop leaves nothing in it). It is emptied,

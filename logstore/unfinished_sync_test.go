@@ -7,24 +7,70 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 )
 
 // powerCutRig keeps, as a power cut would, each journal's content as of
 // its last fdatasync (the segments are kept whole: the worst case, a
 // segment ahead of its journal).
+//
+// failSyncs makes fdatasyncs of journals fail as a disk's writeback error
+// does on Linux: the file's pages written so far never reach the disk,
+// and later fdatasyncs of the same file succeed all the same (fsyncgate),
+// so its content as a power cut keeps it stays as of its last sync before
+// the failure, until a rewrite replaces the file. (A rewritten file keeps
+// its temp name, the rewrite's own: a test fails one sync at most.)
 type powerCutRig struct {
 	mu      sync.Mutex
 	durable map[string][]byte // journal path: content at its last sync
+	fail    int               // fdatasyncs of journals still to fail
+	lost    map[string]bool   // journal files whose sync failed
+}
+
+// failSyncs makes the next n fdatasyncs of a journal fail with EIO.
+func (r *powerCutRig) failSyncs(t *testing.T, n int) {
+	r.mu.Lock()
+	r.fail = n
+	r.mu.Unlock()
+	fdatasyncFail = func(name string) error {
+		if filepath.Base(strings.TrimSuffix(name, ".tmp")) != unfinishedFile {
+			return nil
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.fail == 0 {
+			return nil
+		}
+		r.fail--
+		r.lost[name] = true
+		return syscall.EIO
+	}
+	t.Cleanup(func() { fdatasyncFail = nil })
 }
 
 func newPowerCutRig(t *testing.T) *powerCutRig {
-	r := &powerCutRig{durable: map[string][]byte{}}
+	r := &powerCutRig{durable: map[string][]byte{}, lost: map[string]bool{}}
 	fdatasyncDone = func(name string) {
 		if filepath.Base(strings.TrimSuffix(name, ".tmp")) != unfinishedFile {
 			return
 		}
+		r.mu.Lock()
+		lost := r.lost[name]
+		if strings.HasSuffix(name, ".tmp") {
+			// A rewrite: a new file, renamed over the one that failed.
+			delete(r.lost, strings.TrimSuffix(name, ".tmp"))
+		}
+		r.mu.Unlock()
+		if lost {
+			return
+		}
 		b, err := os.ReadFile(name)
+		if errors.Is(err, os.ErrNotExist) && strings.HasSuffix(name, ".tmp") {
+			// A rewritten journal's file, open under the name it
+			// had before its rename.
+			b, err = os.ReadFile(strings.TrimSuffix(name, ".tmp"))
+		}
 		if err != nil {
 			t.Error(err)
 		}
@@ -42,8 +88,10 @@ func newPowerCutRig(t *testing.T) *powerCutRig {
 // if never synced), then reopens dir with the log in logged.
 func (r *powerCutRig) cut(t *testing.T, s *Store, dir string, logged *bytes.Buffer) *Partition {
 	t.Helper()
-	s.abandon()
+	// The power is cut now: what abandon's close of the partitions
+	// syncs (a rewrite of a broken journal) does not count.
 	fdatasyncDone = nil
+	s.abandon()
 	path := filepath.Join(dir, "a-0", unfinishedFile)
 	r.mu.Lock()
 	b := r.durable[path]
@@ -266,5 +314,61 @@ func TestUnfinishedSyncWritesShortWriteTailNotKept(t *testing.T) {
 	want := "first\nabc\n" + strings.Repeat(line, n) + strings.Repeat("x\n", 60)
 	if got := textOf(t, p, 0); got != want {
 		t.Fatalf("text after the power cut ends %q, want it to end %q\n%s", got[max64(0, len(got)-30):], want[len(want)-30:], logged.String())
+	}
+}
+
+// A failed fdatasync of the journal fails the fsync that syncs a line,
+// and a retried fsync must not report the line durable unless it is: on
+// Linux a second fdatasync of the file succeeds although the pages the
+// first one failed to write may never reach the disk (powerCutRig's
+// failSyncs). The journal is
+// rewritten (durably, as it holds a synced line) before a sync succeeds
+// again. "first sync": the synced mark's own sync fails. "flush": the
+// journal's sync in a flush fails after the line grew (extends keep it
+// synced), and an fsync then syncs the longer line. The retried Sync used
+// to succeed and the power cut then lost the line ("first\n"), or its
+// growth ("first\nab\n").
+func TestUnfinishedSyncRetryAfterFailedSync(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fail func(t *testing.T, rig *powerCutRig, p *Partition, a *LineWriter) string // the line to sync
+	}{
+		{"first sync", func(t *testing.T, rig *powerCutRig, p *Partition, a *LineWriter) string {
+			rig.failSyncs(t, 1)
+			if err := a.Sync([]byte("ab")); err == nil {
+				t.Fatal("the Sync with a failing fdatasync succeeded")
+			}
+			return "ab"
+		}},
+		{"flush", func(t *testing.T, rig *powerCutRig, p *Partition, a *LineWriter) string {
+			if err := a.Sync([]byte("ab")); err != nil {
+				t.Fatal(err)
+			}
+			mustExtend(t, a, "cd")
+			rig.failSyncs(t, 1)
+			if err := p.Flush(); err != nil {
+				t.Fatal(err) // the segments are synced all the same
+			}
+			return "abcd"
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rig := newPowerCutRig(t)
+			dir, s, p := openUnfinished(t, nil)
+			mustAppend(t, p.NewLineWriter(), "", "first\n", "")
+			a := p.NewLineWriter()
+			mustExtend(t, a, "ab")
+			line := tc.fail(t, rig, p, a)
+			if err := a.Sync([]byte(line)); err != nil {
+				t.Fatalf("the retried Sync failed (the journal is rewritten first): %v", err)
+			}
+			// The power is cut before any other entry, whose write
+			// would rewrite the broken file (appendEntry).
+			var logged bytes.Buffer
+			p = rig.cut(t, s, dir, &logged)
+			if got, want := textOf(t, p, 0), "first\n"+line+"\n"; got != want {
+				t.Fatalf("text after the power cut %q, want %q\n%s", got, want, logged.String())
+			}
+		})
 	}
 }
