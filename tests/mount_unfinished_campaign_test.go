@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -105,9 +106,12 @@ type campaignWriter struct {
 	acked, inflight string
 	chunks          [][]byte // bash: the chunks, in order
 	progress        string   // bash: one line per acknowledged chunk
-	// cat: everything fed, and the bytes cat's write(2)s returned.
-	fed      []byte
-	catAcked int64
+	// cat: everything fed, the bytes of it the pipe took, the bytes
+	// cat's write(2)s returned, and cat's stderr.
+	fed       []byte
+	fedN      atomic.Int64
+	catAcked  int64
+	catStderr bytes.Buffer
 }
 
 // campaignRound runs the writers of one round against m's partition t/0,
@@ -224,6 +228,7 @@ func (r *campaignRound) startCat(tag string) {
 	}
 	w.cmd = exec.Command("cat")
 	w.cmd.Stdout = data
+	w.cmd.Stderr = &w.catStderr
 	in, err := w.cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -246,6 +251,7 @@ func (r *campaignRound) startCat(tag string) {
 				return
 			}
 			fed += n
+			w.fedN.Store(int64(fed))
 			time.Sleep(time.Duration(rnd.Intn(3000)) * time.Microsecond)
 		}
 	}()
@@ -428,10 +434,14 @@ func TestUnfinishedKillCampaign(t *testing.T) {
 		}
 		catAcked := procWchar(catW.cmd.Process.Pid)
 		m.kill9()
+		if catAcked < 0 {
+			catAcked = catW.catEndedBeforeKill(t, m)
+		}
 		catW.catAcked = catAcked
 		// What cat's write(2)s returned by the kill: its wchar, read
 		// just before (a write returning in between is more, which
-		// the oracle's in-flight bound takes).
+		// the oracle's in-flight bound takes); or, if cat had already
+		// ended, all it was fed.
 		r.kafka.cancel()
 		for _, w := range r.writers {
 			select {
@@ -469,8 +479,28 @@ func TestUnfinishedKillCampaign(t *testing.T) {
 	}
 }
 
+// catEndedBeforeKill is what cat's write(2)s returned when it was
+// gone before the kill (no /proc/PID/io to read: it had exited and been
+// reaped; it fed 2 MiB quickly enough for some seeds): cat exits 0 only
+// once it has read its input to the end and written all of it, so
+// everything the pipe took from the feeder was acknowledged. cat ending
+// otherwise before the kill fails the test (a write refused while the
+// daemon was up).
+func (w *campaignWriter) catEndedBeforeKill(t *testing.T, m *mnt) int64 {
+	t.Helper()
+	select {
+	case <-w.done:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("%s (cat): no /proc/%d/io but still running", w.tag, w.cmd.Process.Pid)
+	}
+	if !w.cmd.ProcessState.Success() {
+		t.Fatalf("%s (cat) ended before the kill: %v: %s\n%s", w.tag, w.cmd.ProcessState, w.catStderr.String(), m.daemonLog())
+	}
+	return w.fedN.Load()
+}
+
 // procWchar is /proc/PID/io's wchar: the bytes the process's write(2)s
-// returned.
+// returned; -1 when the process is gone.
 func procWchar(pid int) int64 {
 	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
 	for _, l := range strings.Split(string(b), "\n") {
