@@ -122,24 +122,42 @@ func unfinishedDropOnFullDisk(t *testing.T, m *mnt, disk string, held int) *unfi
 // once strace says it attached; strace's output is drained until it ends.
 func straceInject(t *testing.T, pid int, path, syscall, inject string) *exec.Cmd {
 	t.Helper()
+	st, _ := straceInjectWatch(t, pid, path, syscall, inject, "")
+	return st
+}
+
+// straceInjectWatch is straceInject whose returned channel is closed
+// once a line of strace's trace contains match ("" never matches).
+func straceInjectWatch(t *testing.T, pid int, path, syscall, inject, match string) (*exec.Cmd, <-chan struct{}) {
+	t.Helper()
 	straceBin, err := exec.LookPath("strace")
 	if err != nil {
 		t.Skip("strace not installed")
 	}
-	st := exec.Command(straceBin, "-f", "-o", "/dev/null", "-p", strconv.Itoa(pid), "-P", path,
+	// The trace goes to stderr, unbuffered: a line is read as strace
+	// prints it, before it lets the traced thread go on.
+	st := exec.Command(straceBin, "-f", "-p", strconv.Itoa(pid), "-P", path,
 		"-e", "trace="+syscall, "-e", "inject="+syscall+":"+inject)
 	stderr, _ := st.StderrPipe()
 	if err := st.Start(); err != nil {
 		t.Fatal(err)
 	}
 	sc := bufio.NewScanner(stderr)
+	sc.Buffer(nil, 1<<20)
 	for sc.Scan() && !strings.Contains(sc.Text(), "attached") {
 	}
+	matched := make(chan struct{})
 	go func() {
+		closed := false
 		for sc.Scan() {
+			if match != "" && !closed && strings.Contains(sc.Text(), match) {
+				close(matched)
+				closed = true
+			}
 		}
+		io.Copy(io.Discard, stderr)
 	}()
-	return st
+	return st, matched
 }
 
 // killpointFile is the file of m's partition t-0 that a kill point
