@@ -142,6 +142,8 @@ func straceInjectWatch(t *testing.T, pid int, path, syscall, inject, match strin
 	if err := st.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// A test that failed before its kill leaves no strace attached.
+	t.Cleanup(func() { st.Process.Kill(); st.Wait() })
 	sc := bufio.NewScanner(stderr)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() && !strings.Contains(sc.Text(), "attached") {
