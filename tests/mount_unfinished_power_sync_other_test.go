@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 )
@@ -49,21 +48,7 @@ func TestUnfinishedLinePowerCutOtherDescriptorSynced(t *testing.T) {
 			if tc.sync != "" {
 				m.ok(tc.sync)
 			}
-			m.ok(`echo b1 >> "$M/t/0/data" && echo b2 >> "$M/t/0/data"`)
-			seg, err := os.Open(filepath.Join(data, "t-0", "00000000000000000000.log"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := seg.Sync(); err != nil {
-				t.Fatal(err)
-			}
-			seg.Close()
-			disk.shutdown()
-			m.kill9()
-			py.stop()
-			disk.cycle()
-			m.mount()
-			wantRecords(t, m, "t", "records after the power cut", "first|b1|b2|abc")
+			powerCutAfterOtherWriter(t, m, disk, data, py, "first|b1|b2|abc")
 		})
 	}
 }

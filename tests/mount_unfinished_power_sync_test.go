@@ -60,21 +60,31 @@ func TestUnfinishedLinePowerCutSyncedLineKept(t *testing.T) {
 				args = append(args, tc.then)
 			}
 			py := startUnfinishedPy(t, unfinishedSyncPy, m.path("t", "0", "data"), args...)
-			m.ok(`echo b1 >> "$M/t/0/data" && echo b2 >> "$M/t/0/data"`)
-			seg, err := os.Open(filepath.Join(data, "t-0", "00000000000000000000.log"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := seg.Sync(); err != nil {
-				t.Fatal(err)
-			}
-			seg.Close()
-			disk.shutdown()
-			m.kill9()
-			py.stop()
-			disk.cycle()
-			m.mount()
-			wantRecords(t, m, "t", "records after the power cut", tc.want)
+			powerCutAfterOtherWriter(t, m, disk, data, py, tc.want)
 		})
 	}
+}
+
+// powerCutAfterOtherWriter is the end of the synced-line power-cut tests:
+// another writer appends b1 and b2, the segment (not the journal) is
+// synced, the disk is cut off under the daemon, which is killed with the
+// python writer, and after a power cycle and a remount the partition's
+// records must be want.
+func powerCutAfterOtherWriter(t *testing.T, m *mnt, disk *faultDisk, data string, py *unfinishedPy, want string) {
+	t.Helper()
+	m.ok(`echo b1 >> "$M/t/0/data" && echo b2 >> "$M/t/0/data"`)
+	seg, err := os.Open(filepath.Join(data, "t-0", "00000000000000000000.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := seg.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	seg.Close()
+	disk.shutdown()
+	m.kill9()
+	py.stop()
+	disk.cycle()
+	m.mount()
+	wantRecords(t, m, "t", "records after the power cut", want)
 }
