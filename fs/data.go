@@ -844,10 +844,11 @@ func (h *dataHandle) syncClose() syscall.Errno {
 // not only the handle's: on a local filesystem an fsync of any descriptor
 // covers every byte written to the file, and an fsync of data, even
 // through a read-only descriptor (`sync FILE`), promises everything
-// appended so far (syncLines).
+// appended so far (syncLines). The FSYNC of a synchronous WRITE
+// (fsyncOfWrite) syncs its handle's line only.
 func (n *textNode) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) syscall.Errno {
 	if n.isData {
-		if err := n.syncLines(f); err != nil {
+		if err := n.syncLines(f, flags&fsyncOfWrite != 0); err != nil {
 			// The records appended so far are made durable all the same;
 			// the fsync fails (ENOSPC when the journal has no room for
 			// a line's synced mark): the line is not durable.
@@ -871,8 +872,8 @@ func (n *textNode) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) s
 // close then owes a sync (owesSync); another writer's close is left as it
 // was: ending its line, now synced, flushes the partition
 // (LineWriter.AppendLines). It returns the first error, having tried
-// every line.
-func (n *textNode) syncLines(f gofs.FileHandle) error {
+// every line. ownOnly: only f's line (a synchronous WRITE's sync).
+func (n *textNode) syncLines(f gofs.FileHandle, ownOnly bool) error {
 	fsys := n.fs
 	fsys.gate.RLock()
 	defer fsys.gate.RUnlock()
@@ -882,14 +883,16 @@ func (n *textNode) syncLines(f gofs.FileHandle) error {
 	}
 	// The handles are gathered before any is locked: a handle's mu is
 	// taken before fsys.mu elsewhere (heldBy, writerAt).
-	fsys.mu.Lock()
-	hs := make([]*dataHandle, 0, len(fsys.writers))
-	for h := range fsys.writers {
-		if h.node.part == n.part {
-			hs = append(hs, h)
+	var hs []*dataHandle
+	if !ownOnly {
+		fsys.mu.Lock()
+		for h := range fsys.writers {
+			if h.node.part == n.part {
+				hs = append(hs, h)
+			}
 		}
+		fsys.mu.Unlock()
 	}
-	fsys.mu.Unlock()
 	if own, ok := f.(*dataHandle); ok && !slices.Contains(hs, own) {
 		hs = append(hs, own)
 	}

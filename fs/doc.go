@@ -120,7 +120,10 @@
 // repairs its file at the handle's next WRITE, its RELEASE, or the clean
 // unmount at the latest: LineWriter.Drop, Resync). A WRITE from a file opened O_SYNC or O_DSYNC, or a
 // pwritev2 with RWF_DSYNC, is answered after the FSYNC fsync(2) would send
-// (syncwrite.go): for direct I/O the kernel leaves that sync to the server.
+// (syncwrite.go): for direct I/O the kernel leaves that sync to the server;
+// that sync covers the writer's own line only, as O_DSYNC covers the
+// bytes written (another writer's line failing its sync must not fail a
+// write whose lines are stored).
 // An fsync(2) of data through any descriptor (a reader's too, or `sync
 // FILE`) makes every writer's unfinished line of the partition durable in
 // the journal, as a local file's fsync covers every byte written to it;

@@ -34,13 +34,21 @@ func (s *syncWritesFS) Writev(cancel <-chan struct{}, in *fuse.WriteIn, data [][
 // sync fails the write, as Linux's generic_write_sync does: the writer
 // must not take the bytes for durable (an fsync error fences the
 // partition, so later writes fail too).
+// fsyncOfWrite marks the FSYNC of a synchronous WRITE (a bit the kernel
+// never sets in FsyncFlags): the write promises only its own bytes, as
+// Linux's O_DSYNC syncs the range written, so textNode.Fsync syncs only
+// its handle's unfinished line, not every writer's; another writer's line
+// failing its sync (no room for its synced mark) must not fail a write
+// whose lines are stored already (a retry would store them twice).
+const fsyncOfWrite = 1 << 31
+
 func (s *syncWritesFS) synced(cancel <-chan struct{}, in *fuse.WriteIn, n uint32, st fuse.Status) fuse.Status {
 	if !st.Ok() || n == 0 || in.Flags&syscall.O_DSYNC == 0 {
 		return st
 	}
-	fin := &fuse.FsyncIn{InHeader: in.InHeader, Fh: in.Fh}
+	fin := &fuse.FsyncIn{InHeader: in.InHeader, Fh: in.Fh, FsyncFlags: fsyncOfWrite}
 	if in.Flags&syscall.O_SYNC != syscall.O_SYNC {
-		fin.FsyncFlags = 1 // datasync, as for fdatasync(2)
+		fin.FsyncFlags |= 1 // datasync, as for fdatasync(2)
 	}
 	if fst := s.RawFileSystem.Fsync(cancel, fin); !fst.Ok() && fst != fuse.ENOTSUP {
 		return fst
