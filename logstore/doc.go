@@ -165,7 +165,8 @@
 // than store a line's start twice; but not a line its writer synced. An
 // fsync(2) of data while a writer's line is unfinished, through any
 // descriptor of the file (the mount syncs every writer's line of the
-// partition), and a write through one opened O_SYNC or O_DSYNC, journals a synced mark
+// partition), and a write through one opened O_SYNC or O_DSYNC (its own
+// line only, as O_DSYNC covers the bytes written), journals a synced mark
 // for the line, once, and fdatasyncs the journal (LineWriter.Sync); the
 // line is synced until an entry sets the writer's line again (extends keep
 // it synced). The entry that ends or replaces a synced line is fdatasynced

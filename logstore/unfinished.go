@@ -896,8 +896,9 @@ func (j *unfinishedJournal) maybeShrink(p *Partition) {
 
 // rewrite replaces the journal with one unconditional entry per writer
 // that has a line, in the order of their last entries, through a temp
-// file and a rename (no fsync: kill -9 keeps the page cache; flushLocked
-// syncs the file before a batch is made durable). The caller holds j.mu.
+// file and a rename (no fsync unless the file holds or held a synced
+// mark, below: kill -9 keeps the page cache; flushLocked syncs the file
+// before a batch is made durable). The caller holds j.mu.
 func (j *unfinishedJournal) rewrite(p *Partition) error {
 	path := filepath.Join(p.dir, unfinishedFile)
 	var b []byte
@@ -978,7 +979,8 @@ func (j *unfinishedJournal) ordered() []writerKey {
 // sync makes the journal durable before flushLocked makes batches
 // durable: a batch that ended a writer's line is then never on disk
 // without the entry that says so (its line would come back as a record
-// after a power cut). amu is held.
+// after a power cut). amu is held, except for LineWriter.Sync's (an
+// append's conditional entry may then be pending: syncLocked).
 func (j *unfinishedJournal) sync(p *Partition) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
