@@ -284,21 +284,7 @@ func TestConsumerGroupHeartbeatWriteFails(t *testing.T) {
 // back from the file.
 func TestDeleteGroupsWriteFails(t *testing.T) {
 	dir := t.TempDir()
-	d := &diskFull{}
-	ts := startServerPrepared(t, dir, Config{}, d.prepare)
-	tp, err := ts.store.CreateTopic("t", 1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	names := map[[16]byte]string{tp.ID(): "t"}
-	c := dial(t, ts.addr)
-	wantAssigned(t, "A joins", c.cgh(cgh{group: "g", member: "A", topics: []string{"t"}, owned: map[[16]byte][]int32{}}), names, "t/0")
-	if r := c.cgh(cgh{group: "g", member: "A", epoch: -1}); r.ErrorCode != 0 {
-		t.Fatalf("A leaves: %v", kerr.ErrorForCode(r.ErrorCode))
-	}
-	describe := func() kmsg.ConsumerGroupDescribeResponseGroup {
-		return c.roundTrip(&kmsg.ConsumerGroupDescribeRequest{Version: 1, Groups: []string{"g"}}).(*kmsg.ConsumerGroupDescribeResponse).Groups[0]
-	}
+	d, c, describe := emptyConsumerGroup(t, dir, Config{})
 	before := describe()
 	if before.ErrorCode != 0 || before.State != "Empty" {
 		t.Fatalf("before the delete: %+v", before)
@@ -452,21 +438,7 @@ func TestNewGroupRecordWriteFails(t *testing.T) {
 // group.
 func TestClassicJoinConversionWriteFails(t *testing.T) {
 	dir := t.TempDir()
-	d := &diskFull{}
-	ts := startServerPrepared(t, dir, Config{GroupInitialRebalanceDelay: -1}, d.prepare)
-	tp, err := ts.store.CreateTopic("t", 1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	names := map[[16]byte]string{tp.ID(): "t"}
-	c := dial(t, ts.addr)
-	wantAssigned(t, "A joins", c.cgh(cgh{group: "g", member: "A", topics: []string{"t"}, owned: map[[16]byte][]int32{}}), names, "t/0")
-	if r := c.cgh(cgh{group: "g", member: "A", epoch: -1}); r.ErrorCode != 0 {
-		t.Fatalf("A leaves: %v", kerr.ErrorForCode(r.ErrorCode))
-	}
-	describe := func() kmsg.ConsumerGroupDescribeResponseGroup {
-		return c.roundTrip(&kmsg.ConsumerGroupDescribeRequest{Version: 1, Groups: []string{"g"}}).(*kmsg.ConsumerGroupDescribeResponse).Groups[0]
-	}
+	d, c, describe := emptyConsumerGroup(t, dir, Config{GroupInitialRebalanceDelay: -1})
 	before := describe()
 
 	d.full.Store(true)
@@ -566,5 +538,28 @@ func TestLeaveGroupEmptyRecordWriteFails(t *testing.T) {
 	wantCode(t, "simple commit", c.groupCommit(g, -1, "", nil), nil)
 	if rec := offsetsFileOn(t, dir).ClassicGroups[g]; rec.EmptySinceMs == 0 || len(rec.Members) != 0 || rec.Generation != 2 {
 		t.Errorf("offsets file after the next commit: %+v, want Empty at generation 2", rec)
+	}
+}
+
+// emptyConsumerGroup starts a server on dir whose offsets file can be made
+// to fail its writes (d.full), with topic t and a KIP-848 group g whose
+// only member joined (t/0 assigned) and left: g is an Empty consumer
+// group. describe is g's ConsumerGroupDescribe.
+func emptyConsumerGroup(t *testing.T, dir string, cfg Config) (*diskFull, *client, func() kmsg.ConsumerGroupDescribeResponseGroup) {
+	t.Helper()
+	d := &diskFull{}
+	ts := startServerPrepared(t, dir, cfg, d.prepare)
+	tp, err := ts.store.CreateTopic("t", 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[[16]byte]string{tp.ID(): "t"}
+	c := dial(t, ts.addr)
+	wantAssigned(t, "A joins", c.cgh(cgh{group: "g", member: "A", topics: []string{"t"}, owned: map[[16]byte][]int32{}}), names, "t/0")
+	if r := c.cgh(cgh{group: "g", member: "A", epoch: -1}); r.ErrorCode != 0 {
+		t.Fatalf("A leaves: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	return d, c, func() kmsg.ConsumerGroupDescribeResponseGroup {
+		return c.roundTrip(&kmsg.ConsumerGroupDescribeRequest{Version: 1, Groups: []string{"g"}}).(*kmsg.ConsumerGroupDescribeResponse).Groups[0]
 	}
 }

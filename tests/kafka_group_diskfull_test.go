@@ -163,15 +163,7 @@ func TestKafkaGroupRebalanceOnFullDisk(t *testing.T) {
 			b := g.join("b", append(opts, kgo.WithHooks(hook))...)
 			// b's rebalance is answered a few times, or b is assigned
 			// partitions: either way the server has decided.
-			assignedB := func() bool {
-				_, _, _, as, _ := b.snapshot()
-				for _, ps := range as {
-					if len(ps[topic]) > 0 {
-						return true
-					}
-				}
-				return false
-			}
+			assignedB := func() bool { return assignedAny(b, topic) }
 			g.wait("b's rebalance answered on the full disk", func() bool { return assignedB() || hook.n.Load() >= 6 })
 			if assignedB() {
 				_, _, _, as, _ := b.snapshot()
@@ -296,15 +288,7 @@ func TestKafkaGroupFirstJoinOnFullDisk(t *testing.T) {
 	// the coordinator up again) and gets nothing.
 	hook := &groupReadHook{key: 11, kick: g.kick}
 	b := g.join("b", kgo.WithHooks(hook))
-	assignedB := func() bool {
-		_, _, _, as, _ := b.snapshot()
-		for _, ps := range as {
-			if len(ps[topic]) > 0 {
-				return true
-			}
-		}
-		return false
-	}
+	assignedB := func() bool { return assignedAny(b, topic) }
 	g.wait("b's joins answered on the full disk", func() bool { return assignedB() || hook.n.Load() >= 3 })
 	if assignedB() {
 		_, _, _, as, _ := b.snapshot()
@@ -326,4 +310,16 @@ func TestKafkaGroupFirstJoinOnFullDisk(t *testing.T) {
 	g.produce("r1")
 	g.wait("round r1 read and committed by b", g.allCommitted)
 	g.checkReadOnce("after the disk had space again")
+}
+
+// assignedAny reports whether m's last assignment holds a partition of
+// topic.
+func assignedAny(m *kgoGroupMember, topic string) bool {
+	_, _, _, as, _ := m.snapshot()
+	for _, ps := range as {
+		if len(ps[topic]) > 0 {
+			return true
+		}
+	}
+	return false
 }

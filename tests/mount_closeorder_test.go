@@ -15,8 +15,16 @@ import (
 // dozens of b's before their a's per thousand pairs.
 func TestMountUnfinishedLineOrderedByClose(t *testing.T) {
 	m := mntNew(t)
-	const pairs = 1000
-	topics := []string{"o1", "o2"}
+	wantPairsOrdered(t, m, []string{"o1", "o2"}, 1000, "", "")
+}
+
+// wantPairsOrdered runs, for each topic at once, a bash loop of `printf
+// a$i >> data; echo b$i >> data` for i in 1..pairs, between the shell
+// lines before and after (with $d the topic's data file), and checks that
+// every a$i is stored right before its b$i. A before that echoes a first
+// line (one, if any) puts it ahead of the pairs.
+func wantPairsOrdered(t *testing.T, m *mnt, topics []string, pairs int, before, after string) {
+	t.Helper()
 	for _, tp := range topics {
 		m.ok(`mkdir "$M/` + tp + `"`)
 	}
@@ -25,20 +33,27 @@ func TestMountUnfinishedLineOrderedByClose(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			m.ok(fmt.Sprintf(`d="$M/%s/0/data"; for i in $(seq 1 %d); do printf "a$i" >> "$d"; echo "b$i" >> "$d"; done`, tp, pairs))
+			m.ok(fmt.Sprintf(`d="$M/%s/0/data"; %s
+for i in $(seq 1 %d); do printf "a$i" >> "$d"; echo "b$i" >> "$d"; done
+%s`, tp, before, pairs, after))
 		}()
 	}
 	wg.Wait()
+	first := 0
+	if before != "" {
+		first = 1
+	}
 	for _, tp := range topics {
 		got := mntLines(m.ok(`cat "$M/` + tp + `/0/data"`))
-		if len(got) != 2*pairs {
-			t.Fatalf("%s: %d lines, want %d", tp, len(got), 2*pairs)
+		if len(got) != 2*pairs+first {
+			t.Fatalf("%s: %d lines, want %d", tp, len(got), 2*pairs+first)
 		}
+		got = got[first:]
 		bad := 0
 		for i := 1; i <= pairs; i++ {
 			if got[2*i-2] != fmt.Sprintf("a%d", i) || got[2*i-1] != fmt.Sprintf("b%d", i) {
 				if bad < 3 {
-					t.Errorf("%s: lines %d-%d are %q, %q; want a%d, b%d", tp, 2*i-1, 2*i, got[2*i-2], got[2*i-1], i, i)
+					t.Errorf("%s: lines %d-%d are %q, %q; want a%d, b%d", tp, 2*i-1+first, 2*i+first, got[2*i-2], got[2*i-1], i, i)
 				}
 				bad++
 			}
