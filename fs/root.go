@@ -202,7 +202,10 @@ func (n *topicNode) Mkdir(ctx context.Context, name string, mode uint32, out *fu
 // Writing key=value lines sets overrides (key= resets one); each WRITE's
 // complete lines are applied at once, and an unknown key or a bad value
 // fails that write with EINVAL and changes nothing. Truncation (`>`) is
-// accepted and means nothing: only the written keys change.
+// accepted and means nothing: only the written keys change. So is a
+// truncate through a writer's descriptor to where its writes ended, the
+// end of an in-place rewrite (Python's `f.seek(0); f.write(new);
+// f.truncate()`); another size is EPERM, as the text cannot take it.
 type configNode struct {
 	gofs.Inode
 	lockable
@@ -245,7 +248,7 @@ func (n *configNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.Se
 	if errno != 0 {
 		return errno
 	}
-	if size && in.Size != 0 && int64(in.Size) != int64(len(n.topic.Config().Text())) {
+	if size && in.Size != 0 && int64(in.Size) != int64(len(n.topic.Config().Text())) && !wroteTo(f, in.Size) {
 		return syscall.EPERM
 	}
 	n.attr(&out.Attr, f)
@@ -281,6 +284,23 @@ type configHandle struct {
 	node *configNode
 	mu   sync.Mutex
 	asm  lineAssembler
+	end  uint64 // where the accepted writes ended (their furthest offset)
+}
+
+// wroteTo reports whether f is a config writer whose accepted writes
+// ended at size: its ftruncate(size) only cuts what it wrote past the
+// text it wanted, which writing the lines already applied. A rewrite in
+// place that shortens the file (a value made shorter, a line removed)
+// truncates to a size the effective text need not have, and refusing it
+// failed an edit whose changes were already made.
+func wroteTo(f gofs.FileHandle, size uint64) bool {
+	h, ok := f.(*configHandle)
+	if !ok {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.end == size
 }
 
 const maxConfigLine = 64 << 10
@@ -313,6 +333,9 @@ func (h *configHandle) Write(ctx context.Context, data []byte, off int64) (uint3
 		}
 	}
 	h.asm.commit(head, lines, keep)
+	if e := uint64(off) + uint64(n); e > h.end {
+		h.end = e
+	}
 	return uint32(n), 0
 }
 
