@@ -199,7 +199,9 @@ func (n *topicNode) Mkdir(ctx context.Context, name string, mode uint32, out *fu
 }
 
 // configNode is TOPIC/config: the effective config as key=value lines.
-// Writing key=value lines sets overrides (key= resets one); each WRITE's
+// Writing key=value lines sets overrides (key= resets one), but for a line
+// that repeats what config shows for a key without one, which changes
+// nothing (writtenChanges); each WRITE's
 // complete lines are applied at once, and an unknown key or a bad value
 // fails that write with EINVAL and changes nothing. Truncation (`>`) is
 // accepted and means nothing: only the written keys change. So is a
@@ -342,7 +344,13 @@ func (h *configHandle) Write(ctx context.Context, data []byte, off int64) (uint3
 func (h *configHandle) apply(text []byte) syscall.Errno {
 	changes, err := logstore.ParseConfigText(text)
 	if err == nil && len(changes) > 0 {
-		err = h.node.topic.SetConfig(changes)
+		parsed := changes
+		err = h.node.topic.UpdateConfig(func(cfg logstore.Config, overrides map[string]string) (map[string]string, error) {
+			// Run again if the config changed meanwhile: from
+			// all the lines, against the new settings.
+			changes = writtenChanges(parsed, cfg, overrides)
+			return changes, nil
+		})
 	}
 	if err != nil {
 		h.node.fs.log.Info("config write refused", "topic", h.node.topic.Name(), "err", err)
@@ -352,6 +360,29 @@ func (h *configHandle) apply(text []byte) syscall.Errno {
 		h.node.fs.log.Info("config changed", "topic", h.node.topic.Name(), "changes", changes)
 	}
 	return 0
+}
+
+// writtenChanges is what lines written to config change: each line but
+// those that repeat, for a key without an override, the value config
+// shows for it. An editor, sponge, `cp` or a script's rewrite writes back
+// every line it read; taken as overrides, the lines it left alone pinned
+// every default (DescribeConfigs listed them all as set, and a pinned
+// message.timestamp.after.max.ms stopped a later
+// message.timestamp.difference.max.ms from applying, as Kafka's fallback
+// has it). Writing back what config shows changes nothing; the Kafka
+// protocol's AlterConfigs still sets an override equal to the default, as
+// Kafka's does. `key=` (a reset) is kept whatever the key's state.
+func writtenChanges(changes map[string]string, cfg logstore.Config, overrides map[string]string) map[string]string {
+	out := make(map[string]string, len(changes))
+	for k, v := range changes {
+		if _, set := overrides[k]; !set && v != "" {
+			if cur, ok := cfg.Get(k); ok && cur == v {
+				continue
+			}
+		}
+		out[k] = v
+	}
+	return out
 }
 
 // Flush applies an unfinished last line (`printf 'k=v' > config`), so that
