@@ -557,8 +557,15 @@ func stopOnSignal(srv *segfs.Server, store *logstore.Store, sig os.Signal, grace
 	// out with files still open, and then it would block until
 	// they close. Waiting another grace for it made a signalled
 	// daemon take 2×grace+1 s to exit (11 s by default, past
-	// `docker stop`'s 10 s before SIGKILL).
-	return time.Second
+	// `docker stop`'s 10 s before SIGKILL), and a second more for
+	// it only lengthened the grace: a `tail -f` left open made
+	// every signalled stop a second longer.
+	select {
+	case <-srv.Done():
+		return time.Second
+	default:
+		return 0
+	}
 }
 
 // lockWait bounds how long a mount or serve waits for a segfs that is
