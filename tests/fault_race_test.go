@@ -29,8 +29,17 @@ func TestFaultRaceDaemon(t *testing.T) {
 	orig := segfsBin
 	segfsBin = raceBin
 	t.Cleanup(func() { segfsBin = orig })
+	// A race-enabled program sleeps atexit_sleep_ms (1 s by default) at
+	// exit to let its other threads run on and race: the `segfs mount`
+	// that starts the daemon paid it at every mount, and the daemon at
+	// every stop, 11 s of the test's 33. 200 ms still lets the daemon's
+	// FUSE goroutines serve a few of tail -f's 50 ms polls of the
+	// lazily detached mount after the store closed.
+	t.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=200"))
 	disk := faultLoopDisk(t, "ext4", 256)
-	r := faultNewRig(t, filepath.Join(disk.dir, "data"), "--unmount-grace", "500ms")
+	// The grace (the detached mount serving tail -f, four of its polls)
+	// is not what is timed here: a shorter one only shortens each stop.
+	r := faultNewRig(t, filepath.Join(disk.dir, "data"), "--unmount-grace", "200ms")
 	r.toolBin = orig // dump-log and verify: see faultRig.toolBin
 	faultMixedLoad(r, "", false)
 	for i := 0; i < rounds; i++ {
