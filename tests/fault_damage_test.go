@@ -67,6 +67,32 @@ func faultDamageSetup(t *testing.T, rng *rand.Rand, n int) (*mnt, []string) {
 	return m, lines
 }
 
+// recoveryPoint is the recovery point of topic/part in the daemon's
+// recovery-point-offset-checkpoint ("topic part offset" lines), -1 while
+// it has none.
+func (m *mnt) recoveryPoint(topic string, part int) int64 {
+	b, _ := os.ReadFile(filepath.Join(m.data, "recovery-point-offset-checkpoint"))
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) == 3 && f[0] == topic && f[1] == strconv.Itoa(part) {
+			n, err := strconv.ParseInt(f[2], 10, 64)
+			if err == nil {
+				return n
+			}
+		}
+	}
+	return -1
+}
+
+// activeBase is the base offset of dmg/0's active segment (its file name).
+func (m *mnt) activeBase() int64 {
+	logs := m.segmentLogs()
+	if len(logs) == 0 {
+		return 0
+	}
+	n, _ := strconv.ParseInt(strings.TrimSuffix(filepath.Base(logs[len(logs)-1]), ".log"), 10, 64)
+	return n
+}
+
 func (m *mnt) segmentLogs() []string {
 	logs, _ := filepath.Glob(filepath.Join(m.data, "dmg-0", "*.log"))
 	slices.Sort(logs)
@@ -154,8 +180,12 @@ func TestFaultTornSealedSegment(t *testing.T) {
 			m.unmount()
 		} else {
 			// Past the rolls' flushes and the next checkpoint, so that
-			// the recovery point is in the active segment.
-			m.ok(`sync && sleep 1.5`)
+			// the recovery point is in the active segment: awaited in
+			// the checkpoint file rather than slept for (1.5 s).
+			m.ok(`sync`)
+			if !mntWaitFor(20*time.Second, func() bool { return m.recoveryPoint("dmg", 0) >= m.activeBase() }) {
+				t.Fatalf("the recovery point of dmg/0 (%d) did not reach the active segment (%d) in 20 s", m.recoveryPoint("dmg", 0), m.activeBase())
+			}
 			m.kill9()
 		}
 		logs := m.segmentLogs()
