@@ -208,7 +208,9 @@ func TestKafkaPythonGroupCommitAcrossMountRestart(t *testing.T) {
 
 // kgoGroupMember is a franz-go group consumer (kgo.ConsumerGroup, eager
 // range balancer) that commits synchronously what each poll returned,
-// recording what it read, its commits' errors and its assignments.
+// recording what it read, its commits' errors and its assignments. It
+// retries soon (kgoQuickRetry): a member told NOT_COORDINATOR or cut off
+// by a restart is back within half a second of the server.
 type kgoGroupMember struct {
 	name string
 	cl   *kgo.Client
@@ -238,7 +240,7 @@ func startKgoGroupMember(t *testing.T, addr, group, topic, name string, kick cha
 			defer m.mu.Unlock()
 			m.assigns = append(m.assigns, ps)
 			wake(m.kick)
-		})}, opts...)...)
+		})}, append(kgoQuickRetry(), opts...)...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

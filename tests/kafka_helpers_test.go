@@ -138,6 +138,22 @@ func kafkaClient(t testing.TB, addr string, opts ...kgo.Opt) *kgo.Client {
 	return cl
 }
 
+// kgoQuickRetry makes a franz-go client retry sooner than its default
+// backoff (250 ms doubling to 5 s), which leaves a client that met a
+// refused connection, NOT_COORDINATOR or another retryable error idle for
+// seconds after the server is back: 100 ms doubling to 500 ms. The retry
+// count grows to match, so that a request still gives up only at its
+// RetryTimeout, as before, and a KIP-848 heartbeat loop not much sooner
+// than the default's 20 retries (about 50 s instead of 80 s).
+func kgoQuickRetry() []kgo.Opt {
+	return []kgo.Opt{
+		kgo.RetryBackoffFn(func(fails int) time.Duration {
+			return min(100*time.Millisecond<<min(max(fails-1, 0), 3), 500*time.Millisecond)
+		}),
+		kgo.RequestRetries(100),
+	}
+}
+
 // kafkaProduce produces values to topic/partition synchronously and fails
 // the test on any error. It returns the offsets assigned.
 func kafkaProduce(t testing.TB, cl *kgo.Client, topic string, partition int32, values ...string) []int64 {
