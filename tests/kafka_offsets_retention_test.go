@@ -116,9 +116,13 @@ func TestKafkaOffsetsRetention(t *testing.T) {
 	t.Parallel()
 	kafkaNeedKcat(t)
 	addr := kafkaFreeAddr(t)
-	// The retention leaves the member that stays time to rejoin after
-	// the restart (segfs does not persist membership).
-	const retention = 8 * time.Second
+	// The test waits out the retention twice (late, then probe). It is
+	// longer than what must happen before gone's and late's times are
+	// read back from the file after the restart (gone leaves, late
+	// commits, the unmount, the second below, the mount: about 1.2 s)
+	// and leaves the member that stays time to be back after the
+	// restart.
+	const retention = 4 * time.Second
 	flags := []string{"--kafka-listen", addr, "--partitions", "1",
 		"--offsets-retention", retention.String(), "--offsets-retention-check-interval", "200ms"}
 	m := mntNew(t, flags...)
@@ -128,9 +132,9 @@ func TestKafkaOffsetsRetention(t *testing.T) {
 
 	// kept: a franz-go member that reads the topic, commits once and
 	// stays, polling in the background.
-	kept, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumerGroup("kept"), kgo.ConsumeTopics(topic),
+	kept, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.ConsumerGroup("kept"), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(),
-		kgo.HeartbeatInterval(300*time.Millisecond), kgo.FetchMaxWait(500*time.Millisecond))
+		kgo.HeartbeatInterval(300 * time.Millisecond), kgo.FetchMaxWait(500 * time.Millisecond)}, kgoQuickRetry()...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,8 +179,9 @@ func TestKafkaOffsetsRetention(t *testing.T) {
 
 	m.unmount()
 	// Time passes while nothing runs: had the restart reset gone's
-	// clock, gone would expire this much after late.
-	time.Sleep(2 * time.Second)
+	// clock, gone would expire this much after late, five retention
+	// checks (200 ms) later.
+	time.Sleep(time.Second)
 	m = mntAt(t, m.data, flags...)
 
 	after, raw := readRetentionFile(t, m.data)
