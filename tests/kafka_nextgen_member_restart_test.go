@@ -30,8 +30,11 @@ func TestKafkaNextGenMembersAcrossServeRestarts(t *testing.T) {
 	t.Parallel()
 	data := filepath.Join(t.TempDir(), "data")
 	addr := kafkaFreeAddr(t)
+	// b's session, which the end of the test waits out, is ten of a's
+	// heartbeats: long enough for a to outlive the restarts, whose
+	// clients come back within a retry backoff (kgoQuickRetry).
 	flags := []string{"--listen", addr, "--partitions", "2",
-		"--group-consumer-heartbeat-interval", "300ms", "--group-consumer-session-timeout", "6s"}
+		"--group-consumer-heartbeat-interval", "300ms", "--group-consumer-session-timeout", "3s"}
 	srv := kafkaServe(t, data, flags...)
 	g := newKgoGroupRounds(t, addr, "ng-kgo-restarts", "ng-restarts", kafkaClient(t, addr, kgo.AllowAutoTopicCreation()))
 	g.produce("r0")
