@@ -40,11 +40,16 @@ type kcatMember struct {
 // kcatJoin starts kcat as a member of group consuming topic from the
 // earliest offset where the group has no commit; extra are more kcat
 // options. It is stopped (SIGTERM) in t.Cleanup if still running.
+//
+// It heartbeats every 300 ms instead of librdkafka's 3 s: a member learns
+// of a rebalance (another joined or left) only from a heartbeat's
+// REBALANCE_IN_PROGRESS, so each rebalance cost up to 3 s of waiting.
 func kcatJoin(t *testing.T, addr, group, topic, name string, extra ...string) *kcatMember {
 	t.Helper()
 	bin := kafkaNeedKcat(t)
 	m := &kcatMember{t: t, name: name, changed: make(chan struct{}, 1), exited: make(chan struct{})}
-	args := []string{"-b", addr, "-G", group, "-u", "-f", "%p %s\n", "-X", "auto.offset.reset=earliest"}
+	args := []string{"-b", addr, "-G", group, "-u", "-f", "%p %s\n", "-X", "auto.offset.reset=earliest",
+		"-X", "heartbeat.interval.ms=300"}
 	args = append(append(args, extra...), topic)
 	m.cmd = exec.Command(bin, args...)
 	stdout, err := m.cmd.StdoutPipe()
