@@ -80,7 +80,8 @@ func TestKafkaKcatStaticMemberRestart(t *testing.T) {
 
 // kgoStaticMember is a franz-go group consumer with a group instance id
 // (kgo.InstanceID) and the eager range balancer, counting the
-// assignments it receives.
+// assignments it receives. It heartbeats every 300 ms instead of 3 s: a
+// member learns of a rebalance only from a heartbeat.
 type kgoStaticMember struct {
 	cl *kgo.Client
 
@@ -93,7 +94,7 @@ func kgoStatic(t *testing.T, addr, group, topic, instance string) *kgoStaticMemb
 	t.Helper()
 	m := &kgoStaticMember{}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
-		kgo.InstanceID(instance), kgo.Balancers(kgo.RangeBalancer()),
+		kgo.InstanceID(instance), kgo.Balancers(kgo.RangeBalancer()), kgo.HeartbeatInterval(300*time.Millisecond),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) {
 			m.mu.Lock()
