@@ -20,7 +20,7 @@ import (
 // the given auto.offset.reset and prints "OFFSET VALUE" of the first
 // record it gets. While nothing comes (a reset to latest waits for new
 // records) it appends a line to the mounted data file given, so the wait
-// ends whenever the reset happened.
+// ends whenever the reset happened: every 200 ms, for a minute.
 const pythonReset = `
 import sys
 from confluent_kafka import Consumer, TopicPartition
@@ -29,8 +29,8 @@ bootstrap, topic, start, reset, data = sys.argv[1], sys.argv[2], int(sys.argv[3]
 c = Consumer({"bootstrap.servers": bootstrap, "group.id": "py-reset",
               "auto.offset.reset": reset, "enable.auto.commit": False})
 c.assign([TopicPartition(topic, 0, start)])
-for i in range(60):
-    m = c.poll(1)
+for i in range(300):
+    m = c.poll(0.2)
     if m is None:
         with open(data, "a") as f:
             f.write("new py %d\n" % i)
@@ -40,7 +40,7 @@ for i in range(60):
     print("%d %s" % (m.offset(), m.value().decode()))
     c.close()
     sys.exit(0)
-sys.exit("no record in 60 polls")
+sys.exit("no record in 300 polls")
 `
 
 // TestKafkaOutOfRangeReset: a consumer that asks for an offset below the
@@ -105,12 +105,15 @@ func TestKafkaOutOfRangeReset(t *testing.T) {
 			}
 			cl := kafkaClient(t, addr, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"oor": {0: kgo.NewOffset().At(from)}}),
 				kgo.ConsumeResetOffset(ro))
+			// A reset to latest waits for a new record: a line is
+			// appended after every poll that got none, every 200 ms
+			// for a minute.
 			var first *kgo.Record
 			for i := 0; first == nil; i++ {
-				if i == 60 {
-					t.Fatalf("kgo from %d, reset %s: no record in 60 polls", from, reset)
+				if i == 300 {
+					t.Fatalf("kgo from %d, reset %s: no record in 300 polls", from, reset)
 				}
-				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 				fs := cl.PollFetches(ctx)
 				cancel()
 				fs.EachError(func(_ string, _ int32, err error) {
