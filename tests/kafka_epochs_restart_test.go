@@ -30,13 +30,15 @@ func TestKafkaConsumerAcrossRestarts(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
 	const topic, group = "live", "live-readers"
 	srv := kafkaServe(t, data, "--listen", addr)
-	prod := kafkaClient(t, addr, kgo.AllowAutoTopicCreation(), kgo.RecordRetries(1000))
+	// The clients retry soon (kgoQuickRetry): cut off by each restart,
+	// they are back within half a second of the server.
+	prod := kafkaClient(t, addr, append(kgoQuickRetry(), kgo.AllowAutoTopicCreation(), kgo.RecordRetries(1000))...)
 	kafkaProduce(t, prod, topic, 0, "r0", "r1", "r2")
-	live := kafkaClient(t, addr, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
+	live := kafkaClient(t, addr, append(kgoQuickRetry(), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))...)
 	groupRun := func(want []string) {
 		t.Helper()
-		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
-			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond))
+		cl, err := kgo.NewClient(append(kgoQuickRetry(), kgo.SeedBrokers(addr), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond))...)
 		if err != nil {
 			t.Fatal(err)
 		}
