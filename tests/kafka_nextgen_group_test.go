@@ -409,8 +409,12 @@ func TestKafkaNextGenGroupNewPartitionThroughMount(t *testing.T) {
 	const group = "np-group"
 	log := newNextGenLog()
 	range_ := kgo.Balancers(kgo.RangeBalancer())
-	a := startNextGenMember(t, addr, group, "np", "a", log, range_)
-	b := startNextGenMember(t, addr, group, "np", "b", log, range_)
+	// The member given partition 2 reads it once its metadata has it,
+	// which franz-go refreshes at most every 5 s by default
+	// (metadata.min.age): 200 ms here.
+	minAge := kgo.MetadataMinAge(200 * time.Millisecond)
+	a := startNextGenMember(t, addr, group, "np", "a", log, range_, minAge)
+	b := startNextGenMember(t, addr, group, "np", "b", log, range_, minAge)
 	var want []string
 	round := 0
 	appendLines := func(parts ...int) {
