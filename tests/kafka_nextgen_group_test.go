@@ -278,7 +278,8 @@ func TestKafkaNextGenGroupMembership(t *testing.T) {
 	// port of its own: it runs beside the other tests that do (t.Parallel).
 	t.Parallel()
 	data := t.TempDir() + "/data"
-	flags := []string{"--partitions", "6", "--group-consumer-heartbeat-interval", "200ms", "--group-consumer-session-timeout", "4s"}
+	// c's session, which the test waits out, is ten heartbeats.
+	flags := []string{"--partitions", "6", "--group-consumer-heartbeat-interval", "200ms", "--group-consumer-session-timeout", "2s"}
 	srv := kafkaServe(t, data, flags...)
 	const topic, group, parts = "events", "nextgen", 6
 	prod := kafkaClient(t, srv.addr, kgo.AllowAutoTopicCreation())
