@@ -47,7 +47,11 @@ func TestKafkaProduceDiskFull(t *testing.T) {
 	m.ok(`mkdir "$M/full" && echo segment.bytes=1048576 > "$M/full/config"`)
 
 	hook := &produceReadHook{read: make(chan struct{}, 1)}
-	cl := kafkaClient(t, addr, kgo.WithHooks(hook), kgo.RetryTimeout(90*time.Second))
+	// franz-go retries a produce refused with KAFKA_STORAGE_ERROR after
+	// a metadata refresh, at most every 5 s by default
+	// (metadata.min.age): 200 ms here, or the retry once space is back
+	// waits out most of those 5 s.
+	cl := kafkaClient(t, addr, kgo.WithHooks(hook), kgo.RetryTimeout(90*time.Second), kgo.MetadataMinAge(200*time.Millisecond))
 	// Before the disk fills: the producer id is allocated and the topic
 	// known, so what follows is only about appending.
 	kafkaProduce(t, cl, "full", 0, "before")
