@@ -55,13 +55,15 @@ func TestStalledClientIsClosed(t *testing.T) {
 }
 
 // The limit is on progress, not on the whole response: a client that reads
-// slowly but steadily (1 MB every fiftieth of the limit, so the kernel's
+// slowly but steadily (512 KB every fiftieth of the limit, so the kernel's
 // send buffer of a few MB drains well within it) gets a response that
 // takes longer than MaxWriteIdle: 64 reads, 64/50 of the limit at least.
+// The limit of 2 s still leaves 40 ms between reads, each of which lets
+// the blocked sendfile move on.
 func TestSlowClientIsNotClosed(t *testing.T) {
-	const idle = 5 * time.Second
+	const idle = 2 * time.Second
 	ts := startServer(t, Config{MaxWriteIdle: idle})
-	stallTopic(t, ts, 64)
+	stallTopic(t, ts, 32)
 	c := dial(t, ts.addr)
 	fetchAll(c)
 	start := time.Now()
@@ -71,7 +73,7 @@ func TestSlowClientIsNotClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	size := int(sizeb[0])<<24 | int(sizeb[1])<<16 | int(sizeb[2])<<8 | int(sizeb[3])
-	buf := make([]byte, 1<<20)
+	buf := make([]byte, 512<<10)
 	for got := 0; got < size; {
 		time.Sleep(idle / 50)
 		n, err := io.ReadFull(c.conn, buf[:min(len(buf), size-got)])
