@@ -112,8 +112,9 @@ func TestGroupRestartMidRebalanceAndLostMember(t *testing.T) {
 	ts := startServerPrepared(t, dir, cfg, prepare)
 	createTopic(t, ts, "t", 1)
 	const g = "g"
-	// A's session is long enough for the setup, short enough to wait out.
-	bID, aID := twoMemberGroup(t, ts, g, 3000)
+	// A's session is long enough for the setup (in-process requests of
+	// a few milliseconds, and a restart), short enough to wait out.
+	bID, aID := twoMemberGroup(t, ts, g, 1500)
 
 	// B rejoins with new metadata: the rebalance waits for A, and the
 	// server stops meanwhile.
