@@ -110,7 +110,9 @@ func TestGroupPendingSyncInStable(t *testing.T) {
 	ts := startServer(t, Config{GroupInitialRebalanceDelay: -1})
 	a, b := dial(t, ts.addr), dial(t, ts.addr)
 	const g = "g"
-	const rebalance = 2000 // ms
+	// B's removal waits out the rebalance timeout, which must only
+	// outlast A's heartbeat and rejoin (a few in-process requests).
+	const rebalance = 1000 // ms
 
 	ja := a.joinNew(joinSpec{group: g, rebalance: rebalance})
 	wantCode(t, "A sync", a.sync(g, 1, ja.MemberID, nil).ErrorCode, nil)
