@@ -284,6 +284,9 @@ func TestKafkaKcatConsumerGroup(t *testing.T) {
 // the offsets the first committed. Before, kgo failed with "broker is too
 // old".
 func TestKafkaKgoConsumerGroup(t *testing.T) {
+	// It mostly waits (group timers, clients) on a server, data dir and
+	// port of its own: it runs beside the other tests that do (t.Parallel).
+	t.Parallel()
 	srv := kafkaServe(t, "", "--partitions", "3")
 	const topic, group = "orders", "kgo-workers"
 	prod := kafkaClient(t, srv.addr, kgo.AllowAutoTopicCreation())
@@ -356,6 +359,9 @@ print("\n".join(got))
 // on close, and a second run resumes after the commit. Before, it failed:
 // the broker did not serve the group APIs.
 func TestKafkaPythonSubscribe(t *testing.T) {
+	// It mostly waits (group timers, clients) on a server, data dir and
+	// port of its own: it runs beside the other tests that do (t.Parallel).
+	t.Parallel()
 	pythonNeedKafka(t)
 	script := pythonScript(t, "subscribe.py", pythonSubscribe)
 	srv := kafkaServe(t, "", "--partitions", "2")
@@ -385,6 +391,9 @@ func TestKafkaPythonSubscribe(t *testing.T) {
 // the next member of the group resumes from what the first committed,
 // getting only the lines appended since.
 func TestKafkaConsumerGroupThroughMount(t *testing.T) {
+	// It mostly waits (group timers, clients) on a server, data dir and
+	// port of its own: it runs beside the other tests that do (t.Parallel).
+	t.Parallel()
 	kafkaNeedKcat(t)
 	addr := kafkaFreeAddr(t)
 	m := mntNew(t, "--kafka-listen", addr, "--partitions", "2")
