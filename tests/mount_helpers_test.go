@@ -469,3 +469,43 @@ func (m *mnt) walkDiag(msg string) string {
 	fmt.Fprintf(&b, "daemon %d alive: %v\n", m.pid, pidAlive(m.pid))
 	return b.String()
 }
+
+// mntWaitOpen waits up to d until n processes (tail, cat) hold path open,
+// and returns each one's file position in it: a reader started in the
+// background has then opened the generation of data it will read, which a
+// fixed sleep used to wait for. Reading /proc/PID/fd asks nothing of the
+// mount (the kernel names the link itself).
+func mntWaitOpen(t testing.TB, path string, n int, d time.Duration) []int64 {
+	t.Helper()
+	var pos []int64
+	if !mntWaitFor(d, func() bool {
+		pos = mntOpenPositions(path)
+		return len(pos) >= n
+	}) {
+		t.Fatalf("%d of %d readers have %s open after %v", len(pos), n, path, d)
+	}
+	return pos
+}
+
+// mntOpenPositions is the file position of every descriptor of any
+// process open on path.
+func mntOpenPositions(path string) []int64 {
+	var pos []int64
+	fds, _ := filepath.Glob("/proc/[0-9]*/fd/*")
+	for _, fd := range fds {
+		if dest, err := os.Readlink(fd); err != nil || dest != path {
+			continue
+		}
+		b, err := os.ReadFile(strings.Replace(fd, "/fd/", "/fdinfo/", 1))
+		if err != nil {
+			continue
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "pos:"); ok {
+				p, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				pos = append(pos, p)
+			}
+		}
+	}
+	return pos
+}

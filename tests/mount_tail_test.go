@@ -40,7 +40,7 @@ func TestMountTailFollow(t *testing.T) {
 			cmd.Wait()
 		})
 	}
-	time.Sleep(300 * time.Millisecond) // let both tails open the file
+	mntWaitOpen(t, data, 2, 30*time.Second) // both tails opened the file
 
 	m.ok(fmt.Sprintf(`
 for w in $(seq 1 %d); do

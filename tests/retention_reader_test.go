@@ -41,7 +41,14 @@ func TestRetentionLongReader(t *testing.T) {
 			// cat fills the pipe and blocks until the file "go" appears.
 			reader := bgCmd(t, filepath.Join(work, "reader.log"), "bash", "-c",
 				`cat "$0" | { while [ ! -e go ]; do sleep 0.05; done; cat; } > out`, m.path("lr", "0", "data"))
-			time.Sleep(500 * time.Millisecond)
+			// cat has data open and has read from it (then blocks on
+			// the full pipe).
+			if !mntWaitFor(30*time.Second, func() bool {
+				pos := mntOpenPositions(m.path("lr", "0", "data"))
+				return len(pos) == 1 && pos[0] > 0
+			}) {
+				t.Fatalf("the reader did not open and read data: positions %v", mntOpenPositions(m.path("lr", "0", "data")))
+			}
 			m.ok(`echo ` + tc.trigger + ` > "$M/lr/config"`)
 			if !mntWaitFor(30*time.Second, func() bool { return tc.done(m, t) }) {
 				t.Fatalf("%s did not happen: status %v", tc.trigger, m.status("lr"))

@@ -42,7 +42,7 @@ func TestRetentionTailFollow(t *testing.T) {
 	for _, mode := range modes {
 		tails = append(tails, bgCmd(t, filepath.Join(outDir, "tail"+mode), "tail", mode, "-s", "0.1", "-n", "+1", data))
 	}
-	time.Sleep(300 * time.Millisecond) // let both tails open the file
+	mntWaitOpen(t, data, len(modes), 30*time.Second) // both tails opened the file
 
 	// Each writer paces itself a little so the run spans many retention
 	// checks while the segments roll every ~25 lines.
