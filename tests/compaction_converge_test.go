@@ -28,14 +28,16 @@ func TestCompactionConverges(t *testing.T) {
 	addr := kafkaFreeAddr(t)
 	m := mntNew(t, append([]string{"--kafka-listen", addr}, cleanerFlags...)...)
 	kafkaWaitListening(t, addr)
-	m.ok(`mkdir "$M/cmp" && printf 'cleanup.policy=compact\nkey.separator==\nsegment.bytes=65536\nsegment.ms=1000\nmin.cleanable.dirty.ratio=0.01\ndelete.retention.ms=1000\nfile.delete.delay.ms=0\n' > "$M/cmp/config"`)
+	m.ok(`mkdir "$M/cmp" && printf 'cleanup.policy=compact\nkey.separator==\nsegment.bytes=65536\nsegment.ms=300\nmin.cleanable.dirty.ratio=0.01\ndelete.retention.ms=300\nfile.delete.delay.ms=0\n' > "$M/cmp/config"`)
 	outDir := t.TempDir()
 	modes := []string{"-f", "-F"}
 	var tails []*bgProc
 	for _, mode := range modes {
 		tails = append(tails, bgCmd(t, filepath.Join(outDir, "tail"+mode), "tail", mode, "-s", "0.1", "-n", "+1", m.path("cmp", "0", "data")))
 	}
-	time.Sleep(300 * time.Millisecond)
+	// Both tails open the first generation of data, before the cleaner
+	// rewrites anything.
+	mntWaitOpen(t, m.path("cmp", "0", "data"), len(modes), 30*time.Second)
 
 	// Round r sets key k to "rRRR-kKKKK"; record (r-1)*1000+(k-1) is at
 	// that offset. awk writes 4 KiB at a time, so lines are split across
@@ -148,8 +150,10 @@ done`, rounds, keys), 150)
 		t.Errorf("refused records moved the log end to %d", end)
 	}
 
-	// Tombstones: "KEY=" deletes a key. After delete.retention.ms (1 s)
-	// the tombstones themselves are gone, without further writes.
+	// Tombstones: "KEY=" deletes a key. After delete.retention.ms (300
+	// ms, short as the length is not the point: it and segment.ms were
+	// 1 s, which this test waited out three times) the tombstones
+	// themselves are gone, without further writes.
 	m.ok(`for k in $(seq 1 100); do printf 'k%04d=\n' $k; done >> "$M/cmp/0/data"`)
 	left := latest[100:]
 	if !mntWaitFor(30*time.Second, func() bool {
