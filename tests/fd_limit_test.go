@@ -34,9 +34,16 @@ func TestSmallSegmentsUnderLowFileLimit(t *testing.T) {
 	const rounds, perRound, keys = 40, 150, 60
 	value := strings.Repeat("v", 60)
 	for r := 0; r < rounds; r++ {
+		passes := m.cleanerTotals("compaction", "cmp-0").passes
 		m.ok(fmt.Sprintf(`for i in $(seq %d %d); do echo "key$((i %% %d))=%s $i" >> "$M/cmp/0/data"; done`,
 			r*perRound, (r+1)*perRound-1, keys, value), 60)
-		time.Sleep(150 * time.Millisecond) // a cleaner pass or so
+		// A cleaner pass between the rounds: one that ended since this
+		// round began (a round of echoes outlasts the 100 ms interval, so
+		// there is usually one already; a fixed 150 ms sleep here waited
+		// 6 s in all and did not even ensure it).
+		if !mntWaitFor(30*time.Second, func() bool { return m.cleanerTotals("compaction", "cmp-0").passes > passes }) {
+			t.Fatalf("round %d: no compaction pass in 30 s\n%s", r, m.daemonLog())
+		}
 	}
 	last := rounds*perRound - 1
 	check := func(when string) {
@@ -55,8 +62,11 @@ func TestSmallSegmentsUnderLowFileLimit(t *testing.T) {
 				t.Fatalf("%s: latest %s is %q, want %q", when, k, latest[k], want)
 			}
 		}
+		// Each plain partition read by a cat of its own, in one shell (a
+		// shell each cost some 60 ms a partition under -race load).
+		plain := strings.Split(m.ok(`for i in $(seq 0 19); do cat "$M/plain$i/0/data" || exit 1; echo --; done`), "--\n")
 		for i := 0; i < 20; i++ {
-			if got := m.ok(fmt.Sprintf(`cat "$M/plain%d/0/data"`, i)); got != fmt.Sprintf("plain %d\n", i) {
+			if got := plain[i]; got != fmt.Sprintf("plain %d\n", i) {
 				t.Fatalf("%s: plain%d reads %q", when, i, got)
 			}
 		}
