@@ -76,6 +76,9 @@ func TestMountDirDots(t *testing.T) {
 // data directory's mtime, which the checkpoint rewrites moved about once a
 // second while appends went on.
 func TestMountDirMtime(t *testing.T) {
+	// It mostly waits out the kernel's 1 s attribute cache, on a mount of
+	// its own: it runs beside the other tests that wait (t.Parallel).
+	t.Parallel()
 	m := mntNew(t)
 	m.ok(`mkdir "$M/q" "$M/q/1" && echo segment.bytes=8192 > "$M/q/config" && seq 1 10 >> "$M/q/0/data"`)
 	mounted := []string{".", "q", "q/0", "q/0/offset", "q/0/time", "q/0/segments", "q/1", "q/1/segments"}

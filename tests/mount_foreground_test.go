@@ -207,6 +207,9 @@ func TestMountForeground(t *testing.T) {
 // open, so it exited after 2×grace+1 s: 11 s by default, after `docker
 // stop` (10 s) has already sent SIGKILL.
 func TestMountForegroundGrace(t *testing.T) {
+	// It mostly waits out the grace, on a mount of its own: it runs beside
+	// the other tests that wait (t.Parallel).
+	t.Parallel()
 	mntRequireFuse(t)
 	base := t.TempDir()
 	m := &mnt{t: t, data: filepath.Join(base, "data"), dir: filepath.Join(base, "mnt")}
