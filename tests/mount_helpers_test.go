@@ -509,3 +509,59 @@ func mntOpenPositions(path string) []int64 {
 	}
 	return pos
 }
+
+// mntStep is one script of a batch: it must succeed (no wants) or fail
+// with stderr containing one of wants.
+type mntStep struct {
+	script string
+	wants  []string
+}
+
+// okStep and failsStep are the steps of m.ok and m.fails; failsStep
+// takes any of several messages.
+func okStep(script string) mntStep { return mntStep{script: script} }
+func failsStep(script string, wants ...string) mntStep {
+	return mntStep{script, wants}
+}
+
+// batch runs steps in order, each in a subshell of one bash, and checks
+// each as m.ok or m.fails would; it returns their stdouts. A bash (and
+// a timeout) of its own for each of dozens of short commands cost some
+// 50 ms apiece under -race load, for nothing the checks need.
+func (m *mnt) batch(steps ...mntStep) []string {
+	m.t.Helper()
+	dir := m.t.TempDir()
+	var b strings.Builder
+	for i, s := range steps {
+		f := filepath.Join(dir, strconv.Itoa(i))
+		fmt.Fprintf(&b, "(\n%s\n) >'%s.out' 2>'%s.err'; echo $? >'%s.code'\n", s.script, f, f, f)
+	}
+	if r := m.sh(b.String()); r.code != 0 {
+		m.t.Fatalf("batch of %d steps: exit %d\nstderr: %.2000s", len(steps), r.code, r.err)
+	}
+	outs := make([]string, len(steps))
+	for i, s := range steps {
+		f := filepath.Join(dir, strconv.Itoa(i))
+		out, _ := os.ReadFile(f + ".out")
+		errb, _ := os.ReadFile(f + ".err")
+		codeb, err := os.ReadFile(f + ".code")
+		code, err2 := strconv.Atoi(strings.TrimSpace(string(codeb)))
+		if err != nil || err2 != nil {
+			m.t.Fatalf("step %d (%s) did not finish: %v %v", i, s.script, err, err2)
+		}
+		outs[i] = string(out)
+		matched := false
+		for _, w := range s.wants {
+			matched = matched || strings.Contains(string(errb), w)
+		}
+		switch {
+		case len(s.wants) == 0 && code != 0:
+			m.t.Fatalf("script failed (exit %d): %s\nstdout: %.2000s\nstderr: %.2000s\n%s", code, s.script, out, errb, m.walkDiag(string(errb)))
+		case len(s.wants) > 0 && code == 0:
+			m.t.Fatalf("script succeeded, want failure %q: %s\nstdout: %.500s", s.wants, s.script, out)
+		case len(s.wants) > 0 && !matched:
+			m.t.Fatalf("script failed with %q, want %q: %s", errb, s.wants, s.script)
+		}
+	}
+	return outs
+}
