@@ -258,7 +258,7 @@ func readFile(t *testing.T, path string) string {
 // dropped the line.
 func TestCompactionKeepsEmptyKey(t *testing.T) {
 	m := mntNew(t, cleanerFlags...)
-	m.ok(`mkdir "$M/ek" && printf 'cleanup.policy=compact\nkey.separator==\nsegment.ms=1000\nmin.cleanable.dirty.ratio=0.01\nfile.delete.delay.ms=0\n' > "$M/ek/config"`)
+	m.ok(`mkdir "$M/ek" && printf 'cleanup.policy=compact\nkey.separator==\nsegment.ms=300\nmin.cleanable.dirty.ratio=0.01\nfile.delete.delay.ms=0\n' > "$M/ek/config"`)
 	// One write, one batch (bash's printf writes a line at a time, cat
 	// the file at once): k=1 in it is superseded by the next write, so
 	// the cleaner rebuilds the batch, keeping "=empty".

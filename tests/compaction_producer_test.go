@@ -42,7 +42,7 @@ func TestCompactionKeepsProducerState(t *testing.T) {
 	flags := append([]string{"--kafka-listen", addr}, cleanerFlags...)
 	m := mntNew(t, flags...)
 	kafkaWaitListening(t, addr)
-	m.ok(`mkdir "$M/ip" && printf 'cleanup.policy=compact\nkey.separator==\nsegment.ms=1000\nmin.cleanable.dirty.ratio=0.01\nfile.delete.delay.ms=0\n' > "$M/ip/config"`)
+	m.ok(`mkdir "$M/ip" && printf 'cleanup.policy=compact\nkey.separator==\nsegment.ms=300\nmin.cleanable.dirty.ratio=0.01\nfile.delete.delay.ms=0\n' > "$M/ip/config"`)
 	cl := kafkaClient(t, addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
