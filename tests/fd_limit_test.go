@@ -41,8 +41,15 @@ func TestSmallSegmentsUnderLowFileLimit(t *testing.T) {
 		// round began (a round of echoes outlasts the 100 ms interval, so
 		// there is usually one already; a fixed 150 ms sleep here waited
 		// 6 s in all and did not even ensure it).
-		if !mntWaitFor(30*time.Second, func() bool { return m.cleanerTotals("compaction", "cmp-0").passes > passes }) {
+		outOfFds := func() bool {
+			b, _ := os.ReadFile(filepath.Join(m.data, "segfs-mount.out"))
+			return strings.Contains(strings.ToLower(string(b)), "too many open files")
+		}
+		if !mntWaitFor(30*time.Second, func() bool { return m.cleanerTotals("compaction", "cmp-0").passes > passes || outOfFds() }) {
 			t.Fatalf("round %d: no compaction pass in 30 s\n%s", r, m.daemonLog())
+		}
+		if outOfFds() {
+			t.Fatalf("round %d: the daemon ran out of descriptors:\n%s", r, m.daemonLog())
 		}
 	}
 	last := rounds*perRound - 1
