@@ -131,7 +131,7 @@ func TestMountSigtermBusy(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tail.Process.Kill(); tail.Wait() })
-	time.Sleep(200 * time.Millisecond)
+	mntWaitOpen(t, m.path("busy", "0", "data"), 1, 30*time.Second) // the mount is busy
 	m.ok(`kill -TERM ` + strconv.Itoa(m.pid))
 	if !waitExit(m.pid, 20*time.Second) {
 		t.Fatalf("daemon still running 20s after SIGTERM with a busy mount\n%s", m.daemonLog())
