@@ -411,6 +411,12 @@ func (n *textNode) release() {
 	if n.refs == 0 && n.view != nil {
 		n.view.Close()
 		n.view = nil
+	} else if n.isData && n.refs == 1 && n.view != nil {
+		// Only the node's own reference is left: no handle reads
+		// through the view until the next open, and the node lives
+		// until FORGET, which the kernel sends only under memory
+		// pressure; the view's 2 MiB of buffers go back to the pool.
+		n.view.DropBuffers()
 	}
 }
 

@@ -116,3 +116,57 @@ func TestSizedViewHoldsNoBuffers(t *testing.T) {
 		v.Close()
 	}
 }
+
+// TestDropBuffersKeepsText: a read view gives its buffers back with
+// DropBuffers (what a data node does when its last handle closes, since
+// the node keeps its view until the kernel forgets it), and reads after
+// it, from the start, from the middle and continuing where the last one
+// stopped, return the same text; a view opened inside a batch (its first
+// read's hint dropped) too.
+func TestDropBuffersKeepsText(t *testing.T) {
+	s := openStore(t, t.TempDir(), nil)
+	defer s.Close()
+	s.CreateTopic("drop", 1, nil)
+	p := mustPartition(t, s, "drop")
+	text := strings.Repeat("0123456789\n", 1000)
+	if _, _, err := p.AppendLines([]byte(text)); err != nil {
+		t.Fatal(err)
+	}
+	for _, from := range []int64{0, 500} {
+		v, err := p.Text(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := text[from*11:]
+		// Drop before the first read: the hint Text left goes.
+		v.DropBuffers()
+		read := func(off, n int) string {
+			got := make([]byte, n)
+			k, err := v.ReadAt(got, int64(off))
+			if err != nil && err != io.EOF {
+				t.Fatalf("from %d: read at %d: %v", from, off, err)
+			}
+			return string(got[:k])
+		}
+		if got := read(0, 100); got != want[:100] {
+			t.Fatalf("from %d: first read %q, want %q", from, got, want[:100])
+		}
+		if v.buf == nil && v.cur == nil {
+			t.Fatalf("from %d: a read view has no scan buffer", from)
+		}
+		v.DropBuffers()
+		if v.buf != nil || v.cur != nil || v.cache != nil {
+			t.Fatalf("from %d: after DropBuffers the view holds buffers (scan %v, cursor %v, cache %v)", from, v.buf != nil, v.cur != nil, v.cache != nil)
+		}
+		// Continue where the last read stopped, then from the start.
+		if got := read(100, len(want)-100); got != want[100:] {
+			t.Fatalf("from %d: continued read differs", from)
+		}
+		v.DropBuffers()
+		if got := read(0, len(want)); got != want {
+			t.Fatalf("from %d: full read after DropBuffers differs", from)
+		}
+		v.Close()
+		v.DropBuffers() // a closed view: nothing to do, no panic
+	}
+}
