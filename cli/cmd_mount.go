@@ -365,6 +365,7 @@ func startDaemon(c *ucli.Context, dataDir, mp string) error {
 	cmd.ExtraFiles = []*os.File{w} // fd 3
 	cmd.Env = append(os.Environ(), readyFdEnv+"=3")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	closeInheritedOnExec()
 	if err := cmd.Start(); err != nil {
 		w.Close()
 		return fmt.Errorf("mount: starting the daemon: %w", err)
@@ -387,6 +388,25 @@ func startDaemon(c *ucli.Context, dataDir, mp string) error {
 	// caller adds: add it here too, so that a refusal reads the same
 	// with and without --foreground.
 	return errors.New("mount: " + strings.TrimPrefix(text, "error: "))
+}
+
+// closeInheritedOnExec marks every descriptor above stderr close-on-exec,
+// so that the daemon gets only its stdio and ExtraFiles. Go opens its own
+// descriptors close-on-exec, but not those this process inherited without
+// it (a shell's extra redirection, make's jobserver pipe, a harness's
+// pipe), and exec passes those on: the daemon, which outlives this
+// command, held them until the unmount, and a reader of such a pipe
+// waited for its EOF as long.
+func closeInheritedOnExec() {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return // no /proc: the daemon inherits them, as before
+	}
+	for _, e := range ents {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			syscall.CloseOnExec(fd)
+		}
+	}
 }
 
 // mountForeground serves the mount until a signal or an umount. It writes
