@@ -95,11 +95,24 @@ func TestCompactionCrashRemovingMarkers(t *testing.T) {
 		after, next crashTxnState
 		steps       []string
 	}
-	run := func(t *testing.T, flush, dropSnapshots, groups bool, stop func(step string) error) result {
+	// Every run starts from the same directory: the one a broker left
+	// (abandoned, as by a crash) after the transactions, the two passes,
+	// producer 42's batches and producer 800's open transaction below.
+	// It is built once and each run loads a copy of it (the files and
+	// their mtimes, with the fake clock where the build left it), which
+	// is the state each run built for itself before, at a third of the
+	// cost.
+	type txnFixture struct {
+		dir                 string
+		opts                Options
+		clockMs, expireAtMs int64
+	}
+	fixture := func(t *testing.T) (fx txnFixture) {
 		t.Helper()
 		// A Kafka data directory: transactions of producers 500
 		// (k=committed), 600 (j=aborted) and 700 (i=aborted), left open.
-		dir, pdir, clock, opts, s, p := openTxnMarkerDir(t)
+		dir, _, clock, opts, s, p := openTxnMarkerDir(t)
+		fx.opts = opts
 		for _, m := range []struct {
 			pid    int64
 			epoch  int16
@@ -116,7 +129,7 @@ func TestCompactionCrashRemovingMarkers(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Expiring producers at this time leaves 700 and 42 (below).
-		expireAt := time.UnixMilli(clock.ms.Load() + 30000)
+		fx.expireAtMs = clock.ms.Load() + 30000
 		pass := func(line string) {
 			t.Helper()
 			clock.ms.Add(2000)
@@ -162,11 +175,25 @@ func TestCompactionCrashRemovingMarkers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if s, err = Open(dir, opts); err != nil {
-				t.Fatal(err)
-			}
-			p = mustPartition(t, s, "mk")
 		}
+		fx.dir, fx.clockMs = dir, clock.ms.Load()
+		return fx
+	}(t)
+	run := func(t *testing.T, flush, dropSnapshots, groups bool, stop func(step string) error) result {
+		t.Helper()
+		dir := t.TempDir()
+		copyDirTimes(t, fixture.dir, dir)
+		pdir := filepath.Join(dir, "mk-0")
+		clock := newClock()
+		clock.ms.Store(fixture.clockMs)
+		opts := fixture.opts
+		opts.Now = clock.now
+		expireAt := time.UnixMilli(fixture.expireAtMs)
+		s, err := Open(dir, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := mustPartition(t, s, "mk")
 		if flush {
 			if err := s.Flush(); err != nil {
 				t.Fatal(err)
@@ -179,7 +206,7 @@ func TestCompactionCrashRemovingMarkers(t *testing.T) {
 			}
 		}
 		var res result
-		_, err := compactStopping(p, func(step string) error {
+		_, err = compactStopping(p, func(step string) error {
 			res.steps = append(res.steps, step)
 			return stop(step)
 		})

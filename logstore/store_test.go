@@ -393,6 +393,25 @@ func buildState(t *testing.T, dir string, batches int) (texts []string, position
 	return texts, positions
 }
 
+// copyDirTimes is copyDir keeping the files' modification times, which
+// retention falls back to for a segment without timestamps: the copy of a
+// fixture is then the directory itself, not one whose segments were all
+// just written.
+func copyDirTimes(t testing.TB, src, dst string) {
+	t.Helper()
+	copyDir(t, src, dst)
+	err := filepath.Walk(src, func(path string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		return os.Chtimes(filepath.Join(dst, rel), info.ModTime(), info.ModTime())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 func copyDir(t testing.TB, src, dst string) {
 	t.Helper()
 	filepath.Walk(src, func(path string, info os.FileInfo, err error) error {
