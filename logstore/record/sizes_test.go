@@ -70,38 +70,45 @@ func randBatch(r *rand.Rand, c Codec) []byte {
 // TestLengthStatsDifferential compares the length walk with the decoder
 // over random batches of every codec, whole and with damaged records
 // (bytes flipped, the CRC made valid again so that only the records are
-// at fault), for several from offsets.
+// at fault), for several from offsets. The batches are drawn in order
+// from one stream and checked on every CPU (checkParallel).
 func TestLengthStatsDifferential(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	var d Decoder
-	for i := range 3000 {
-		c := allCodecs[i%len(allCodecs)]
-		b := randBatch(r, c)
-		h, _ := ParseHeader(b)
-		froms := []int64{0, h.BaseOffset, h.BaseOffset + int64(r.IntN(int(h.RecordCount)+1)), h.NextOffset(), -1 << 62}
-		for _, from := range froms {
-			checkLengthStats(t, &d, b, from)
+	checkParallel(t, func(emit func(func(testing.TB, *Decoder))) {
+		for i := range 3000 {
+			c := allCodecs[i%len(allCodecs)]
+			b := randBatch(r, c)
+			h, _ := ParseHeader(b)
+			froms := []int64{0, h.BaseOffset, h.BaseOffset + int64(r.IntN(int(h.RecordCount)+1)), h.NextOffset(), -1 << 62}
+			// Damage: flip a few bytes of the records region, fix the CRC.
+			bad := bytes.Clone(b)
+			for range 1 + r.IntN(3) {
+				bad[HeaderSize+r.IntN(len(bad)-HeaderSize)] ^= byte(1 + r.IntN(255))
+			}
+			if r.IntN(4) == 0 { // or the record count
+				bad[offRecordCount+3] ^= byte(1 + r.IntN(3))
+			}
+			refreshCRC(bad)
+			// Truncate the records region (the batch length follows).
+			var cut []byte
+			if c == CodecNone && len(b) > HeaderSize {
+				cut = bytes.Clone(b[:HeaderSize+r.IntN(len(b)-HeaderSize)])
+				putBatchLength(cut)
+				refreshCRC(cut)
+			}
+			emit(func(t testing.TB, d *Decoder) {
+				for _, from := range froms {
+					checkLengthStats(t, d, b, from)
+				}
+				for _, from := range froms {
+					checkLengthStats(t, d, bad, from)
+				}
+				if cut != nil {
+					checkLengthStats(t, d, cut, 0)
+				}
+			})
 		}
-		// Damage: flip a few bytes of the records region, fix the CRC.
-		bad := bytes.Clone(b)
-		for range 1 + r.IntN(3) {
-			bad[HeaderSize+r.IntN(len(bad)-HeaderSize)] ^= byte(1 + r.IntN(255))
-		}
-		if r.IntN(4) == 0 { // or the record count
-			bad[offRecordCount+3] ^= byte(1 + r.IntN(3))
-		}
-		refreshCRC(bad)
-		for _, from := range froms {
-			checkLengthStats(t, &d, bad, from)
-		}
-		// Truncate the records region (the batch length follows).
-		if c == CodecNone && len(b) > HeaderSize {
-			cut := bytes.Clone(b[:HeaderSize+r.IntN(len(b)-HeaderSize)])
-			putBatchLength(cut)
-			refreshCRC(cut)
-			checkLengthStats(t, &d, cut, 0)
-		}
-	}
+	})
 }
 
 // TestLengthStatsSeeds runs the comparison over the fuzz seeds (a real
