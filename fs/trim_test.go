@@ -12,6 +12,10 @@ import (
 // maxLiveChildren the oldest dentries are invalidated and the kernel
 // forgets them.
 func TestLookupNodesBounded(t *testing.T) {
+	// Its own mount, and most of its time is the kernel's: the LOOKUPs
+	// and then the FORGETs it waits for. It runs beside the package's
+	// other waiting tests (TestOffsetLookupReusesNode), after the rest.
+	t.Parallel()
 	m := mountForTest(t, Options{})
 	if err := os.Mkdir(m.path("t"), 0o755); err != nil {
 		t.Fatal(err)
@@ -62,6 +66,10 @@ func TestLookupNodesBounded(t *testing.T) {
 // has run out (so each is a real LOOKUP), and across appends, reuse one
 // node: the same go-fuse inode and the same textNode.
 func TestOffsetLookupReusesNode(t *testing.T) {
+	// Its own mount, and most of its time is waiting for the kernel's
+	// entry timeout to run out (four times): it runs beside the package's
+	// other waiting tests (TestLookupNodesBounded), after the rest.
+	t.Parallel()
 	m := mountForTest(t, Options{})
 	p := m.topic(t, "r")
 	if _, _, err := p.AppendLines([]byte("a\nb\nc\n")); err != nil {
