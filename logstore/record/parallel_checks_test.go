@@ -10,17 +10,17 @@ import (
 // checkParallel runs the checks that gen emits on every CPU. gen runs on
 // the test goroutine, so a generator that draws its cases from one random
 // stream draws exactly the cases it drew when it ran them itself; each
-// check then runs whole on one worker with that worker's Decoder, which,
-// as before, decodes batch after batch. The randomized differential tests
+// check then runs whole on one worker with that worker's state (a
+// Decoder, which, as before, decodes batch after batch). The randomized differential tests
 // of this package spend their time decoding, not drawing, and ran on one
 // of CI's two CPUs.
 //
 // A check fails as it did (Fatal, Fatalf or FailNow ends it; Error and
 // the rest go to t); the first failure stops the generator, the other
 // workers finish what was handed to them, and the test fails.
-func checkParallel(t *testing.T, gen func(emit func(check func(t testing.TB, d *Decoder)))) {
+func checkParallel[S any](t *testing.T, gen func(emit func(check func(t testing.TB, s *S)))) {
 	t.Helper()
-	checks := make(chan func(testing.TB, *Decoder), 8)
+	checks := make(chan func(testing.TB, *S), 8)
 	failed := make(chan struct{})
 	var once sync.Once
 	var wg sync.WaitGroup
@@ -29,9 +29,9 @@ func checkParallel(t *testing.T, gen func(emit func(check func(t testing.TB, d *
 		go func() {
 			defer wg.Done()
 			w := &workerTB{TB: t, failed: func() { once.Do(func() { close(failed) }) }}
-			var d Decoder
+			var s S
 			for c := range checks {
-				c(w, &d)
+				c(w, &s)
 			}
 		}()
 	}
@@ -42,7 +42,7 @@ func checkParallel(t *testing.T, gen func(emit func(check func(t testing.TB, d *
 		}
 		wg.Wait()
 	}()
-	gen(func(c func(testing.TB, *Decoder)) {
+	gen(func(c func(testing.TB, *S)) {
 		select {
 		case <-failed:
 		default:

@@ -36,24 +36,34 @@ func appendTextReference(d *Decoder, dst, b []byte, from int64, keySep []byte) (
 // most of the differential test's time under -race, which tracks every
 // allocation.
 var (
-	textSameCalls            int
-	textSameGot, textSameRef []byte
+	textSameCalls int
+	textSame      textSameBufs
 )
 
-func checkTextSame(t *testing.T, d *Decoder, b []byte, froms ...int64) {
+// textSameBufs are the buffers the renders that are not fresh reuse.
+type textSameBufs struct{ got, ref []byte }
+
+func checkTextSame(t testing.TB, d *Decoder, b []byte, froms ...int64) {
 	t.Helper()
 	fresh := textSameCalls % 3
 	textSameCalls++
+	checkTextSameInto(t, d, &textSame, fresh, b, froms...)
+}
+
+// checkTextSameInto is checkTextSame with the buffers and the separator
+// of the fresh render given.
+func checkTextSameInto(t testing.TB, d *Decoder, bufs *textSameBufs, fresh int, b []byte, froms ...int64) {
+	t.Helper()
 	for i, from := range froms {
 		for j, sep := range []string{"", "=", "->"} {
-			dst, ref := append(textSameGot[:0], 'x'), append(textSameRef[:0], 'x')
+			dst, ref := append(bufs.got[:0], 'x'), append(bufs.ref[:0], 'x')
 			if i == 0 && j == fresh {
 				dst, ref = []byte("x"), []byte("x")
 			}
 			got, gerr := d.AppendText(dst, b, from, []byte(sep))
 			want, werr := appendTextReference(d, ref, b, from, []byte(sep))
 			if i != 0 || j != fresh {
-				textSameGot, textSameRef = got[:0], want[:0]
+				bufs.got, bufs.ref = got[:0], want[:0]
 			}
 			if fmt.Sprint(gerr) != fmt.Sprint(werr) {
 				t.Fatalf("from %d sep %q: error %v, reference %v", from, sep, gerr, werr)
@@ -84,11 +94,34 @@ func randField(r *rand.Rand, max int) []byte {
 // empty keys and values, lengths whose varints take one to three bytes,
 // headers, large timestamp deltas, every codec, control and
 // log-append-time batches), then damaged copies of them, with the fast
-// path and the general loop, and requires the same text and errors.
+// path and the general loop, and requires the same text and errors. The
+// batches are drawn in order from one stream, each call given the fresh
+// render checkTextSame would have given it, and checked on every CPU
+// (checkParallel), each worker with its own buffers.
 func TestAppendTextFastMatchesReference(t *testing.T) {
+	type worker struct {
+		d    Decoder
+		bufs textSameBufs
+	}
+	checkParallel(t, func(emit func(func(testing.TB, *worker))) {
+		appendTextFastCases(t, func(fresh int, b []byte, froms []int64) {
+			emit(func(t testing.TB, w *worker) { checkTextSameInto(t, &w.d, &w.bufs, fresh, b, froms...) })
+		})
+	})
+}
+
+// appendTextFastCases draws TestAppendTextFastMatchesReference's batches
+// and hands each to check with the fresh render that checkTextSame gives
+// it.
+func appendTextFastCases(t *testing.T, check func(fresh int, b []byte, froms []int64)) {
+	t.Helper()
 	r := rand.New(rand.NewPCG(1, 2))
-	var d Decoder
 	var bl Builder
+	emit := func(b []byte, froms []int64) {
+		fresh := textSameCalls % 3
+		textSameCalls++
+		check(fresh, b, froms)
+	}
 	iters := 800
 	if testing.Short() {
 		iters = 300
@@ -124,7 +157,7 @@ func TestAppendTextFastMatchesReference(t *testing.T) {
 		}
 		h, _ := ParseHeader(b)
 		froms := []int64{allOffsetsForTest, 0, h.BaseOffset + int64(r.IntN(n+1))}
-		checkTextSame(t, &d, b, froms...)
+		emit(b, froms)
 		// Damage: flip, set or cut bytes of the records region (the CRC is
 		// not checked by AppendText; Validate is the caller's business).
 		for k := 0; k < 4; k++ {
@@ -139,7 +172,7 @@ func TestAppendTextFastMatchesReference(t *testing.T) {
 			case 2:
 				c = c[:HeaderSize+r.IntN(len(c)-HeaderSize)]
 			}
-			checkTextSame(t, &d, c, froms...)
+			emit(c, froms)
 		}
 	}
 }
