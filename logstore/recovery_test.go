@@ -81,12 +81,6 @@ func TestRecoveryDamageAcrossChunks(t *testing.T) {
 				continue // offset 0 is the first batch's own
 			}
 			t.Run(fmt.Sprintf("%s/batch%d", name, i), func(t *testing.T) {
-				// The cases share only the source directory, which they
-				// read; each recovers its own copy, fsyncs and all, so
-				// two run at once (with each other only: the parent is
-				// not parallel), one on the CPU while the other waits
-				// for the disk.
-				t.Parallel()
 				dir := t.TempDir()
 				copyDir(t, src, dir)
 				path := filepath.Join(dir, logName)
