@@ -88,28 +88,23 @@ func lenOrNull(b []byte) int32 {
 // Stats and Recompress over random batches of every codec (records with
 // and without headers, control and LogAppendTime ones), whole and with
 // damaged records (the CRC made valid again), and over a real Kafka
-// segment's batches. The batches are drawn in order from one stream and
-// checked on every CPU (checkParallel).
+// segment's batches.
 func TestWalkDifferential(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	checkParallel(t, func(emit func(func(testing.TB, *Decoder))) {
-		for i := range 400 {
-			b := randBatch(r, allCodecs[i%len(allCodecs)])
-			bad := bytes.Clone(b)
-			for range 1 + r.IntN(3) {
-				bad[HeaderSize+r.IntN(len(bad)-HeaderSize)] ^= byte(1 + r.IntN(255))
-			}
-			if r.IntN(4) == 0 {
-				bad[offRecordCount+3] ^= byte(1 + r.IntN(3))
-			}
-			refreshCRC(bad)
-			emit(func(t testing.TB, d *Decoder) {
-				checkWalk(t, d, b)
-				checkWalk(t, d, bad)
-			})
-		}
-	})
 	var d Decoder
+	for i := range 400 {
+		b := randBatch(r, allCodecs[i%len(allCodecs)])
+		checkWalk(t, &d, b)
+		bad := bytes.Clone(b)
+		for range 1 + r.IntN(3) {
+			bad[HeaderSize+r.IntN(len(bad)-HeaderSize)] ^= byte(1 + r.IntN(255))
+		}
+		if r.IntN(4) == 0 {
+			bad[offRecordCount+3] ^= byte(1 + r.IntN(3))
+		}
+		refreshCRC(bad)
+		checkWalk(t, &d, bad)
+	}
 	seeds, _ := splitBatches(t, readTestdata(t, kafkaSegment))
 	for _, b := range seeds {
 		checkWalk(t, &d, b)
@@ -220,33 +215,25 @@ func TestWalkProducedDifferential(t *testing.T) {
 		}
 		return pr
 	}
-	// The batches and rules are drawn in order from one stream and
-	// checked on every CPU (checkParallel).
-	checkParallel(t, func(emit func(func(testing.TB, *Decoder))) {
-		for i := range 1000 {
-			b := randBatch(r, allCodecs[i%len(allCodecs)])
-			if r.IntN(2) == 0 {
-				// A producer's batch: base offset 0, no LogAppendTime.
-				b = rebase(t, b)
-			}
-			prB := rules(b)
-			bad := bytes.Clone(b)
-			for range 1 + r.IntN(3) {
-				bad[HeaderSize+r.IntN(len(bad)-HeaderSize)] ^= byte(1 + r.IntN(255))
-			}
-			if r.IntN(4) == 0 {
-				bad[offRecordCount+3] ^= byte(1 + r.IntN(3))
-			}
-			refreshCRC(bad)
-			prBad := rules(bad)
-			emit(func(t testing.TB, d *Decoder) {
-				checkWalkProduced(t, d, b, prB)
-				checkWalkProduced(t, d, b, &ProduceRules{})
-				checkWalkProduced(t, d, bad, prBad)
-				checkWalkProduced(t, d, bad, &ProduceRules{})
-			})
+	for i := range 1000 {
+		b := randBatch(r, allCodecs[i%len(allCodecs)])
+		if r.IntN(2) == 0 {
+			// A producer's batch: base offset 0, no LogAppendTime.
+			b = rebase(t, b)
 		}
-	})
+		checkWalkProduced(t, &d, b, rules(b))
+		checkWalkProduced(t, &d, b, &ProduceRules{})
+		bad := bytes.Clone(b)
+		for range 1 + r.IntN(3) {
+			bad[HeaderSize+r.IntN(len(bad)-HeaderSize)] ^= byte(1 + r.IntN(255))
+		}
+		if r.IntN(4) == 0 {
+			bad[offRecordCount+3] ^= byte(1 + r.IntN(3))
+		}
+		refreshCRC(bad)
+		checkWalkProduced(t, &d, bad, rules(bad))
+		checkWalkProduced(t, &d, bad, &ProduceRules{})
+	}
 	seeds, _ := splitBatches(t, readTestdata(t, kafkaSegment))
 	for _, b := range seeds {
 		checkWalkProduced(t, &d, b, &ProduceRules{})
