@@ -407,7 +407,10 @@ func TestConsumerGroupStaticMember(t *testing.T) {
 // its partitions go to the others; a new partition starts a new target
 // assignment that hands it out.
 func TestConsumerGroupSessionTimeoutAndNewPartition(t *testing.T) {
-	ts, c, ids, names := newCGServer(t, Config{ConsumerGroupSessionTimeout: 500 * time.Millisecond, ConsumerGroupHeartbeatInterval: 100 * time.Millisecond}, map[string]int{"t": 2})
+	// B's heartbeats must keep it within its session across AddPartition
+	// (a directory, its files and fsyncs): with a 500 ms session that took
+	// longer under -race on a loaded machine, and B was gone.
+	ts, c, ids, names := newCGServer(t, Config{ConsumerGroupSessionTimeout: 2 * time.Second, ConsumerGroupHeartbeatInterval: 100 * time.Millisecond}, map[string]int{"t": 2})
 	a := c.cgh(cgh{group: "g", member: "A", topics: []string{"t"}})
 	b := c.cgh(cgh{group: "g", member: "B", topics: []string{"t"}})
 	a = c.cgh(cgh{group: "g", member: "A", epoch: a.MemberEpoch, owned: ownedOf(a)}) // revoke request
