@@ -1123,20 +1123,52 @@ func (s *Store) Close() error {
 	return err
 }
 
+// closeWorkers is how many partitions closeTopics seals at once. Each
+// seal ends in fsyncs, and one partition after another a daemon with
+// 1,300 partitions took 5 s to exit on a quiet disk and 25 s on a busy
+// one (2,900: 35 s, past the 30 s a new mount waits for it, lockWait);
+// concurrent fsyncs share the file system's journal commits. Kafka closes
+// its logs on a pool too (num.recovery.threads.per.data.dir).
+const closeWorkers = 8
+
 // closeTopics closes every partition; with seal it first makes each one
-// durable and saves its indexes as Kafka does at shutdown.
+// durable and saves its indexes as Kafka does at shutdown. Partitions
+// are independent: they are closed by closeWorkers goroutines, and the
+// first error (in no particular order) is returned.
 func (s *Store) closeTopics(seal bool) error {
-	var first error
+	var parts []*Partition
 	for _, t := range s.topicsSnapshot() {
-		for _, p := range t.Partitions() {
-			if seal {
-				if err := p.shutdown(); err != nil && first == nil {
-					first = err
-				}
-			}
-			p.close()
-		}
+		parts = append(parts, t.Partitions()...)
 	}
+	var (
+		mu    sync.Mutex
+		first error
+		next  = make(chan *Partition)
+		wg    sync.WaitGroup
+	)
+	for range min(closeWorkers, len(parts)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for p := range next {
+				if seal {
+					if err := p.shutdown(); err != nil {
+						mu.Lock()
+						if first == nil {
+							first = err
+						}
+						mu.Unlock()
+					}
+				}
+				p.close()
+			}
+		}()
+	}
+	for _, p := range parts {
+		next <- p
+	}
+	close(next)
+	wg.Wait()
 	return first
 }
 
