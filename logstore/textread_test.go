@@ -78,19 +78,28 @@ func TestTextReadPieces(t *testing.T) {
 	}
 }
 
+// digitLines is a partition of a store closed at the test's end, holding
+// 1,000 lines of 11 bytes, and its text.
+func digitLines(t *testing.T) (*Partition, string) {
+	s := openStore(t, t.TempDir(), nil)
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.CreateTopic("digits", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	p := mustPartition(t, s, "digits")
+	text := strings.Repeat("0123456789\n", 1000)
+	if _, _, err := p.AppendLines([]byte(text)); err != nil {
+		t.Fatal(err)
+	}
+	return p, text
+}
+
 // TestSizedViewHoldsNoBuffers: a view that is only sized (what a stat of
 // data opens, and the node keeps until the kernel forgets it) takes no
 // buffer from the pool, from the log start or from an offset inside a
 // batch; its first read takes them, and the text is still right.
 func TestSizedViewHoldsNoBuffers(t *testing.T) {
-	s := openStore(t, t.TempDir(), nil)
-	defer s.Close()
-	s.CreateTopic("sized", 1, nil)
-	p := mustPartition(t, s, "sized")
-	text := strings.Repeat("0123456789\n", 1000)
-	if _, _, err := p.AppendLines([]byte(text)); err != nil {
-		t.Fatal(err)
-	}
+	p, text := digitLines(t)
 	for _, from := range []int64{0, 500} {
 		v, err := p.Text(from)
 		if err != nil {
@@ -124,14 +133,7 @@ func TestSizedViewHoldsNoBuffers(t *testing.T) {
 // stopped, return the same text; a view opened inside a batch (its first
 // read's hint dropped) too.
 func TestDropBuffersKeepsText(t *testing.T) {
-	s := openStore(t, t.TempDir(), nil)
-	defer s.Close()
-	s.CreateTopic("drop", 1, nil)
-	p := mustPartition(t, s, "drop")
-	text := strings.Repeat("0123456789\n", 1000)
-	if _, _, err := p.AppendLines([]byte(text)); err != nil {
-		t.Fatal(err)
-	}
+	p, text := digitLines(t)
 	for _, from := range []int64{0, 500} {
 		v, err := p.Text(from)
 		if err != nil {
