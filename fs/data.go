@@ -33,8 +33,8 @@ type textNode struct {
 	isData   bool
 
 	mu         sync.Mutex
-	view       *logstore.TextView // shared by open handles; data nodes keep it
-	refs       int                // handles using view (+1 held by a data node)
+	view       *logstore.TextView // shared by open handles; data nodes keep it once cached (release)
+	refs       int                // handles using view (+1 held by a data node while view is open)
 	lastSize   int64
 	mtime      time.Time
 	registered bool // with the notifier
@@ -59,7 +59,10 @@ type textNode struct {
 	zeroFill    atomic.Int64
 	cachedReads atomic.Int32
 	// Under mu:
-	cachedEver   bool   // a read handle using the page cache was given out
+	cachedEver bool // a read handle using the page cache was given out
+	// dropped: the node closed a view of its own before its first cached
+	// handle (release); the first cached opens after that drop its pages.
+	dropped      bool
 	cachedOpen   int    // such handles open now
 	writers      int    // writable handles open now
 	retired      bool   // a writer found cached readers: lookups hand out a new node
@@ -357,8 +360,10 @@ func (n *textNode) attr(a *fuse.Attr, size int64) {
 // acquire returns the node's view, opening one if none is open: data from
 // the current log start, offset/N from N (ENOENT once N is below the log
 // start). The kernel can hold pages of a node only from the view it
-// serves: data keeps its first view until FORGET, and offset/N, whose view
-// may change between opens, is opened without FOPEN_KEEP_CACHE.
+// serves: data keeps the view it gave its first cached handle from until
+// FORGET (one that never gave one drops it when no handle uses it:
+// release), and offset/N, whose view may change between opens, is opened
+// without FOPEN_KEEP_CACHE.
 func (n *textNode) acquire() (*logstore.TextView, syscall.Errno) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -376,8 +381,8 @@ func (n *textNode) acquire() (*logstore.TextView, syscall.Errno) {
 	}
 	n.view, n.refs = v, 1
 	if n.isData {
-		// data keeps its generation's view for its life: one view per
-		// generation, closed at FORGET.
+		// data keeps its view while it may have pages of it in the
+		// kernel: from its first cached handle to FORGET (release).
 		n.refs++
 	}
 	return v, 0
@@ -411,6 +416,20 @@ func (n *textNode) release() {
 	if n.refs == 0 && n.view != nil {
 		n.view.Close()
 		n.view = nil
+	} else if n.isData && n.refs == 1 && n.view != nil && !n.cachedEver {
+		// Only the node's own reference is left, and the node never
+		// gave out a cached handle, so the kernel holds no page of it
+		// to keep valid: the view goes, with the segments it holds.
+		// Kept, it pinned every segment retention or compaction
+		// deleted while a writer (`app >> data` for days) held the
+		// node, .deleted files, descriptors and mappings all, until
+		// the writer closed. The next size() or open opens a view
+		// from the log start then, of the current generation (a
+		// stale node without a view serves the current log: usable).
+		n.refs = 0
+		n.view.Close()
+		n.view = nil
+		n.dropped = true
 	} else if n.isData && n.refs == 1 && n.view != nil {
 		// Only the node's own reference is left: no handle reads
 		// through the view until the next open, and the node lives
@@ -443,12 +462,18 @@ func (n *textNode) OnForget() {
 		v.Close()
 	}
 	if n.isData {
+		// Drop the node's own reference, if it holds one (its view may
+		// have gone already: release), in one step under mu, so that a
+		// concurrent release cannot take it too.
 		n.mu.Lock()
-		held := n.view != nil
-		n.mu.Unlock()
-		if held {
-			n.release()
+		if n.view != nil {
+			n.refs--
+			if n.refs == 0 {
+				n.view.Close()
+				n.view = nil
+			}
 		}
+		n.mu.Unlock()
 	}
 }
 
@@ -954,7 +979,21 @@ func (n *textNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uin
 			n.cachedOpen++
 			n.cachedEver = true
 		}
+		purge := h.cached && n.dropped
 		n.mu.Unlock()
+		if purge {
+			// The node served an earlier view, maybe of an older
+			// generation, before it dropped it (release), and a
+			// private mmap through an uncached handle fills the page
+			// cache (FUSE-NOTES: mmap of a direct-I/O file): drop
+			// those pages before a cached handle may read them. From
+			// OPEN, which holds no page lock (FUSE-NOTES §2.3); every
+			// cached open until one has done so sends it.
+			n.NotifyContent(0, 0)
+			n.mu.Lock()
+			n.dropped = false
+			n.mu.Unlock()
+		}
 		if h.cached {
 			return h, fuse.FOPEN_KEEP_CACHE, 0
 		}
@@ -1381,10 +1420,11 @@ func (n *textNode) report(size int64) int64 {
 	n.pubMu.Lock()
 	defer n.pubMu.Unlock()
 	if size <= n.pub {
-		// Smaller only for a node whose view opened after its lookup
-		// reported an older generation's size (see usable); such a
-		// node gave out no cached handle (that would have kept its
-		// view), and the kernel drops what lies past a smaller size.
+		// Smaller only for a node whose view opened after it reported
+		// an older generation's size (its lookup's, or its own dropped
+		// view's: release; see usable); such a node gave out no cached
+		// handle (that would have kept its view), and the kernel drops
+		// what lies past a smaller size.
 		n.pub = size
 		return size
 	}
@@ -1422,7 +1462,9 @@ func (n *textNode) toldCurrent() bool {
 	if v == nil {
 		return false
 	}
-	size := v.Size() // 0 once closed (forgotten): nothing to tell
+	// 0 once closed (forgotten, or no handle uses it and it never had
+	// pages in the kernel: release): no reader to tell.
+	size := v.Size()
 	n.pubMu.Lock()
 	defer n.pubMu.Unlock()
 	return n.pub >= size

@@ -45,7 +45,13 @@
 // prefix, Lookup hands out a node of the new generation (a new nodeid with
 // the same st_ino) and the notifier invalidates the old dentry, while open
 // handles keep reading their TextView, whose segments logstore keeps open
-// (deleted or rewritten files included) until it closes. A node whose
+// (deleted or rewritten files included) until it closes. A data node
+// keeps a view of its own beyond its handles only once it gave out a
+// cached handle (its pages must stay valid until FORGET, "Caching"): a
+// node that did not, the usual writer's (`app >> data` for days holds it,
+// so FORGET never comes), closes its view when no handle uses it, and its
+// next size or open opens one of the current generation, so that
+// retention frees the disk under a writer. A node whose
 // generation is gone and which serves a view (an open `tail -f`) answers
 // ESTALE to a read Open or a handle-less Getattr; the VFS then retries the
 // path walk with revalidation and reaches the new node, so a new open sees
