@@ -664,7 +664,9 @@ func TestReaderRetryPassIsTheCallers(t *testing.T) {
 	if errno != 0 {
 		t.Fatalf("other OPEN: %v", errno)
 	}
-	h.(gofs.FileReleaser).Release(other)
+	// The other process keeps it open: a stale node keeps its view (and
+	// answers ESTALE) only while a handle uses it (unpinLocked).
+	defer h.(gofs.FileReleaser).Release(other)
 	// The reader's retry: its LOOKUP reaches the same node (go-fuse
 	// hands the kernel the node it knows of that identity; called here
 	// outside the bridge, Lookup would build another), and the

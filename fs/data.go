@@ -33,7 +33,7 @@ type textNode struct {
 	isData   bool
 
 	mu         sync.Mutex
-	view       *logstore.TextView // shared by open handles; data nodes keep it once cached (release)
+	view       *logstore.TextView // shared by open handles; data nodes keep it while cached (unpinLocked)
 	refs       int                // handles using view (+1 held by a data node while view is open)
 	lastSize   int64
 	mtime      time.Time
@@ -60,8 +60,9 @@ type textNode struct {
 	cachedReads atomic.Int32
 	// Under mu:
 	cachedEver bool // a read handle using the page cache was given out
-	// dropped: the node closed a view of its own before its first cached
-	// handle (release); the first cached opens after that drop its pages.
+	// dropped: the node closed a view of its own (unpinLocked) since its
+	// last cached handle; the first cached opens after that drop its
+	// pages, which came from that view.
 	dropped      bool
 	cachedOpen   int    // such handles open now
 	writers      int    // writable handles open now
@@ -360,10 +361,9 @@ func (n *textNode) attr(a *fuse.Attr, size int64) {
 // acquire returns the node's view, opening one if none is open: data from
 // the current log start, offset/N from N (ENOENT once N is below the log
 // start). The kernel can hold pages of a node only from the view it
-// serves: data keeps the view it gave its first cached handle from until
-// FORGET (one that never gave one drops it when no handle uses it:
-// release), and offset/N, whose view may change between opens, is opened
-// without FOPEN_KEEP_CACHE.
+// serves: data keeps the view it gave cached handles from until FORGET or
+// until its generation is gone (unpinLocked), and offset/N, whose view may
+// change between opens, is opened without FOPEN_KEEP_CACHE.
 func (n *textNode) acquire() (*logstore.TextView, syscall.Errno) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -382,7 +382,8 @@ func (n *textNode) acquire() (*logstore.TextView, syscall.Errno) {
 	n.view, n.refs = v, 1
 	if n.isData {
 		// data keeps its view while it may have pages of it in the
-		// kernel: from its first cached handle to FORGET (release).
+		// kernel: from its first cached handle to FORGET, or until its
+		// generation is gone (unpinLocked).
 		n.refs++
 	}
 	return v, 0
@@ -416,26 +417,47 @@ func (n *textNode) release() {
 	if n.refs == 0 && n.view != nil {
 		n.view.Close()
 		n.view = nil
-	} else if n.isData && n.refs == 1 && n.view != nil && !n.cachedEver {
-		// Only the node's own reference is left, and the node never
-		// gave out a cached handle, so the kernel holds no page of it
-		// to keep valid: the view goes, with the segments it holds.
-		// Kept, it pinned every segment retention or compaction
-		// deleted while a writer (`app >> data` for days) held the
-		// node, .deleted files, descriptors and mappings all, until
-		// the writer closed. The next size() or open opens a view
-		// from the log start then, of the current generation (a
-		// stale node without a view serves the current log: usable).
-		n.refs = 0
-		n.view.Close()
-		n.view = nil
-		n.dropped = true
 	} else if n.isData && n.refs == 1 && n.view != nil {
+		n.unpinLocked()
+	}
+	if n.isData && n.refs == 1 && n.view != nil {
 		// Only the node's own reference is left: no handle reads
 		// through the view until the next open, and the node lives
 		// until FORGET, which the kernel sends only under memory
 		// pressure; the view's 2 MiB of buffers go back to the pool.
 		n.view.DropBuffers()
+	}
+}
+
+// unpinLocked closes the view a data node keeps of its own when no handle
+// uses it (the caller holds mu and saw refs == 1), if the kernel holds no
+// page of the node that it must keep valid: the node never gave out a
+// cached handle, or the view's generation is gone, so that every open by
+// name reaches a newer node and the node's pages serve no one (the first
+// cached open of it drops them: dropped). Kept, the view pinned every
+// segment retention or compaction deleted while a writer (`app >> data`
+// for days) held the node, their .deleted files, descriptors and mappings
+// all, until the writer closed: FORGET, which closes it otherwise, never
+// comes while the file is open. The next size() or open opens a view from
+// the log start, of the current generation (a stale node without a view
+// serves the current log: usable).
+func (n *textNode) unpinLocked() {
+	if n.cachedEver && n.view.Generation() == n.part.Generation() {
+		return
+	}
+	n.cachedEver = false
+	n.dropped = true
+	n.refs = 0
+	n.view.Close()
+	n.view = nil
+}
+
+// unpin is unpinLocked for the notifier, which finds a node stale.
+func (n *textNode) unpin() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.isData && n.refs == 1 && n.view != nil {
+		n.unpinLocked()
 	}
 }
 
@@ -463,7 +485,7 @@ func (n *textNode) OnForget() {
 	}
 	if n.isData {
 		// Drop the node's own reference, if it holds one (its view may
-		// have gone already: release), in one step under mu, so that a
+		// have gone already: unpinLocked), in one step under mu, so that a
 		// concurrent release cannot take it too.
 		n.mu.Lock()
 		if n.view != nil {
@@ -983,7 +1005,7 @@ func (n *textNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uin
 		n.mu.Unlock()
 		if purge {
 			// The node served an earlier view, maybe of an older
-			// generation, before it dropped it (release), and a
+			// generation, before it dropped it (unpinLocked), and a
 			// private mmap through an uncached handle fills the page
 			// cache (FUSE-NOTES: mmap of a direct-I/O file): drop
 			// those pages before a cached handle may read them. From
@@ -1422,9 +1444,10 @@ func (n *textNode) report(size int64) int64 {
 	if size <= n.pub {
 		// Smaller only for a node whose view opened after it reported
 		// an older generation's size (its lookup's, or its own dropped
-		// view's: release; see usable); such a node gave out no cached
-		// handle (that would have kept its view), and the kernel drops
-		// what lies past a smaller size.
+		// view's: unpinLocked; see usable); such a node has no cached
+		// handle open (that would keep its view), its first drops the
+		// node's pages (dropped), and the kernel drops what lies past a
+		// smaller size.
 		n.pub = size
 		return size
 	}
@@ -1462,8 +1485,8 @@ func (n *textNode) toldCurrent() bool {
 	if v == nil {
 		return false
 	}
-	// 0 once closed (forgotten, or no handle uses it and it never had
-	// pages in the kernel: release): no reader to tell.
+	// 0 once closed (forgotten, or unused and unpinned: unpinLocked):
+	// no reader to tell.
 	size := v.Size()
 	n.pubMu.Lock()
 	defer n.pubMu.Unlock()

@@ -46,12 +46,16 @@
 // the same st_ino) and the notifier invalidates the old dentry, while open
 // handles keep reading their TextView, whose segments logstore keeps open
 // (deleted or rewritten files included) until it closes. A data node
-// keeps a view of its own beyond its handles only once it gave out a
-// cached handle (its pages must stay valid until FORGET, "Caching"): a
-// node that did not, the usual writer's (`app >> data` for days holds it,
-// so FORGET never comes), closes its view when no handle uses it, and its
-// next size or open opens one of the current generation, so that
-// retention frees the disk under a writer. A node whose
+// keeps a view of its own beyond its handles only while the kernel may
+// serve pages of it ("Caching"): once it gave out a cached handle, and
+// until its generation is gone (every open by name then reaches a newer
+// node). Otherwise it closes its view when no handle uses it (unpinLocked,
+// also when the notifier finds it stale): a writer holding data (`app >>
+// data` for days) keeps its node, and FORGET never comes, so its view
+// pinned every segment deleted meanwhile. Its next size or open opens a
+// view of the current generation, and its first cached open after that
+// drops the node's pages first (a private mmap through an uncached handle
+// fills them too). A node whose
 // generation is gone and which serves a view (an open `tail -f`) answers
 // ESTALE to a read Open or a handle-less Getattr; the VFS then retries the
 // path walk with revalidation and reaches the new node, so a new open sees

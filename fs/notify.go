@@ -195,6 +195,11 @@ func (w *notifier) run(p *logstore.Partition, kick <-chan struct{}) {
 			} else if errno := n.NotifyContent(-1, 0); errno != 0 {
 				w.log.Debug("notify", "file", n.name, "errno", errno)
 			}
+			if n.isData && n.gen != gen {
+				// A writer holding the node may send nothing that
+				// would release its view (unpin).
+				n.unpin()
+			}
 			if n.gen != gen && n.staleNotified.CompareAndSwap(false, true) {
 				// A new generation: make the next open of this name
 				// look it up again and reach the new node.
