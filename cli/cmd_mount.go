@@ -764,6 +764,9 @@ func startFetch(c *ucli.Context, ln net.Listener, store *logstore.Store, logger 
 		MaxRequestBytes:                int32(min(c.Int("max-request-bytes"), 1<<31-1)),
 		Logger:                         logger,
 		LogLevel:                       level,
+		GroupInitialRebalanceDelay:     groupInitialDelay(c),
+		GroupMinSessionTimeout:         c.Duration("group-min-session-timeout"),
+		GroupMaxSessionTimeout:         c.Duration("group-max-session-timeout"),
 		ConsumerGroupSessionTimeout:    c.Duration("group-consumer-session-timeout"),
 		ConsumerGroupHeartbeatInterval: c.Duration("group-consumer-heartbeat-interval"),
 		OffsetsRetention:               c.Duration("offsets-retention"),
@@ -783,11 +786,19 @@ func startFetch(c *ucli.Context, ln net.Listener, store *logstore.Store, logger 
 }
 
 // groupFlags are the fetch server's consumer group settings, shared by
-// mount and serve: Kafka's group.consumer.session.timeout.ms and
+// mount and serve: Kafka's group.initial.rebalance.delay.ms,
+// group.min.session.timeout.ms and group.max.session.timeout.ms (classic
+// groups), group.consumer.session.timeout.ms and
 // group.consumer.heartbeat.interval.ms (KIP-848 consumer groups),
 // offsets.retention.minutes and offsets.retention.check.interval.ms.
 func groupFlags() []ucli.Flag {
 	return []ucli.Flag{
+		&ucli.DurationFlag{Name: "group-initial-rebalance-delay", Value: fetch.DefaultGroupInitialRebalanceDelay,
+			Usage: "`DURATION` the first rebalance of an empty classic consumer group waits for more members to join; 0 = none, as single-node Kafka setups often set it (Kafka's group.initial.rebalance.delay.ms)"},
+		&ucli.DurationFlag{Name: "group-min-session-timeout", Value: fetch.DefaultGroupMinSessionTimeout,
+			Usage: "shortest session timeout (`DURATION`) a classic consumer group member may ask for; a shorter one gets INVALID_SESSION_TIMEOUT (Kafka's group.min.session.timeout.ms)"},
+		&ucli.DurationFlag{Name: "group-max-session-timeout", Value: fetch.DefaultGroupMaxSessionTimeout,
+			Usage: "longest session timeout (`DURATION`) a classic consumer group member may ask for; a longer one gets INVALID_SESSION_TIMEOUT (Kafka's group.max.session.timeout.ms)"},
 		&ucli.DurationFlag{Name: "group-consumer-session-timeout", Value: fetch.DefaultConsumerGroupSessionTimeout,
 			Usage: "`DURATION` after which a member of a consumer group (KIP-848 protocol) that stopped heartbeating is removed and its partitions reassigned (Kafka's group.consumer.session.timeout.ms)"},
 		&ucli.DurationFlag{Name: "group-consumer-heartbeat-interval", Value: fetch.DefaultConsumerGroupHeartbeatInterval,
@@ -802,7 +813,16 @@ func groupFlags() []ucli.Flag {
 // checkGroupFlags refuses group settings Kafka would refuse at startup.
 func checkGroupFlags(c *ucli.Context) error {
 	session, interval := c.Duration("group-consumer-session-timeout"), c.Duration("group-consumer-heartbeat-interval")
+	minSession, maxSession := c.Duration("group-min-session-timeout"), c.Duration("group-max-session-timeout")
 	switch {
+	case c.Duration("group-initial-rebalance-delay") < 0:
+		return errors.New("--group-initial-rebalance-delay must not be negative (0 = no delay)")
+	case minSession <= 0:
+		return errors.New("--group-min-session-timeout must be positive")
+	case maxSession <= 0:
+		return errors.New("--group-max-session-timeout must be positive")
+	case minSession > maxSession:
+		return fmt.Errorf("--group-min-session-timeout (%v) must not be longer than --group-max-session-timeout (%v)", minSession, maxSession)
 	case c.Duration("offsets-retention") <= 0:
 		return errors.New("--offsets-retention must be positive")
 	case c.Duration("offsets-retention-check-interval") <= 0:
@@ -815,6 +835,15 @@ func checkGroupFlags(c *ucli.Context) error {
 		return fmt.Errorf("--group-consumer-heartbeat-interval (%v) must be shorter than --group-consumer-session-timeout (%v)", interval, session)
 	}
 	return nil
+}
+
+// groupInitialDelay is --group-initial-rebalance-delay as fetch.Config
+// spells it: there 0 means the default, and no delay is negative.
+func groupInitialDelay(c *ucli.Context) time.Duration {
+	if d := c.Duration("group-initial-rebalance-delay"); d > 0 {
+		return d
+	}
+	return -1
 }
 
 // cleanupFlags are the daemon flags of the background cleaners, shared by
@@ -858,6 +887,9 @@ func cleanupArgs(c *ucli.Context) []string {
 		"--cleaner-interval", c.Duration("cleaner-interval").String(),
 		"--cleaner-buffer-size", strconv.Itoa(c.Int("cleaner-buffer-size")),
 		"--producer-id-expiration", c.Duration("producer-id-expiration").String(),
+		"--group-initial-rebalance-delay", c.Duration("group-initial-rebalance-delay").String(),
+		"--group-min-session-timeout", c.Duration("group-min-session-timeout").String(),
+		"--group-max-session-timeout", c.Duration("group-max-session-timeout").String(),
 		"--group-consumer-session-timeout", c.Duration("group-consumer-session-timeout").String(),
 		"--group-consumer-heartbeat-interval", c.Duration("group-consumer-heartbeat-interval").String(),
 		"--offsets-retention", c.Duration("offsets-retention").String(),

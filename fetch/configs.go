@@ -152,6 +152,8 @@ func (s *Server) brokerConfigEntries() []configEntry {
 	// Topics cannot be deleted (20_delete_topics.go).
 	add("delete.topic.enable", "false", "true", kmsg.ConfigTypeBoolean)
 	add("group.initial.rebalance.delay.ms", itoa(max(s.cfg.GroupInitialRebalanceDelay, 0).Milliseconds()), "3000", kmsg.ConfigTypeInt)
+	add("group.min.session.timeout.ms", itoa(s.cfg.GroupMinSessionTimeout.Milliseconds()), "6000", kmsg.ConfigTypeInt)
+	add("group.max.session.timeout.ms", itoa(s.cfg.GroupMaxSessionTimeout.Milliseconds()), "1800000", kmsg.ConfigTypeInt)
 	add("group.consumer.heartbeat.interval.ms", itoa(s.groups.cgInterval.Milliseconds()), "5000", kmsg.ConfigTypeInt)
 	add("group.consumer.session.timeout.ms", itoa(s.groups.cgSession.Milliseconds()), "45000", kmsg.ConfigTypeInt)
 	add("num.partitions", itoa(int64(s.store.DefaultPartitions())), "1", kmsg.ConfigTypeInt)

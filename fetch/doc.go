@@ -158,6 +158,10 @@
 // generation. The first rebalance of an empty group waits
 // Config.GroupInitialRebalanceDelay (1 s; Kafka's
 // group.initial.rebalance.delay.ms is 3 s) for more members to arrive.
+// A member's session timeout must lie within Config.GroupMinSessionTimeout
+// and GroupMaxSessionTimeout (6 s and 30 min, as Kafka's
+// group.min/max.session.timeout.ms), or its JoinGroup gets
+// INVALID_SESSION_TIMEOUT.
 // Membership survives a restart of the server, as Kafka's
 // GroupMetadata record in __consumer_offsets makes it survive a
 // coordinator's: when the leader's SyncGroup hands out a generation's

@@ -80,11 +80,12 @@ const (
 	// wait: 1 s still gathers consumers started together into one
 	// generation, while a lone consumer starts 2 s sooner.
 	DefaultGroupInitialRebalanceDelay = time.Second
-	// Kafka's group.min.session.timeout.ms and group.max.session.timeout.ms:
-	// JoinGroup with a session timeout outside them gets
-	// INVALID_SESSION_TIMEOUT.
-	groupMinSessionTimeout = 6 * time.Second
-	groupMaxSessionTimeout = 30 * time.Minute
+	// DefaultGroupMinSessionTimeout and DefaultGroupMaxSessionTimeout are
+	// Kafka's group.min.session.timeout.ms and group.max.session.timeout.ms
+	// (Config.GroupMinSessionTimeout, GroupMaxSessionTimeout): JoinGroup
+	// with a session timeout outside them gets INVALID_SESSION_TIMEOUT.
+	DefaultGroupMinSessionTimeout = 6 * time.Second
+	DefaultGroupMaxSessionTimeout = 30 * time.Minute
 )
 
 // groups is the coordinator of every classic group of the server.
@@ -114,8 +115,8 @@ func newGroups(s *Server, initialDelay time.Duration) *groups {
 		byName:       map[string]*group{},
 		consumers:    map[string]*cgroup{},
 		initialDelay: initialDelay,
-		minSession:   groupMinSessionTimeout,
-		maxSession:   groupMaxSessionTimeout,
+		minSession:   s.cfg.GroupMinSessionTimeout,
+		maxSession:   s.cfg.GroupMaxSessionTimeout,
 		cgSession:    s.cfg.ConsumerGroupSessionTimeout,
 		cgInterval:   s.cfg.ConsumerGroupHeartbeatInterval,
 	}

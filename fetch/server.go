@@ -63,6 +63,13 @@ type Config struct {
 	// more members. 0 means DefaultGroupInitialRebalanceDelay, negative
 	// means no delay.
 	GroupInitialRebalanceDelay time.Duration
+	// GroupMinSessionTimeout and GroupMaxSessionTimeout are Kafka's
+	// group.min.session.timeout.ms and group.max.session.timeout.ms: a
+	// classic group member asking for a session timeout outside them is
+	// refused (INVALID_SESSION_TIMEOUT). <= 0 means
+	// DefaultGroupMinSessionTimeout, DefaultGroupMaxSessionTimeout; the
+	// caller keeps min <= max (the CLI refuses the opposite).
+	GroupMinSessionTimeout, GroupMaxSessionTimeout time.Duration
 	// ConsumerGroupSessionTimeout is Kafka's
 	// group.consumer.session.timeout.ms: a member of a KIP-848 consumer
 	// group whose heartbeats stop for this long is removed and its
@@ -181,6 +188,12 @@ func New(store *logstore.Store, cfg Config) *Server {
 	}
 	if cfg.GroupInitialRebalanceDelay == 0 {
 		cfg.GroupInitialRebalanceDelay = DefaultGroupInitialRebalanceDelay
+	}
+	if cfg.GroupMinSessionTimeout <= 0 {
+		cfg.GroupMinSessionTimeout = DefaultGroupMinSessionTimeout
+	}
+	if cfg.GroupMaxSessionTimeout <= 0 {
+		cfg.GroupMaxSessionTimeout = DefaultGroupMaxSessionTimeout
 	}
 	if cfg.OffsetsRetention <= 0 {
 		cfg.OffsetsRetention = DefaultOffsetsRetention
