@@ -126,7 +126,10 @@ func TestKafkaPythonGroupCommitAcrossMountRestart(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			addr := kafkaFreeAddr(t)
-			m := mntNew(t, "--kafka-listen", addr)
+			// The consumer joins alone: no initial rebalance delay
+			// to wait out.
+			flags := []string{"--kafka-listen", addr, "--group-initial-rebalance-delay", "0"}
+			m := mntNew(t, flags...)
 			kafkaWaitListening(t, addr)
 			m.ok(`mkdir "$M/st1" && seq 1 3 >> "$M/st1/0/data"`)
 
@@ -165,7 +168,7 @@ func TestKafkaPythonGroupCommitAcrossMountRestart(t *testing.T) {
 			log.waitLine(t, "rec 2 3", diag)
 			log.waitLine(t, "commit ok 3", diag) // committed before the restart
 			m.unmount()
-			m.mount("--kafka-listen", addr)
+			m.mount(flags...)
 			kafkaWaitListening(t, addr)
 			m.ok(`seq 4 6 >> "$M/st1/0/data"`)
 			log.waitLine(t, "rec 5 6", diag)
@@ -519,13 +522,18 @@ func TestKafkaKgoGroupAcrossServeRestarts(t *testing.T) {
 	t.Parallel()
 	data := filepath.Join(t.TempDir(), "data")
 	addr := kafkaFreeAddr(t)
-	flags := []string{"--listen", addr, "--partitions", "2"}
+	// The test waits out b's session once: 3 s, below Kafka's 6 s
+	// minimum, is still 6 times what a member needs to be back after a
+	// restart (kgoQuickRetry). The initial rebalance delay stays: it
+	// gathers a and b into one generation, so that nobody's commit meets
+	// a rebalance before the restarts.
+	flags := []string{"--listen", addr, "--partitions", "2", "--group-min-session-timeout", "1s"}
 	srv := kafkaServe(t, data, flags...)
 	const topic = "restarts"
 	g := newKgoGroupRounds(t, addr, "kgo-restarts", topic, kafkaClient(t, addr, kgo.AllowAutoTopicCreation()))
 	g.produce("r0")
 	a := g.join("a")
-	b := g.join("b", kgo.InstanceID("kgo-b"))
+	b := g.join("b", kgo.InstanceID("kgo-b"), kgo.SessionTimeout(3*time.Second))
 	g.wait("a partition each", func() bool {
 		_, _, _, aa, _ := a.snapshot()
 		_, _, _, ba, _ := b.snapshot()
