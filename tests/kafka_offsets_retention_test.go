@@ -123,7 +123,8 @@ func TestKafkaOffsetsRetention(t *testing.T) {
 	// and leaves the member that stays time to be back after the
 	// restart.
 	const retention = 4 * time.Second
-	flags := []string{"--kafka-listen", addr, "--partitions", "1",
+	// Each group here joins alone: no initial rebalance delay to wait out.
+	flags := []string{"--kafka-listen", addr, "--partitions", "1", "--group-initial-rebalance-delay", "0",
 		"--offsets-retention", retention.String(), "--offsets-retention-check-interval", "200ms"}
 	m := mntNew(t, flags...)
 	m.ok("mkdir $M/events && printf 'e0\\ne1\\ne2\\n' >> $M/events/0/data")
