@@ -29,7 +29,8 @@ func TestKafkaKcatStaticMemberRestart(t *testing.T) {
 	// port of its own: it runs beside the other tests that do (t.Parallel).
 	t.Parallel()
 	kafkaNeedKcat(t)
-	srv := kafkaServe(t, "", "--partitions", "4")
+	// A joins alone, then B: no initial rebalance delay to wait out.
+	srv := kafkaServe(t, "", "--partitions", "4", "--group-initial-rebalance-delay", "0")
 	const topic, group = "static", "kcat-static"
 	cl := kafkaClient(t, srv.addr, kgo.AllowAutoTopicCreation())
 	produceRound(t, cl, topic, 4, "early", 2)
@@ -147,7 +148,8 @@ func TestKafkaKgoStaticMemberRestart(t *testing.T) {
 	// It mostly waits (group timers, clients) on a server, data dir and
 	// port of its own: it runs beside the other tests that do (t.Parallel).
 	t.Parallel()
-	srv := kafkaServe(t, "", "--partitions", "4")
+	// A joins alone, then B: no initial rebalance delay to wait out.
+	srv := kafkaServe(t, "", "--partitions", "4", "--group-initial-rebalance-delay", "0")
 	const topic, group = "kgo-static", "kgo-static-group"
 	prod := kafkaClient(t, srv.addr, kgo.AllowAutoTopicCreation())
 	first := produceRound(t, prod, topic, 4, "first", 2)
@@ -255,7 +257,9 @@ func TestKafkaDeleteGroupOffsets(t *testing.T) {
 	// port of its own: it runs beside the other tests that do (t.Parallel).
 	t.Parallel()
 	kafkaNeedKcat(t)
-	srv := kafkaServe(t, "", "--partitions", "2")
+	// Every kcat member joins alone: no initial rebalance delay to wait
+	// out (four times).
+	srv := kafkaServe(t, "", "--partitions", "2", "--group-initial-rebalance-delay", "0")
 	const topic, group = "deletable", "kcat-del"
 	cl := kafkaClient(t, srv.addr, kgo.AllowAutoTopicCreation())
 	all := produceRound(t, cl, topic, 2, "r", 5)
@@ -310,7 +314,7 @@ func TestKafkaDeleteGroupOffsets(t *testing.T) {
 		cl.Close()
 		srv.cmd.Process.Kill()
 		<-srv.done
-		srv = kafkaServe(t, srv.data)
+		srv = kafkaServe(t, srv.data, "--group-initial-rebalance-delay", "0")
 		cl = kafkaClient(t, srv.addr)
 	}
 	kill9()
