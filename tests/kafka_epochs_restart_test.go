@@ -29,7 +29,10 @@ func TestKafkaConsumerAcrossRestarts(t *testing.T) {
 	addr := kafkaFreeAddr(t)
 	data := filepath.Join(t.TempDir(), "data")
 	const topic, group = "live", "live-readers"
-	srv := kafkaServe(t, data, "--listen", addr)
+	// The group consumer joins alone, three times: no initial
+	// rebalance delay to wait out.
+	flags := []string{"--listen", addr, "--group-initial-rebalance-delay", "0"}
+	srv := kafkaServe(t, data, flags...)
 	// The clients retry soon (kgoQuickRetry): cut off by each restart,
 	// they are back within half a second of the server.
 	prod := kafkaClient(t, addr, append(kgoQuickRetry(), kgo.AllowAutoTopicCreation(), kgo.RecordRetries(1000))...)
@@ -103,7 +106,7 @@ func TestKafkaConsumerAcrossRestarts(t *testing.T) {
 		if r := cliRun(t, "verify", data); r.Code != 0 || !strings.Contains(r.Stdout, " 0 error(s), 0 warning(s)") {
 			t.Fatalf("verify after restart %d (%s): exit %d\n%s%s", i, how, r.Code, r.Stdout, r.Stderr)
 		}
-		srv = kafkaServe(t, data, "--listen", addr)
+		srv = kafkaServe(t, data, flags...)
 		batch := []string{fmt.Sprintf("s%d-a", i), fmt.Sprintf("s%d-b", i)}
 		kafkaProduce(t, prod, topic, 0, batch...)
 		read(batch)
