@@ -31,7 +31,9 @@ import (
 // back to the end of the records the disk had, the second produce's batch
 // being the unflushed tail.
 func TestKafkaTruncationDetectedAfterPowerCut(t *testing.T) {
-	srv := kafkaServe(t, "")
+	// The group consumer joins alone, twice: no initial rebalance delay
+	// to wait out.
+	srv := kafkaServe(t, "", "--group-initial-rebalance-delay", "0")
 	const topic, group = "ledger", "epoch-readers"
 	prod := kafkaClient(t, srv.addr, kgo.AllowAutoTopicCreation())
 	kafkaProduce(t, prod, topic, 0, "a0", "a1", "a2", "a3", "a4")
@@ -78,7 +80,7 @@ func TestKafkaTruncationDetectedAfterPowerCut(t *testing.T) {
 	if err := os.Truncate(log, durable); err != nil {
 		t.Fatal(err)
 	}
-	srv = kafkaServe(t, srv.data)
+	srv = kafkaServe(t, srv.data, "--group-initial-rebalance-delay", "0")
 	prod = kafkaClient(t, srv.addr)
 	if offs := kafkaProduce(t, prod, topic, 0, "b5", "b6", "b7", "b8", "b9", "b10"); offs[0] != 5 {
 		t.Fatalf("after the power cut the log continued at %d, want 5", offs[0])
