@@ -232,7 +232,8 @@ func TestKafkaKcatConsumerGroup(t *testing.T) {
 	// port of its own: it runs beside the other tests that do (t.Parallel).
 	t.Parallel()
 	kafkaNeedKcat(t)
-	srv := kafkaServe(t, "", "--partitions", "4")
+	// Its members join one at a time: no initial rebalance delay to wait out.
+	srv := kafkaServe(t, "", "--partitions", "4", "--group-initial-rebalance-delay", "0")
 	const topic, group = "events", "kcat-workers"
 	cl := kafkaClient(t, srv.addr, kgo.AllowAutoTopicCreation())
 	// Produced before anyone joins: the first member reads them alone.
@@ -287,7 +288,8 @@ func TestKafkaKgoConsumerGroup(t *testing.T) {
 	// It mostly waits (group timers, clients) on a server, data dir and
 	// port of its own: it runs beside the other tests that do (t.Parallel).
 	t.Parallel()
-	srv := kafkaServe(t, "", "--partitions", "3")
+	// Its members join one at a time: no initial rebalance delay to wait out.
+	srv := kafkaServe(t, "", "--partitions", "3", "--group-initial-rebalance-delay", "0")
 	const topic, group = "orders", "kgo-workers"
 	prod := kafkaClient(t, srv.addr, kgo.AllowAutoTopicCreation())
 	first := produceRound(t, prod, topic, 3, "first", 10)
@@ -364,7 +366,8 @@ func TestKafkaPythonSubscribe(t *testing.T) {
 	t.Parallel()
 	pythonNeedKafka(t)
 	script := pythonScript(t, "subscribe.py", pythonSubscribe)
-	srv := kafkaServe(t, "", "--partitions", "2")
+	// Its members join one at a time: no initial rebalance delay to wait out.
+	srv := kafkaServe(t, "", "--partitions", "2", "--group-initial-rebalance-delay", "0")
 	prod := kafkaClient(t, srv.addr, kgo.AllowAutoTopicCreation())
 	run := func(n int) []string {
 		t.Helper()
@@ -396,7 +399,8 @@ func TestKafkaConsumerGroupThroughMount(t *testing.T) {
 	t.Parallel()
 	kafkaNeedKcat(t)
 	addr := kafkaFreeAddr(t)
-	m := mntNew(t, "--kafka-listen", addr, "--partitions", "2")
+	// Its members join one at a time: no initial rebalance delay to wait out.
+	m := mntNew(t, "--kafka-listen", addr, "--partitions", "2", "--group-initial-rebalance-delay", "0")
 	m.ok(`mkdir "$M/gt" && seq 1 30 >> "$M/gt/0/data" && seq 31 60 >> "$M/gt/1/data"`)
 	read := func(n int) []string {
 		t.Helper()
