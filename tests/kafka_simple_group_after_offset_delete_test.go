@@ -29,7 +29,9 @@ func TestKafkaSimpleGroupAfterOffsetDelete(t *testing.T) {
 		{"expired", []string{"--offsets-retention-check-interval", "100ms"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := kafkaServe(t, "", tc.flags...)
+			// The consumer at the end joins alone: no initial
+			// rebalance delay to wait out.
+			srv := kafkaServe(t, "", append([]string{"--group-initial-rebalance-delay", "0"}, tc.flags...)...)
 			cl := kafkaClient(t, srv.addr)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
