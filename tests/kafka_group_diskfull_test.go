@@ -135,7 +135,9 @@ func TestKafkaGroupRebalanceOnFullDisk(t *testing.T) {
 			disk := faultLoopDisk(t, "xfs", 320)
 			data := filepath.Join(disk.dir, "data")
 			addr := kafkaFreeAddr(t)
-			args := []string{"--kafka-listen", addr, "--partitions", "2",
+			// a joins alone, then b: no initial rebalance delay
+			// (classic) to wait out.
+			args := []string{"--kafka-listen", addr, "--partitions", "2", "--group-initial-rebalance-delay", "0",
 				"--group-consumer-heartbeat-interval", "300ms", "--group-consumer-session-timeout", "6s"}
 			m := mntAt(t, data, args...)
 			kafkaWaitListening(t, addr)
@@ -245,7 +247,9 @@ func TestKafkaGroupFirstJoinOnFullDisk(t *testing.T) {
 	disk := faultLoopDisk(t, "xfs", 320)
 	data := filepath.Join(disk.dir, "data")
 	addr := kafkaFreeAddr(t)
-	m := mntAt(t, data, "--kafka-listen", addr, "--partitions", "2")
+	// Its members join alone: no initial rebalance delay to wait out.
+	args := []string{"--kafka-listen", addr, "--partitions", "2", "--group-initial-rebalance-delay", "0"}
+	m := mntAt(t, data, args...)
 	kafkaWaitListening(t, addr)
 	const topic, group = "gfirst", "gfirst-group"
 	m.ok(`mkdir "$M/` + topic + `"`)
