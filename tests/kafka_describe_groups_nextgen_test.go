@@ -19,7 +19,9 @@ import (
 // protocol type "consumer", the assignor as protocol, the members. A
 // classic group beside it is still described.
 func TestKafkaDescribeGroupsNextGenGroupIsDead(t *testing.T) {
-	srv := kafkaServe(t, "")
+	// The classic group's member joins alone: no initial rebalance delay
+	// to wait out.
+	srv := kafkaServe(t, "", "--group-initial-rebalance-delay", "0")
 	cl := kafkaClient(t, srv.addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
