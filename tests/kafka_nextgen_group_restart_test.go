@@ -26,7 +26,10 @@ import (
 // group, which then stays classic across a restart.
 func TestKafkaNextGenGroupTypeSurvivesRestart(t *testing.T) {
 	data := t.TempDir() + "/data"
-	flags := []string{"--partitions", "2", "--group-consumer-heartbeat-interval", "200ms", "--group-consumer-session-timeout", "4s"}
+	// The classic member joins alone: no initial rebalance delay to wait
+	// out.
+	flags := []string{"--partitions", "2", "--group-consumer-heartbeat-interval", "200ms", "--group-consumer-session-timeout", "4s",
+		"--group-initial-rebalance-delay", "0"}
 	srv := kafkaServe(t, data, flags...)
 	const topic, group = "events", "kept"
 	prod := kafkaClient(t, srv.addr, kgo.AllowAutoTopicCreation())
