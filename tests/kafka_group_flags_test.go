@@ -113,6 +113,20 @@ func awaitJoin(t *testing.T, who string, c <-chan joinResult) *kmsg.JoinGroupRes
 	return r.resp
 }
 
+// delayedGroupServer serves with --group-initial-rebalance-delay delay,
+// checks that DescribeConfigs reports it as wantMs, and returns an admin
+// client and one client per member: a broker answers a connection's
+// requests in order, and each member has its own, as it would have.
+func delayedGroupServer(t *testing.T, delay, wantMs string) (cl, ca, cb *kgo.Client) {
+	t.Helper()
+	srv := kafkaServe(t, "", "--group-initial-rebalance-delay", delay)
+	cl, ca, cb = kafkaClient(t, srv.addr), kafkaClient(t, srv.addr), kafkaClient(t, srv.addr)
+	if v := kafkaBrokerConfig(t, cl, "group.initial.rebalance.delay.ms"); v != wantMs {
+		t.Errorf("group.initial.rebalance.delay.ms = %q, want %s", v, wantMs)
+	}
+	return cl, ca, cb
+}
+
 // --group-initial-rebalance-delay is Kafka's
 // group.initial.rebalance.delay.ms, which single-node setups commonly set
 // to 0. With 0, a lone member's join completes generation 1 at once: a
@@ -129,13 +143,7 @@ func TestKafkaGroupInitialRebalanceDelayFlag(t *testing.T) {
 	t.Run("zero", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		srv := kafkaServe(t, "", "--group-initial-rebalance-delay", "0")
-		// A broker answers a connection's requests in order: each
-		// member has its own client, as it would have.
-		cl, ca, cb := kafkaClient(t, srv.addr), kafkaClient(t, srv.addr), kafkaClient(t, srv.addr)
-		if v := kafkaBrokerConfig(t, cl, "group.initial.rebalance.delay.ms"); v != "0" {
-			t.Errorf("group.initial.rebalance.delay.ms = %q, want 0", v)
-		}
+		cl, ca, cb := delayedGroupServer(t, "0", "0")
 		a := kafkaJoinAsync(ctx, ca, group, "", topic)
 		// a's join reached the server: the group rebalances, or (no
 		// delay) has already completed the join.
@@ -158,11 +166,7 @@ func TestKafkaGroupInitialRebalanceDelayFlag(t *testing.T) {
 	t.Run("2s", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		srv := kafkaServe(t, "", "--group-initial-rebalance-delay", "2s")
-		cl, ca, cb := kafkaClient(t, srv.addr), kafkaClient(t, srv.addr), kafkaClient(t, srv.addr)
-		if v := kafkaBrokerConfig(t, cl, "group.initial.rebalance.delay.ms"); v != "2000" {
-			t.Errorf("group.initial.rebalance.delay.ms = %q, want 2000", v)
-		}
+		cl, ca, cb := delayedGroupServer(t, "2s", "2000")
 		a := kafkaJoinAsync(ctx, ca, group, "", topic)
 		kafkaAwaitGroupState(t, ctx, cl, group, "PreparingRebalance")
 		b := kafkaJoinAsync(ctx, cb, group, "", topic)
