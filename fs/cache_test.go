@@ -3,6 +3,7 @@ package fs
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -580,7 +581,7 @@ func TestWriterRetryAfterStaleGetattr(t *testing.T) {
 }
 
 // cachedDataNode mounts, creates topic, appends "k:v\n" and reads data
-// through the page cache, so that its node keeps its generation's view,
+// through the page cache, holding it open, so that its node keeps its generation's view,
 // and pins that node as a writer's dentry would (pinNode). It returns
 // the partition's node, data's node, and a function that starts a new
 // generation by setting key.separator to sep.
@@ -599,7 +600,16 @@ func cachedDataNode(t *testing.T, topic string) (*partNode, *textNode, func(sep 
 		t.Fatal(err)
 	}
 	f.Close()
-	if b, err := os.ReadFile(data); err != nil || string(b) != "k:v\n" {
+	// The reader stays open, as a `tail -f` would: a stale node keeps
+	// its generation's view, and answers ESTALE, only while a handle
+	// uses it (unpinLocked; the notifier drops an unused one when the
+	// generation moves, which raced the tests' first GETATTR).
+	r, err := os.Open(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	if b, err := io.ReadAll(r); err != nil || string(b) != "k:v\n" {
 		t.Fatalf("read %q, %v", b, err)
 	}
 	pinNode(t, data)
