@@ -82,6 +82,15 @@ Example:
 		// keeps urfave/cli from calling os.Exit for an ExitCoder error.
 		ExitErrHandler: func(*ucli.Context, error) {},
 		OnUsageError:   usageError(""),
+		// Without a command, the help; with one that does not exist, an
+		// error naming it. urfave/cli's default answered "segfs mont"
+		// with "No help topic for 'mont'", as if help had been asked for.
+		Action: func(c *ucli.Context) error {
+			if c.NArg() > 0 {
+				return fmt.Errorf("unknown command %q (see segfs --help)", c.Args().First())
+			}
+			return ucli.ShowAppHelp(c)
+		},
 	}
 	for _, cmd := range app.Commands {
 		cmd.OnUsageError = usageError(cmd.Name)

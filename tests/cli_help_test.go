@@ -44,8 +44,12 @@ func TestCLIHelp(t *testing.T) {
 		t.Errorf("--version: exit %d %q", r.Code, r.Stdout)
 	}
 	r = cliRun(t, "no-such-command")
-	if r.Code == 0 {
-		t.Errorf("an unknown command exited 0")
+	if r.Code == 0 || r.Stderr != "segfs: unknown command \"no-such-command\" (see segfs --help)\n" {
+		t.Errorf("an unknown command: exit %d, stderr %q; want exit 1 and a message naming it", r.Code, r.Stderr)
+	}
+	r = cliRun(t)
+	if r.Code != 0 || !strings.Contains(r.Stdout, "COMMANDS:") {
+		t.Errorf("segfs without a command: exit %d, want the help\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 }
 
