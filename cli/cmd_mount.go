@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"os/exec"
@@ -103,6 +104,9 @@ func runMount(c *ucli.Context) error {
 		return fmt.Errorf("mount: %w", err)
 	}
 	if err := checkGroupFlags(c); err != nil {
+		return fmt.Errorf("mount: %w", err)
+	}
+	if err := checkMaxRequestBytes(c); err != nil {
 		return fmt.Errorf("mount: %w", err)
 	}
 	dataDir, err := filepath.Abs(args[0])
@@ -761,7 +765,7 @@ func startFetch(c *ucli.Context, ln net.Listener, store *logstore.Store, logger 
 	srv := fetch.New(store, fetch.Config{
 		Advertise:                      c.String("advertise"),
 		AutoCreateTopics:               c.Bool("auto-create-topics"),
-		MaxRequestBytes:                int32(min(c.Int("max-request-bytes"), 1<<31-1)),
+		MaxRequestBytes:                int32(c.Int("max-request-bytes")),
 		Logger:                         logger,
 		LogLevel:                       level,
 		GroupInitialRebalanceDelay:     groupInitialDelay(c),
@@ -833,6 +837,17 @@ func checkGroupFlags(c *ucli.Context) error {
 		return errors.New("--group-consumer-heartbeat-interval must be positive")
 	case interval >= session:
 		return fmt.Errorf("--group-consumer-heartbeat-interval (%v) must be shorter than --group-consumer-session-timeout (%v)", interval, session)
+	}
+	return nil
+}
+
+// checkMaxRequestBytes refuses a --max-request-bytes Kafka would refuse
+// for socket.request.max.bytes (an int, at least 1). 0 or a negative value
+// used to mean the default, 100 MiB, and a larger one was cut to the int's
+// maximum, both silently.
+func checkMaxRequestBytes(c *ucli.Context) error {
+	if n := c.Int("max-request-bytes"); n < 1 || n > math.MaxInt32 {
+		return fmt.Errorf("--max-request-bytes must be between 1 and %d (Kafka's socket.request.max.bytes), not %d", math.MaxInt32, n)
 	}
 	return nil
 }

@@ -94,6 +94,9 @@ func runServe(c *ucli.Context) error {
 	if err := checkGroupFlags(c); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
+	if err := checkMaxRequestBytes(c); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
 	// Caught from before the store opens, so that a signal during
 	// recovery stops the server cleanly once it is up instead of killing
 	// it with the store open. SIGHUP (the terminal went away) too, as
@@ -119,7 +122,7 @@ func runServe(c *ucli.Context) error {
 	srv := fetch.New(store, fetch.Config{
 		Advertise:                      c.String("advertise"),
 		AutoCreateTopics:               c.Bool("auto-create-topics"),
-		MaxRequestBytes:                int32(min(c.Int("max-request-bytes"), 1<<31-1)),
+		MaxRequestBytes:                int32(c.Int("max-request-bytes")),
 		Logger:                         logger,
 		LogLevel:                       level,
 		GroupInitialRebalanceDelay:     groupInitialDelay(c),

@@ -224,3 +224,22 @@ func TestKafkaServeSighup(t *testing.T) {
 		t.Fatalf("no clean-shutdown marker after SIGHUP: %v", err)
 	}
 }
+
+// TestCLIMaxRequestBytesRefused: --max-request-bytes below 1 or above
+// 2147483647 is refused by mount and serve, naming the flag, before
+// anything is mounted or served, as Kafka refuses such a
+// socket.request.max.bytes. 0 and negative values used to mean the 100 MiB
+// default, and larger ones were cut to the int's maximum, silently.
+func TestCLIMaxRequestBytesRefused(t *testing.T) {
+	data, mp := t.TempDir(), t.TempDir()
+	for _, v := range []string{"0", "-1", "2147483648"} {
+		want := "--max-request-bytes must be between 1 and 2147483647 (Kafka's socket.request.max.bytes), not " + v
+		cliRefused(t, mp, want, "mount", "--max-request-bytes", v, data, mp)
+		cliRefused(t, mp, want, "mount", "--kafka-listen", "127.0.0.1:0", "--max-request-bytes", v, data, mp)
+		// The old serve served: the timeout ends it.
+		out, err := exec.Command("timeout", "-k", "5", "10", segfsBin, "serve", "--listen", "127.0.0.1:0", "--max-request-bytes", v, data).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "segfs: serve: "+want) {
+			t.Errorf("segfs serve --max-request-bytes %s: %v %q; want it refused saying %q", v, err, out, want)
+		}
+	}
+}
