@@ -17,6 +17,7 @@ import (
 // without a byte read, and mount served an empty filesystem and wrote the
 // data directory's checkpoints among the segments.
 func TestCLIPartitionDirRefused(t *testing.T) {
+	needProgram(t, "rsync", "rsync")
 	m := mntNew(t)
 	m.ok(`mkdir "$M/orders" && seq 1 100 >> "$M/orders/0/data"`)
 	base := t.TempDir()

@@ -133,7 +133,7 @@ func TestRefusedMountLeavesDataDir(t *testing.T) {
 	// A machine without FUSE (a container without /dev/fuse): the store
 	// was opened, recovered and closed before mount(2) failed. /dev is an
 	// empty tmpfs in a mount namespace of the command's own.
-	if _, err := exec.LookPath("unshare"); err == nil {
+	if _, ok := optionalProgram(t, "unshare", "util-linux", "the mount without /dev/fuse"); ok {
 		before := cliDirSnapshot(t, data)
 		for _, args := range [][]string{{"mount", data, mp}, {"mount", "--foreground", data, mp}} {
 			out, err := exec.Command("timeout", append([]string{"-k", "5", "60", "unshare", "-m", "sh", "-c",

@@ -256,9 +256,7 @@ func TestVerifyUnreadableLog(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("switching to the user nobody needs root")
 	}
-	if _, err := exec.LookPath("setpriv"); err != nil {
-		t.Skip("needs setpriv (util-linux)")
-	}
+	needProgram(t, "setpriv", "util-linux")
 	// Directories nobody can enter: MkdirTemp makes them 0700, and so
 	// is CI's own TMPDIR (.ci/run), so the base is made right under /tmp,
 	// where nobody can reach it; it is chmod'ed open below.

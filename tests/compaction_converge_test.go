@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -94,7 +93,7 @@ done`, rounds, keys), 150)
 			t.Fatalf("record %d: offset %d %s=%s, want offset %d %s", i, r.Offset, r.Key, r.Value, want, latest[i])
 		}
 	}
-	if _, err := exec.LookPath("kcat"); err == nil {
+	if _, ok := optionalProgram(t, "kcat", "kcat", "kcat's read"); ok {
 		out := kcat(t, addr, "", "-C", "-t", "cmp", "-p", "0", "-o", "beginning", "-e", "-q", "-f", `%o %k=%s\n`)
 		lines := mntLines(out)
 		if len(lines) != keys || lines[0] != fmt.Sprintf("%d %s", (rounds-1)*keys, latest[0]) {

@@ -111,9 +111,7 @@ func faultLoopDisk(t testing.TB, fstype string, sizeMB int) *faultDisk {
 	t.Helper()
 	faultNeedRoot(t)
 	mkfs := "mkfs." + fstype
-	if _, err := exec.LookPath(mkfs); err != nil {
-		t.Skipf("%s not installed (apt-get install xfsprogs e2fsprogs)", mkfs)
-	}
+	needProgram(t, mkfs, map[string]string{"xfs": "xfsprogs", "ext4": "e2fsprogs"}[fstype])
 	if fstype == "xfs" {
 		sizeMB = max(sizeMB, 320) // mkfs.xfs refuses anything under 300 MB
 	}

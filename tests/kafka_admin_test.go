@@ -82,9 +82,7 @@ type adminPy func(addr string, args ...string) []string
 func needAdminPython(t *testing.T) adminPy {
 	t.Helper()
 	const python = "/usr/bin/python3" // Debian's, where the package installs
-	if err := exec.Command(python, "-c", "import confluent_kafka").Run(); err != nil {
-		t.Skip("confluent-kafka-python not installed (apt-get install python3-confluent-kafka); CI installs it")
-	}
+	pythonNeedKafka(t)
 	script := filepath.Join(t.TempDir(), "admin.py")
 	if err := os.WriteFile(script, []byte(adminPython), 0o644); err != nil {
 		t.Fatal(err)

@@ -207,14 +207,11 @@ func recordValues(recs []*kgo.Record) []string {
 	return out
 }
 
-// kafkaNeedKcat skips when kcat is not installed (CI installs it).
+// kafkaNeedKcat skips when kcat is not installed (.ci/run installs it,
+// and there it fails: needProgram).
 func kafkaNeedKcat(t testing.TB) string {
 	t.Helper()
-	p, err := exec.LookPath("kcat")
-	if err != nil {
-		t.Skip("kcat not installed (apt-get install kcat); CI installs it")
-	}
-	return p
+	return needProgram(t, "kcat", "kcat")
 }
 
 // kcat runs kcat with args against addr, stdin as given, under a timeout.

@@ -162,9 +162,7 @@ for t, f in a.create_partitions([NewPartitions(sys.argv[2], 3)], request_timeout
 // sent "Topic nosuch does not exist.", which librdkafka printed instead.
 func TestKafkaPythonCreatePartitionsUnknownTopic(t *testing.T) {
 	const python = "/usr/bin/python3"
-	if err := exec.Command(python, "-c", "import confluent_kafka").Run(); err != nil {
-		t.Skip("confluent-kafka-python not installed (apt-get install python3-confluent-kafka); CI installs it")
-	}
+	pythonNeedKafka(t)
 	script := filepath.Join(t.TempDir(), "cp.py")
 	if err := os.WriteFile(script, []byte(pythonCreatePartitions), 0o644); err != nil {
 		t.Fatal(err)

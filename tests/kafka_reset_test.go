@@ -134,9 +134,7 @@ func TestKafkaOutOfRangeReset(t *testing.T) {
 
 	// confluent-kafka-python.
 	const python = "/usr/bin/python3" // Debian's, where the package installs
-	if err := exec.Command(python, "-c", "import confluent_kafka").Run(); err != nil {
-		t.Skip("confluent-kafka-python not installed (apt-get install python3-confluent-kafka); CI installs it")
-	}
+	pythonNeedKafka(t)
 	script := filepath.Join(t.TempDir(), "reset.py")
 	if err := os.WriteFile(script, []byte(pythonReset), 0o644); err != nil {
 		t.Fatal(err)

@@ -261,9 +261,7 @@ print("OK" if err is None else "%s: %s" % (err.name(), err.str()))
 // on what it produces, so it cannot send one out of bounds.)
 func TestKafkaProduceTimestampPython(t *testing.T) {
 	const python = "/usr/bin/python3" // Debian's, where the package installs
-	if err := exec.Command(python, "-c", "import confluent_kafka").Run(); err != nil {
-		t.Skip("confluent-kafka-python not installed (apt-get install python3-confluent-kafka); CI installs it")
-	}
+	pythonNeedKafka(t)
 	script := filepath.Join(t.TempDir(), "ts.py")
 	if err := os.WriteFile(script, []byte(pythonTimestampProducer), 0o644); err != nil {
 		t.Fatal(err)

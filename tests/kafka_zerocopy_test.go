@@ -21,10 +21,7 @@ import (
 // carrying every record byte, and the bytes the server writes to sockets
 // from user space staying at the size of the response framing.
 func TestKafkaZeroCopyStrace(t *testing.T) {
-	straceBin, err := exec.LookPath("strace")
-	if err != nil {
-		t.Skip("strace not installed (apt-get install strace); CI installs it")
-	}
+	straceBin := needProgram(t, "strace", "strace")
 	srv := kafkaServe(t, "")
 	cl := kafkaClient(t, srv.addr, kgo.AllowAutoTopicCreation(), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	const n = 2000

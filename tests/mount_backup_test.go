@@ -35,7 +35,7 @@ func TestMountBackupToolsCopyText(t *testing.T) {
 		{"rsync -a", `rsync -a "$M/b" "$OUT/"`},
 	} {
 		if c.name == "rsync -a" {
-			if r := m.sh(`command -v rsync`); r.code != 0 {
+			if _, ok := optionalProgram(t, "rsync", "rsync", "the rsync copy"); !ok {
 				continue
 			}
 		}

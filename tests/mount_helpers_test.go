@@ -81,9 +81,9 @@ func (m *mnt) mount(extra ...string) string {
 		if hasCapSysResource(t) {
 			// Out of the bounding set, so out of what root's exec of
 			// segfs is given.
-			if _, err := exec.LookPath("setpriv"); err != nil {
-				t.Skipf("a daemon under a file limit it cannot raise needs setpriv (util-linux) to drop CAP_SYS_RESOURCE: %v", err)
-			}
+			// A daemon under a file limit it cannot raise needs
+			// setpriv to drop CAP_SYS_RESOURCE.
+			needProgram(t, "setpriv", "util-linux")
 			cmd.Args = append([]string{"setpriv", "--bounding-set", "-sys_resource", "--"}, cmd.Args...)
 		}
 		cmd = exec.Command("sh", append([]string{"-c", fmt.Sprintf(`ulimit -n %d && exec "$@"`, m.nofile), "sh"}, cmd.Args...)...)

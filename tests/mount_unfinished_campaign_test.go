@@ -372,9 +372,7 @@ func clip(b []byte) []byte {
 const campaignTags = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
 func TestUnfinishedKillCampaign(t *testing.T) {
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 not installed")
-	}
+	needProgram(t, "python3", "python3")
 	addr := kafkaFreeAddr(t)
 	m := mntNew(t, "--kafka-listen", addr)
 	m.ok(`mkdir "$M/t"`)
@@ -517,9 +515,8 @@ func procWchar(pid int) int64 {
 // the recovery of the unfinished lines has appended one. The mount fails
 // (or the daemon dies right after it), and what is left is unmounted.
 func campaignKillDuringRecovery(t *testing.T, m *mnt, addr string) {
-	straceBin, err := exec.LookPath("strace")
-	if err != nil {
-		t.Log("strace not installed: no kill during recovery")
+	straceBin, ok := optionalProgram(t, "strace", "strace", "the kill during recovery")
+	if !ok {
 		return
 	}
 	j, err := os.ReadFile(filepath.Join(m.data, "t-0", "segfs-unfinished-lines"))

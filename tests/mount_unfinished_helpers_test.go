@@ -21,9 +21,7 @@ import (
 // write(2) result the tests know are python).
 func unfinishedNeedPython3(t *testing.T) {
 	t.Helper()
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 not installed")
-	}
+	needProgram(t, "python3", "python3")
 }
 
 // unfinishedPy is a python3 writer of a file on the mount, told what to
@@ -130,10 +128,7 @@ func straceInject(t *testing.T, pid int, path, syscall, inject string) *exec.Cmd
 // once a line of strace's trace contains match ("" never matches).
 func straceInjectWatch(t *testing.T, pid int, path, syscall, inject, match string) (*exec.Cmd, <-chan struct{}) {
 	t.Helper()
-	straceBin, err := exec.LookPath("strace")
-	if err != nil {
-		t.Skip("strace not installed")
-	}
+	straceBin := needProgram(t, "strace", "strace")
 	// The trace goes to stderr, unbuffered: a line is read as strace
 	// prints it, before it lets the traced thread go on.
 	st := exec.Command(straceBin, "-f", "-p", strconv.Itoa(pid), "-P", path,

@@ -85,9 +85,7 @@ func killpointArm(t *testing.T, m *mnt, path string, n int) func() {
 // pwrite, and the pending SIGKILL ends it there.
 func killAfterFirstPwrite(t *testing.T, m *mnt, path string) func() {
 	t.Helper()
-	if _, err := exec.LookPath("strace"); err != nil {
-		t.Skip("strace not installed")
-	}
+	needProgram(t, "strace", "strace")
 	st, written := straceInjectWatch(t, m.pid, path, "pwrite64", "delay_exit=5000000:when=1", "(DELAYED)")
 	pid := m.pid
 	killed := make(chan struct{})
@@ -210,10 +208,7 @@ func exact(alts ...string) func([]string) error {
 // a plain remount: each line is a record once, in the order of the
 // writers' last writes.
 func TestUnfinishedRecoveryKillPoints(t *testing.T) {
-	straceBin, err := exec.LookPath("strace")
-	if err != nil {
-		t.Skip("strace not installed")
-	}
+	straceBin := needProgram(t, "strace", "strace")
 	for _, c := range []struct {
 		file string
 		n    int
@@ -263,9 +258,7 @@ printf 'ee' >&5`)
 // B's last tail (its write's batch was stored before the rewrite that
 // the kill cut; the kill came before the reply).
 func TestUnfinishedRewriteKillPoints(t *testing.T) {
-	if _, err := exec.LookPath("strace"); err != nil {
-		t.Skip("strace not installed")
-	}
+	needProgram(t, "strace", "strace")
 	unfinishedNeedPython3(t)
 	for _, c := range []struct{ syscall, file string }{
 		{"openat", "segfs-unfinished-lines.tmp"},

@@ -24,10 +24,8 @@ func TestMountAsUser(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("switching to the user nobody needs root")
 	}
-	for _, tool := range []string{"unshare", "setpriv", "fusermount3", "mknod"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("needs %s: %v", tool, err)
-		}
+	for _, tool := range [][2]string{{"unshare", "util-linux"}, {"setpriv", "util-linux"}, {"fusermount3", "fuse3"}, {"mknod", "coreutils"}} {
+		needProgram(t, tool[0], tool[1])
 	}
 	// A directory the user can reach (t.TempDir's parents are 0700),
 	// holding a copy of the binary, the mountpoint and the data dir.
