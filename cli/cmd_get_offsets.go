@@ -49,7 +49,7 @@ func runGetOffsets(c *ucli.Context) error {
 		return err
 	}
 	if c.NArg() < 1 || c.NArg() > 2 {
-		return errors.New("get-offsets: usage: segfs get-offsets DATA_DIR [TOPIC[/PARTITION]]")
+		return errors.New("get-offsets: usage: segfs get-offsets [flags] DATA_DIR [TOPIC[/PARTITION]]")
 	}
 	dataDir := c.Args().Get(0)
 	parts, err := selectPartitions(dataDir, c.Args().Get(1))

@@ -66,7 +66,7 @@ func runLogDirs(c *ucli.Context) error {
 		return err
 	}
 	if c.NArg() != 1 {
-		return errors.New("log-dirs: usage: segfs log-dirs DATA_DIR")
+		return errors.New("log-dirs: usage: segfs log-dirs [flags] DATA_DIR")
 	}
 	dataDir := c.Args().First()
 	parts, err := listPartitions(dataDir)

@@ -61,7 +61,7 @@ func runServe(c *ucli.Context) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	if len(args) != 1 {
-		return errors.New("serve: usage: segfs serve DATA_DIR [--listen ADDR] [--advertise ADDR]")
+		return errors.New("serve: usage: segfs serve [flags] DATA_DIR")
 	}
 	if err := rejectEmptyArgs(args, []string{"DATA_DIR"}); err != nil {
 		return fmt.Errorf("serve: %w", err)

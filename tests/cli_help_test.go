@@ -47,6 +47,21 @@ func TestCLIHelp(t *testing.T) {
 	if r.Code == 0 || r.Stderr != "segfs: unknown command \"no-such-command\" (see segfs --help)\n" {
 		t.Errorf("an unknown command: exit %d, stderr %q; want exit 1 and a message naming it", r.Code, r.Stderr)
 	}
+	// Without their arguments, each command prints its usage line as
+	// --help shows it: serve's named two of its many flags, and those of
+	// get-offsets and log-dirs, which take --json, none.
+	for _, tc := range [][2]string{
+		{"mount", "mount: usage: segfs mount [flags] DATA_DIR MOUNTPOINT"},
+		{"serve", "serve: usage: segfs serve [flags] DATA_DIR"},
+		{"verify", "verify: want exactly one DATA_DIR (usage: segfs verify DATA_DIR)"},
+		{"get-offsets", "get-offsets: usage: segfs get-offsets [flags] DATA_DIR [TOPIC[/PARTITION]]"},
+		{"log-dirs", "log-dirs: usage: segfs log-dirs [flags] DATA_DIR"},
+		{"dump-log", "dump-log: no files given (usage: segfs dump-log [flags] FILE...)"},
+	} {
+		if r := cliRun(t, tc[0]); r.Code != 1 || r.Stderr != "segfs: "+tc[1]+"\n" {
+			t.Errorf("segfs %s: exit %d, stderr %q; want %q", tc[0], r.Code, r.Stderr, "segfs: "+tc[1])
+		}
+	}
 	r = cliRun(t)
 	if r.Code != 0 || !strings.Contains(r.Stdout, "COMMANDS:") {
 		t.Errorf("segfs without a command: exit %d, want the help\n%s%s", r.Code, r.Stdout, r.Stderr)
