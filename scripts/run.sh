@@ -4,10 +4,12 @@
 #   bash scripts/run.sh [DATA_DIR [MOUNTPOINT]]
 #
 # DATA_DIR defaults to ~/.segfs/data and MOUNTPOINT to /mnt/segfs; both are
-# created. The mount runs in the background (its log is DATA_DIR/segfs-mount.out)
-# until `umount MOUNTPOINT`. Set SEGFS_FOREGROUND=1 to keep it attached
-# instead (Ctrl-C unmounts). Needs Go (/usr/local/go/bin is tried) and
-# /dev/fuse; as root nothing else, as a user also fusermount3 (package fuse3).
+# created. The binary goes to ~/.segfs/bin/segfs, or to SEGFS_BIN. The
+# mount runs in the background (its log is DATA_DIR/segfs-mount.out) until
+# `umount MOUNTPOINT`; run again while it is up, it says so and exits 0.
+# Set SEGFS_FOREGROUND=1 to keep it attached instead (Ctrl-C unmounts).
+# Needs Go (/usr/local/go/bin is tried) and /dev/fuse; as root nothing
+# else, as a user also fusermount3 (package fuse3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/local/go/bin"
