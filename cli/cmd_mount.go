@@ -69,7 +69,7 @@ Example:
 			&ucli.IntFlag{Name: "max-request-bytes", Value: fetch.DefaultMaxRequestBytes, Usage: "with --kafka-listen: largest request accepted, in `BYTES` (Kafka's socket.request.max.bytes)"},
 			&ucli.BoolFlag{Name: "allow-other", Usage: "let other users use the mount (modes are enforced)"},
 			&ucli.DurationFlag{Name: "unmount-grace", Value: 5 * time.Second, Usage: "`DURATION` a signalled daemon keeps serving files still open before it exits"},
-			&ucli.BoolFlag{Name: "debug", Usage: "log every FUSE request"},
+			&ucli.BoolFlag{Name: "debug", Usage: "log every FUSE request, with --kafka-listen every Kafka request too, and the file limit set"},
 			&ucli.StringFlag{Name: "pprof", Usage: "serve Go profiles on `ADDR` (host:port; for debugging)"},
 		}, append(cleanupFlags(), groupFlags()...)...),
 		Action: runMount,

@@ -49,7 +49,7 @@ Example:
 			&ucli.BoolFlag{Name: "auto-create-topics", Value: true, Usage: "create unknown topics on produce and metadata requests, as Kafka's auto.create.topics.enable"},
 			&ucli.IntFlag{Name: "partitions", Value: 1, Usage: "`N` partitions for auto-created topics"},
 			&ucli.IntFlag{Name: "max-request-bytes", Value: fetch.DefaultMaxRequestBytes, Usage: "largest request accepted, in `BYTES` (Kafka's socket.request.max.bytes)"},
-			&ucli.BoolFlag{Name: "debug", Usage: "log every request (the level can also be set live: kafka-configs --alter --entity-type broker-loggers --entity-name 0 --add-config root=DEBUG)"},
+			&ucli.BoolFlag{Name: "debug", Usage: "log every request and the file limit set (the level can also be set live: kafka-configs --alter --entity-type broker-loggers --entity-name 0 --add-config root=DEBUG)"},
 		}, append(cleanupFlags(), groupFlags()...)...),
 		Action: runServe,
 	}

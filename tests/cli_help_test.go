@@ -39,6 +39,17 @@ func TestCLIHelp(t *testing.T) {
 			}
 		}
 	}
+	// --debug says what it logs: mount's logged the Kafka requests of
+	// --kafka-listen too, and both the file limit (README: "--debug logs
+	// the limit set"), which the help did not say.
+	for cmd, want := range map[string]string{
+		"mount": "--debug  log every FUSE request, with --kafka-listen every Kafka request too, and the file limit set",
+		"serve": "--debug  log every request and the file limit set",
+	} {
+		if r := cliRun(t, cmd, "--help"); !strings.Contains(strings.Join(strings.Fields(r.Stdout), "  "), strings.Join(strings.Fields(want), "  ")) {
+			t.Errorf("%s --help: --debug does not say %q:\n%s", cmd, want, r.Stdout)
+		}
+	}
 	r = cliRun(t, "--version")
 	if r.Code != 0 || !strings.HasPrefix(r.Stdout, "segfs version ") {
 		t.Errorf("--version: exit %d %q", r.Code, r.Stdout)
