@@ -27,11 +27,12 @@ func serveCommand() *ucli.Command {
 		Name:      "serve",
 		Usage:     "serve a data directory over the Kafka protocol",
 		ArgsUsage: "DATA_DIR",
-		Description: `Runs a single-node Kafka broker over DATA_DIR: Kafka clients (kcat,
-franz-go, librdkafka, sarama, kafka-go, ...) list topics, produce, consume
-with explicit partition assignment or in consumer groups (kcat -G, subscribe),
-query offsets by time and commit offsets. Record bytes go from the segment files to the socket with
-sendfile(2). The data directory is locked: stop a mount of it first, or use
+		Description: `Runs a single-node Kafka broker over DATA_DIR (created if needed, as
+mount creates it): Kafka clients (kcat, franz-go, librdkafka, sarama,
+kafka-go, ...) list topics, produce, consume with explicit partition
+assignment or in consumer groups (kcat -G, subscribe), query offsets by time
+and commit offsets. Record bytes go from the segment files to the socket
+with sendfile(2). The data directory is locked: stop a mount of it first, or use
 "segfs mount --kafka-listen" to serve a mounted directory. A segfs that holds
 it and is shutting down (a restart right after "kill -TERM" of the old
 server) is waited for, up to 30 s, together with the address it listened on.

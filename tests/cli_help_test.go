@@ -50,6 +50,10 @@ func TestCLIHelp(t *testing.T) {
 			t.Errorf("%s --help: --debug does not say %q:\n%s", cmd, want, r.Stdout)
 		}
 	}
+	// serve, as mount, creates a missing DATA_DIR, and says so.
+	if r := cliRun(t, "serve", "--help"); !strings.Contains(r.Stdout, "over DATA_DIR (created if needed") {
+		t.Errorf("serve --help does not say it creates DATA_DIR:\n%s", r.Stdout)
+	}
 	r = cliRun(t, "--version")
 	if r.Code != 0 || !strings.HasPrefix(r.Stdout, "segfs version ") {
 		t.Errorf("--version: exit %d %q", r.Code, r.Stdout)
