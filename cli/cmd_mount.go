@@ -109,6 +109,9 @@ func runMount(c *ucli.Context) error {
 	if err := checkMaxRequestBytes(c); err != nil {
 		return fmt.Errorf("mount: %w", err)
 	}
+	if err := checkKafkaOnlyFlags(c); err != nil {
+		return fmt.Errorf("mount: %w", err)
+	}
 	dataDir, err := filepath.Abs(args[0])
 	if err != nil {
 		return fmt.Errorf("mount: %w", err)
@@ -357,10 +360,7 @@ func startDaemon(c *ucli.Context, dataDir, mp string) error {
 			args = append(args, "--"+name)
 		}
 	}
-	if !c.Bool("auto-create-topics") {
-		args = append(args, "--auto-create-topics=false")
-	}
-	args = append(args, "--max-request-bytes", strconv.Itoa(c.Int("max-request-bytes")))
+	args = append(args, kafkaArgs(c)...)
 	args = append(args, dataDir, mp)
 	cmd := exec.Command(exe, args...)
 	cmd.Dir = "/"
@@ -896,18 +896,51 @@ func cleanupOptions(c *ucli.Context) (logstore.Options, error) {
 }
 
 // cleanupArgs passes the cleanupFlags and groupFlags on to the daemon.
+// kafkaOnlyFlags are mount's flags that only the Kafka server reads.
+var kafkaOnlyFlags = []string{"advertise", "auto-create-topics", "max-request-bytes",
+	"group-initial-rebalance-delay", "group-min-session-timeout", "group-max-session-timeout",
+	"group-consumer-session-timeout", "group-consumer-heartbeat-interval",
+	"offsets-retention", "offsets-retention-check-interval"}
+
+// checkKafkaOnlyFlags refuses a flag of the Kafka server given to a mount
+// without --kafka-listen: the mount went ahead without a server, and the
+// flag did nothing, so `--advertise host:9092` with --kafka-listen
+// forgotten looked like a running broker that no client could reach.
+func checkKafkaOnlyFlags(c *ucli.Context) error {
+	if c.String("kafka-listen") != "" {
+		return nil
+	}
+	for _, name := range kafkaOnlyFlags {
+		if c.IsSet(name) {
+			return fmt.Errorf("--%s configures the Kafka server, which runs only with --kafka-listen ADDR: give it too, or drop --%s", name, name)
+		}
+	}
+	return nil
+}
+
 func cleanupArgs(c *ucli.Context) []string {
 	return []string{
 		"--retention-check-interval", c.Duration("retention-check-interval").String(),
 		"--cleaner-interval", c.Duration("cleaner-interval").String(),
 		"--cleaner-buffer-size", strconv.Itoa(c.Int("cleaner-buffer-size")),
 		"--producer-id-expiration", c.Duration("producer-id-expiration").String(),
-		"--group-initial-rebalance-delay", c.Duration("group-initial-rebalance-delay").String(),
-		"--group-min-session-timeout", c.Duration("group-min-session-timeout").String(),
-		"--group-max-session-timeout", c.Duration("group-max-session-timeout").String(),
-		"--group-consumer-session-timeout", c.Duration("group-consumer-session-timeout").String(),
-		"--group-consumer-heartbeat-interval", c.Duration("group-consumer-heartbeat-interval").String(),
-		"--offsets-retention", c.Duration("offsets-retention").String(),
-		"--offsets-retention-check-interval", c.Duration("offsets-retention-check-interval").String(),
 	}
+}
+
+// kafkaArgs passes the Kafka server's flags on to the daemon, only with
+// --kafka-listen (checkKafkaOnlyFlags refuses them without it).
+func kafkaArgs(c *ucli.Context) []string {
+	if c.String("kafka-listen") == "" {
+		return nil
+	}
+	args := []string{"--max-request-bytes", strconv.Itoa(c.Int("max-request-bytes"))}
+	if !c.Bool("auto-create-topics") {
+		args = append(args, "--auto-create-topics=false")
+	}
+	for _, name := range []string{"group-initial-rebalance-delay", "group-min-session-timeout", "group-max-session-timeout",
+		"group-consumer-session-timeout", "group-consumer-heartbeat-interval",
+		"offsets-retention", "offsets-retention-check-interval"} {
+		args = append(args, "--"+name, c.Duration(name).String())
+	}
+	return args
 }

@@ -243,3 +243,31 @@ func TestCLIMaxRequestBytesRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestCLIMountKafkaFlagsNeedListen: a flag of the Kafka server given to
+// mount without --kafka-listen is refused, naming it, before anything is
+// mounted; the old mount went ahead without a server and the flag did
+// nothing (`--advertise` with --kafka-listen forgotten looked set up).
+// With --kafka-listen the same flags mount (the daemon gets them).
+func TestCLIMountKafkaFlagsNeedListen(t *testing.T) {
+	data, mp := t.TempDir(), t.TempDir()
+	for _, f := range [][]string{
+		{"--advertise", "localhost:9092"},
+		{"--auto-create-topics=false"},
+		{"--max-request-bytes", "4096"},
+		{"--group-initial-rebalance-delay", "0s"},
+		{"--group-min-session-timeout", "1s"},
+		{"--group-max-session-timeout", "1m"},
+		{"--group-consumer-session-timeout", "45s"},
+		{"--group-consumer-heartbeat-interval", "5s"},
+		{"--offsets-retention", "1h"},
+		{"--offsets-retention-check-interval", "1m"},
+	} {
+		name, _, _ := strings.Cut(f[0], "=")
+		want := name + " configures the Kafka server, which runs only with --kafka-listen ADDR"
+		cliRefused(t, mp, want, append(append([]string{"mount"}, f...), data, mp)...)
+	}
+	m := mntNew(t, "--kafka-listen", "127.0.0.1:0", "--auto-create-topics=false", "--group-initial-rebalance-delay", "0s",
+		"--offsets-retention", "1h", "--max-request-bytes", "4096")
+	m.ok(`mkdir "$M/k" && echo a >> "$M/k/0/data"`)
+}
