@@ -274,9 +274,12 @@
 //
 // # Concurrency
 //
-// One appender at a time per partition (amu). Readers snapshot the segment
-// list under a short read lock, take a reference on each segment, and then
+// One appender at a time per partition (amu). Readers look at the segment
+// list under a short read lock, take a reference on a segment, and then
 // read with pread and no lock, never past the committed size that the
-// appender publishes after writing. References keep files of deleted
-// segments readable until the last reader releases them.
+// appender publishes after writing. Per-request readers (Read, LookupTime)
+// take one segment at a time, the next only when they go on past the
+// current one; those that hold a range of the log (text views, the
+// cleaner) take every segment of it at once. References keep files of
+// deleted segments readable until the last reader releases them.
 package logstore

@@ -151,6 +151,49 @@ func (p *Partition) acquireSegments(offset int64) []*segment {
 	return out
 }
 
+// acquireSegment returns the segment holding offset (floor by base offset;
+// the first when offset is below every base) with a reference taken. A
+// per-request reader takes one segment at a time with it and segmentAfter,
+// so that a read near the head of a long log pays for the segments it
+// reads, not for every segment up to the log end (acquireSegments).
+func (p *Partition) acquireSegment(offset int64) *segment {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	i := sort.Search(len(p.segs), func(i int) bool { return p.segs[i].base > offset }) - 1
+	s := p.segs[max(i, 0)]
+	s.acquire()
+	return s
+}
+
+// segmentAfter returns the segment that follows cur in the log now (the one
+// with the smallest base offset above cur's), with a reference taken, or nil
+// when cur is the last; in is false, and next nil, when cur has left the log
+// (retention deleted it, or compaction swapped it, perhaps merged with its
+// neighbours, for a segment whose base may be below cur's: what follows cur
+// is then not known by base offset alone, and the caller starts again by
+// offset). The segment list is looked at under the read lock, so a segment
+// found in it is still open (the partition holds its own reference until
+// the segment has left the list).
+//
+// A caller that read cur up to a size it loaded before this call must load
+// cur's size again after it when next is not nil: the roll that made next
+// published cur's last appends before next entered the list, and they are
+// not in what the caller read.
+func (p *Partition) segmentAfter(cur *segment) (next *segment, in bool) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	i := sort.Search(len(p.segs), func(i int) bool { return p.segs[i].base > cur.base })
+	if i == 0 || p.segs[i-1] != cur {
+		return nil, false
+	}
+	if i == len(p.segs) {
+		return nil, true
+	}
+	next = p.segs[i]
+	next.acquire()
+	return next, true
+}
+
 func releaseAll(segs []*segment) {
 	for _, s := range segs {
 		s.release()
@@ -595,6 +638,11 @@ type ReadResult struct {
 	Next   int64 // the offset after the last batch returned (0 when Bytes is 0)
 	segs   []*segment
 	once   sync.Once
+
+	// Backing arrays for Slices and segs: a read takes one or two
+	// segments but for the largest maxBytes over the smallest segments.
+	sliceBuf [2]FileSlice
+	segBuf   [2]*segment
 }
 
 // Release drops the references taken by Read. Safe to call twice.
@@ -658,6 +706,17 @@ func (p *Partition) firstUnstable() int64 {
 // ReadBelow is Read that stops before the first batch whose base offset is
 // at or past upper: a read_committed fetch reads below the last stable
 // offset, as Kafka's does. offset >= upper gives an empty result.
+//
+// It takes a reference on one segment at a time: the one holding offset,
+// then the next only when the read goes on past the current one. Those that
+// contribute bytes stay referenced until the caller releases the result;
+// the others are released as the read leaves them. Without concurrent
+// changes of the segment list the result is the one a snapshot of the whole
+// list gives. A segment that retention or compaction swaps out while the
+// read runs stays readable through its reference; if the read has to go on
+// past a segment that has left the list, it ends there when it has bytes
+// (the next read starts from Next, in the new list), and starts again by
+// offset when it has none.
 func (p *Partition) ReadBelow(offset, maxBytes, upper int64) (*ReadResult, error) {
 	if err := p.checkRange(offset); err != nil {
 		return nil, err
@@ -666,45 +725,41 @@ func (p *Partition) ReadBelow(offset, maxBytes, upper int64) (*ReadResult, error
 	if offset == p.leo.Load() || offset >= upper {
 		return res, nil
 	}
-	segs := p.acquireSegments(offset)
-	var used []*segment
-	// Segments that contribute no bytes are released at once; the others
-	// stay referenced until the caller releases the result.
-	defer func() {
-		for _, s := range segs {
-			if !containsSeg(used, s) {
-				s.release()
-			}
-		}
-	}()
-	for _, s := range segs {
-		if res.Bytes > 0 && res.Bytes >= maxBytes {
-			break
-		}
+	res.Slices = res.sliceBuf[:0]
+	res.segs = res.segBuf[:0]
+	s := p.acquireSegment(offset)
+	for {
 		limit := s.size.Load()
 		var pos int64
+		var h record.Header // the header at pos, when have
+		have := false
 		if res.Bytes == 0 {
-			var found bool
 			var err error
-			pos, _, found, err = s.findBatch(offset, limit)
+			pos, h, have, err = s.findBatch(offset, limit)
 			if err != nil {
-				used = nil
+				s.release()
+				res.Release()
 				return nil, err
 			}
-			if !found {
-				continue
+			if !have {
+				pos = limit // nothing at or past offset here: go on
 			}
 		}
 		end := pos
 		for end < limit {
-			h, err := s.header(end, limit)
-			if err != nil {
-				if res.Bytes == 0 && end == pos {
-					used = nil
-					return nil, err
+			if !have {
+				var err error
+				h, err = s.header(end, limit)
+				if err != nil {
+					if res.Bytes == 0 && end == pos {
+						s.release()
+						res.Release()
+						return nil, err
+					}
+					break // return what precedes the damage; the next read reports it
 				}
-				break // return what precedes the damage; the next read reports it
 			}
+			have = false
 			if h.BaseOffset >= upper {
 				break
 			}
@@ -714,26 +769,44 @@ func (p *Partition) ReadBelow(offset, maxBytes, upper int64) (*ReadResult, error
 			end += h.Size()
 			res.Next = h.NextOffset()
 		}
-		if end > pos {
+		used := end > pos
+		if used {
 			res.Slices = append(res.Slices, FileSlice{File: s.log, Pos: pos, Len: end - pos})
 			res.Bytes += end - pos
-			used = append(used, s)
+			res.segs = append(res.segs, s)
 		}
-		if end < limit {
-			break
+		if end < limit || (res.Bytes > 0 && res.Bytes >= maxBytes) {
+			if !used {
+				s.release()
+			}
+			return res, nil
+		}
+		next, in := p.segmentAfter(s)
+		if next != nil && s.size.Load() != limit {
+			// s grew and rolled while it was read: its last batches come
+			// before next's. With bytes, end here (the next read starts
+			// at them); without, read s again up to its final size.
+			next.release()
+			if res.Bytes > 0 {
+				if !used {
+					s.release()
+				}
+				return res, nil
+			}
+			continue
+		}
+		if !used {
+			s.release()
+		}
+		switch {
+		case next != nil:
+			s = next
+		case !in && res.Bytes == 0:
+			s = p.acquireSegment(offset)
+		default:
+			return res, nil
 		}
 	}
-	res.segs = used
-	return res, nil
-}
-
-func containsSeg(list []*segment, s *segment) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func (p *Partition) checkRange(offset int64) error {
@@ -751,67 +824,96 @@ func (p *Partition) OffsetForTime(ts int64) (int64, bool, error) {
 }
 
 // LookupTime is OffsetForTime that also returns the found record's own
-// timestamp (ListOffsets answers with it).
+// timestamp (ListOffsets answers with it). It takes a reference on one
+// segment at a time (see ReadBelow): the search usually ends in the first
+// segment whose max timestamp reaches ts.
 func (p *Partition) LookupTime(ts int64) (offset, recordTs int64, ok bool, err error) {
 	start := p.logStart.Load()
-	segs := p.acquireSegments(start)
-	defer releaseAll(segs)
 	var dec record.Decoder
 	// A pooled buffer: a time/T lookup reads a batch or two, and a fresh
 	// buffer each time was 160 KB of garbage per lookup.
 	buf := getBuf()
 	defer func() { putBuf(buf) }()
-	for _, s := range segs {
-		if s.maxTs.Load() < ts {
-			continue
-		}
+	s := p.acquireSegment(start)
+	for s != nil {
 		limit := s.size.Load()
-		from := max(s.tidx.Lookup(ts).Offset, start)
-		pos, _, found, err := s.findBatch(from, limit)
+		var got, gotTs int64
+		got, gotTs, buf, err = s.lookupTime(ts, start, limit, &dec, buf)
 		if err != nil {
+			s.release()
 			return 0, 0, false, err
 		}
-		if !found {
+		if got >= 0 {
+			s.release()
+			return got, gotTs, true, nil
+		}
+		next, in := p.segmentAfter(s)
+		if next != nil && s.size.Load() != limit {
+			next.release() // s grew and rolled meanwhile: search it again
 			continue
 		}
-		sc := newScanner(s.log, s.path(logSuffix), pos, limit, buf)
-		for {
-			buf = sc.buf[:0] // ensure may have grown it
-			_, b, err := sc.next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				return 0, 0, false, err
-			}
-			h, err := record.ParseHeader(b)
-			if err != nil {
-				return 0, 0, false, err
-			}
-			if h.MaxTimestamp < ts || h.LastOffset() < start {
-				continue
-			}
-			if err := record.Validate(b); err != nil {
-				return 0, 0, false, &CorruptError{Path: s.path(logSuffix), Pos: sc.pos - int64(len(b)), Err: err}
-			}
-			var got, gotTs int64 = -1, -1
-			errStop := errors.New("stop")
-			err = dec.Records(b, func(r *record.Record) error {
-				if r.Timestamp >= ts && r.Offset >= start {
-					got, gotTs = r.Offset, r.Timestamp
-					return errStop
-				}
-				return nil
-			})
-			if err != nil && err != errStop {
-				return 0, 0, false, err
-			}
-			if got >= 0 {
-				return got, gotTs, true, nil
-			}
+		s.release()
+		if !in {
+			// s left the log (retention, a compaction swap): go on from
+			// the segment that holds its next offset now. That is one
+			// after s, or the one compaction swapped in for s (perhaps
+			// with segments before it): it holds a subset of records
+			// searched already, and searching them again finds nothing.
+			next = p.acquireSegment(s.next.Load())
 		}
+		s = next
 	}
 	return 0, 0, false, nil
+}
+
+// lookupTime searches s below limit for the first record at or after
+// start whose timestamp is >= ts: got is -1 when there is none. buf is the
+// scan buffer, returned because the scan may grow it.
+func (s *segment) lookupTime(ts, start, limit int64, dec *record.Decoder, buf []byte) (got, gotTs int64, _ []byte, err error) {
+	if s.maxTs.Load() < ts {
+		return -1, -1, buf, nil
+	}
+	from := max(s.tidx.Lookup(ts).Offset, start)
+	pos, _, found, err := s.findBatch(from, limit)
+	if err != nil || !found {
+		return -1, -1, buf, err
+	}
+	sc := newScanner(s.log, s.path(logSuffix), pos, limit, buf)
+	for {
+		buf = sc.buf[:0] // ensure may have grown it
+		_, b, err := sc.next()
+		if err == io.EOF {
+			return -1, -1, buf, nil
+		}
+		if err != nil {
+			return -1, -1, buf, err
+		}
+		h, err := record.ParseHeader(b)
+		if err != nil {
+			return -1, -1, buf, err
+		}
+		if h.MaxTimestamp < ts || h.LastOffset() < start {
+			continue
+		}
+		if err := record.Validate(b); err != nil {
+			return -1, -1, buf, &CorruptError{Path: s.path(logSuffix), Pos: sc.pos - int64(len(b)), Err: err}
+		}
+		got, gotTs = -1, -1
+		errStop := errors.New("stop")
+		err = dec.Records(b, func(r *record.Record) error {
+			if r.Timestamp >= ts && r.Offset >= start {
+				got, gotTs = r.Offset, r.Timestamp
+				return errStop
+			}
+			return nil
+		})
+		if err != nil && err != errStop {
+			return -1, -1, buf, err
+		}
+		if got >= 0 {
+			return got, gotTs, buf, nil
+		}
+	}
 }
 
 // MaxTimestamp returns the largest timestamp in the log and the offset of

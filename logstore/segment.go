@@ -59,10 +59,13 @@ type segment struct {
 	kickedTo        int64 // writeback was started up to here (see kickWriteback)
 	noReserve       bool  // a reservation failed (no fallocate, disk full): stop reserving
 
-	refs    atomic.Int32 // the partition holds one; readers hold others
-	deleted atomic.Bool  // renamed .deleted: remove the files at the last release
-	closeMu sync.Mutex
-	closed  bool
+	refs atomic.Int32 // the partition holds one; readers hold others
+	// References taken since the segment was opened, for the tests
+	// that check a read takes only those of the segments it reads.
+	acquires atomic.Int64
+	deleted  atomic.Bool // renamed .deleted: remove the files at the last release
+	closeMu  sync.Mutex
+	closed   bool
 }
 
 func (s *segment) path(suffix string) string {
@@ -132,7 +135,10 @@ func (s *segment) closeIndexes() {
 	}
 }
 
-func (s *segment) acquire() { s.refs.Add(1) }
+func (s *segment) acquire() {
+	s.refs.Add(1)
+	s.acquires.Add(1)
+}
 
 // release drops a reference; the last one closes the files, and removes
 // them if retention or compaction deleted the segment meanwhile.

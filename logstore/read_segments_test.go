@@ -1,0 +1,396 @@
+package logstore
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/segfs/segfs/logstore/record"
+)
+
+// snapshotRead is ReadBelow as it was before it took its references one
+// segment at a time: a reference on every segment from the one holding
+// offset to the log end, then the same walk over them. Without concurrent
+// changes of the segment list, ReadBelow must give exactly its result.
+func snapshotRead(p *Partition, offset, maxBytes, upper int64) (*ReadResult, error) {
+	if err := p.checkRange(offset); err != nil {
+		return nil, err
+	}
+	res := &ReadResult{}
+	if offset == p.leo.Load() || offset >= upper {
+		return res, nil
+	}
+	segs := p.acquireSegments(offset)
+	var used []*segment
+	defer func() {
+		for _, s := range segs {
+			if !snapshotHas(used, s) {
+				s.release()
+			}
+		}
+	}()
+	for _, s := range segs {
+		if res.Bytes > 0 && res.Bytes >= maxBytes {
+			break
+		}
+		limit := s.size.Load()
+		var pos int64
+		if res.Bytes == 0 {
+			var found bool
+			var err error
+			pos, _, found, err = s.findBatch(offset, limit)
+			if err != nil {
+				used = nil
+				return nil, err
+			}
+			if !found {
+				continue
+			}
+		}
+		end := pos
+		for end < limit {
+			h, err := s.header(end, limit)
+			if err != nil {
+				if res.Bytes == 0 && end == pos {
+					used = nil
+					return nil, err
+				}
+				break
+			}
+			if h.BaseOffset >= upper {
+				break
+			}
+			if res.Bytes+(end-pos) > 0 && res.Bytes+(end-pos)+h.Size() > maxBytes {
+				break
+			}
+			end += h.Size()
+			res.Next = h.NextOffset()
+		}
+		if end > pos {
+			res.Slices = append(res.Slices, FileSlice{File: s.log, Pos: pos, Len: end - pos})
+			res.Bytes += end - pos
+			used = append(used, s)
+		}
+		if end < limit {
+			break
+		}
+	}
+	res.segs = used
+	return res, nil
+}
+
+func snapshotHas(list []*segment, s *segment) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// sameRead reports how got differs from want (slices, byte count, next
+// offset), "" when it does not.
+func sameRead(got, want *ReadResult) string {
+	if got.Bytes != want.Bytes || got.Next != want.Next || len(got.Slices) != len(want.Slices) {
+		return fmt.Sprintf("%d bytes in %d slices, next %d; want %d bytes in %d slices, next %d",
+			got.Bytes, len(got.Slices), got.Next, want.Bytes, len(want.Slices), want.Next)
+	}
+	for i := range got.Slices {
+		if got.Slices[i] != want.Slices[i] {
+			return fmt.Sprintf("slice %d is %s@%d+%d, want %s@%d+%d", i,
+				got.Slices[i].File.Name(), got.Slices[i].Pos, got.Slices[i].Len,
+				want.Slices[i].File.Name(), want.Slices[i].Pos, want.Slices[i].Len)
+		}
+	}
+	return ""
+}
+
+// checkReadBatches reads a result's slices from their files, as sendfile
+// would, and checks that they hold whole, valid batches in offset order,
+// the first holding an offset >= from, none at or past upper, the last
+// ending at r.Next.
+func checkReadBatches(r *ReadResult, from, upper int64) error {
+	var total int64
+	prev := int64(-1)
+	for i, sl := range r.Slices {
+		b := make([]byte, sl.Len)
+		if n, err := sl.File.ReadAt(b, sl.Pos); int64(n) != sl.Len {
+			return fmt.Errorf("slice %d of %s at %d: %d of %d bytes: %v", i, sl.File.Name(), sl.Pos, n, sl.Len, err)
+		}
+		for len(b) > 0 {
+			h, err := record.ParseHeader(b)
+			if err != nil {
+				return fmt.Errorf("slice %d: %v", i, err)
+			}
+			if h.Size() > int64(len(b)) {
+				return fmt.Errorf("slice %d ends inside a batch", i)
+			}
+			if err := record.Validate(b[:h.Size()]); err != nil {
+				return fmt.Errorf("slice %d, batch %d: %v", i, h.BaseOffset, err)
+			}
+			switch {
+			case prev < 0 && h.LastOffset() < from:
+				return fmt.Errorf("first batch %d..%d below %d", h.BaseOffset, h.LastOffset(), from)
+			case prev >= 0 && h.BaseOffset < prev:
+				return fmt.Errorf("batch %d after offset %d", h.BaseOffset, prev)
+			case h.BaseOffset >= upper:
+				return fmt.Errorf("batch %d at or past upper %d", h.BaseOffset, upper)
+			}
+			prev = h.NextOffset()
+			b = b[h.Size():]
+		}
+		total += sl.Len
+	}
+	if total != r.Bytes || (total > 0 && prev != r.Next) {
+		return fmt.Errorf("%d bytes ending at %d; result says %d ending at %d", total, prev, r.Bytes, r.Next)
+	}
+	return nil
+}
+
+// TestReadManySegmentsMatchesSnapshot reads a log of many small segments
+// from every offset, with maxBytes from one byte to more than the log and
+// several upper bounds, and compares each result with that of a reference
+// on every segment to the log end (snapshotRead): ReadBelow takes its
+// references one segment at a time and must return the same slices. The
+// compacted log has offset gaps inside and between segments, and its start
+// moved by DeleteRecords into a segment.
+func TestReadManySegmentsMatchesSnapshot(t *testing.T) {
+	s := openStore(t, t.TempDir(), newClock())
+	defer s.Close()
+	plain, _ := s.CreateTopic("plain", 1, map[string]string{"segment.bytes": "700"})
+	pp, _ := plain.Partition(0)
+	cp := compactTopic(t, s, "compacted", map[string]string{"segment.bytes": "700", "cleanup.policy": "compact,delete"})
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 150; i++ {
+		var b strings.Builder
+		for j := 0; j <= rng.IntN(4); j++ {
+			fmt.Fprintf(&b, "k%d=%d-%s\n", rng.IntN(12), i, strings.Repeat("v", rng.IntN(60)))
+		}
+		for _, p := range []*Partition{pp, cp} {
+			if _, _, err := p.AppendLines([]byte(b.String())); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := cp.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cp.DeleteRecords(cp.LogStartOffset() + 7); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []*Partition{pp, cp} {
+		p.mu.RLock()
+		nsegs := len(p.segs)
+		p.mu.RUnlock()
+		if nsegs < 20 {
+			t.Fatalf("%s: %d segments, want many", p.Topic().Name(), nsegs)
+		}
+		start, leo := p.LogStartOffset(), p.LogEndOffset()
+		size := p.Size()
+		reads := 0
+		for off := start; off <= leo; off++ {
+			for _, maxBytes := range []int64{0, 1, 150, 700, 2000, size / 2, size + 1} {
+				for _, upper := range []int64{math.MaxInt64, leo - 1, (start + leo) / 2, off + 5} {
+					got, err := p.ReadBelow(off, maxBytes, upper)
+					want, werr := snapshotRead(p, off, maxBytes, upper)
+					if err != nil || werr != nil {
+						t.Fatalf("%s: ReadBelow(%d, %d, %d): %v; snapshot: %v", p.Topic().Name(), off, maxBytes, upper, err, werr)
+					}
+					if d := sameRead(got, want); d != "" {
+						t.Fatalf("%s: ReadBelow(%d, %d, %d): %s", p.Topic().Name(), off, maxBytes, upper, d)
+					}
+					if err := checkReadBatches(got, off, upper); err != nil {
+						t.Fatalf("%s: ReadBelow(%d, %d, %d): %v", p.Topic().Name(), off, maxBytes, upper, err)
+					}
+					got.Release()
+					want.Release()
+					reads++
+				}
+			}
+		}
+		// Every reference was dropped: the partition holds one of each.
+		p.mu.RLock()
+		for _, sg := range p.segs {
+			if n := sg.refs.Load(); n != 1 {
+				t.Errorf("%s: segment %d has %d references after %d reads", p.Topic().Name(), sg.base, n, reads)
+			}
+		}
+		p.mu.RUnlock()
+	}
+}
+
+// TestReadReferencesOnlyItsSegments: a fetch at the head of a partition
+// of 100 segments takes a reference on the one segment it reads, and one
+// of 2 KiB on the segments it reads and the one after them. It took one on
+// every segment from the one holding the offset to the log end: 100 atomic
+// adds, and as many to drop them, per fetch of a consumer near the log
+// start (1,000 of each at 1,000 segments, see BenchmarkReadManySegments);
+// a time lookup did the same from the log start. (100 segments, not 1,000:
+// each roll costs a few fsyncs.)
+func TestReadReferencesOnlyItsSegments(t *testing.T) {
+	s := openStore(t, t.TempDir(), newClock())
+	defer s.Close()
+	tp, _ := s.CreateTopic("many", 1, map[string]string{"segment.bytes": "100"})
+	p, _ := tp.Partition(0)
+	for i := 0; i < 100; i++ {
+		if _, _, err := p.AppendLines([]byte(fmt.Sprintf("line %04d\n", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.mu.RLock()
+	segs := append([]*segment(nil), p.segs...)
+	p.mu.RUnlock()
+	if len(segs) < 100 {
+		t.Fatalf("%d segments, want 100", len(segs))
+	}
+	taken := func() int64 {
+		var n int64
+		for _, sg := range segs {
+			n += sg.acquires.Load()
+		}
+		return n
+	}
+	read := func(offset, maxBytes int64) func() (int64, error) {
+		return func() (int64, error) {
+			r, err := p.Read(offset, maxBytes)
+			if err != nil {
+				return 0, err
+			}
+			defer r.Release()
+			return int64(len(r.segs)), nil
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		read  func() (held int64, err error)
+		extra int64 // references the read may take beyond those it holds
+	}{
+		{"Read(0, 1)", read(0, 1), 0},
+		{"Read(0, 2 KiB)", read(0, 2048), 1}, // and the segment that did not fit
+		{"Read(50, 1)", read(50, 1), 0},
+		{"OffsetForTime(0)", func() (int64, error) {
+			if _, ok, err := p.OffsetForTime(0); err != nil || !ok {
+				return 0, fmt.Errorf("found %v: %v", ok, err)
+			}
+			return 0, nil
+		}, 1},
+	} {
+		before := taken()
+		held, err := tc.read()
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if n := taken() - before; n > held+tc.extra || n < held {
+			t.Errorf("%s took %d segment references and holds %d; want at most %d", tc.name, n, held, held+tc.extra)
+		}
+	}
+}
+
+// TestReadWhileSegmentsChange runs reads and time lookups while appends
+// roll segments, DeleteRecords and retention delete them and compaction
+// swaps them, with file.delete.delay.ms=0 so that a segment whose last
+// reference goes is closed at once: each read either fails with
+// ErrOffsetOutOfRange or returns whole valid batches read from files still
+// open until Release (run it with -race).
+func TestReadWhileSegmentsChange(t *testing.T) {
+	s := openStore(t, t.TempDir(), newClock())
+	defer s.Close()
+	p := compactTopic(t, s, "churn", map[string]string{
+		"segment.bytes": "600", "cleanup.policy": "compact,delete", "retention.bytes": "20000",
+	})
+	const appends = 500
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	errc := make(chan error, 16)
+	fail := func(err error) {
+		select {
+		case errc <- err:
+		default:
+		}
+	}
+	wg.Add(1)
+	go func() { // the writer, rolling a segment every few appends
+		defer wg.Done()
+		defer done.Store(true)
+		for i := 0; i < appends; i++ {
+			line := fmt.Sprintf("k%d=%d-%s\n", i%20, i, strings.Repeat("x", i%50))
+			if _, _, err := p.AppendLines([]byte(line)); err != nil {
+				fail(err)
+				return
+			}
+		}
+	}()
+	wg.Add(1)
+	go func() { // the cleaners: compaction, retention, DeleteRecords
+		defer wg.Done()
+		for i := 0; !done.Load(); i++ {
+			var err error
+			switch i % 3 {
+			case 0:
+				_, err = p.Compact()
+			case 1:
+				_, err = p.ApplyRetention()
+			case 2:
+				_, err = p.DeleteRecords(min(p.LogStartOffset()+int64(i%7), p.LogEndOffset()))
+			}
+			if err != nil {
+				fail(err)
+				return
+			}
+		}
+	}()
+	var reads, lookups atomic.Int64
+	for r := 0; r < 3; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(r), 7))
+			for !done.Load() {
+				start, leo := p.LogStartOffset(), p.LogEndOffset()
+				off := start + rng.Int64N(leo-start+1)
+				maxBytes := []int64{1, 500, 3000, 1 << 20}[rng.IntN(4)]
+				upper := int64(math.MaxInt64)
+				if rng.IntN(3) == 0 {
+					upper = off + rng.Int64N(40)
+				}
+				res, err := p.ReadBelow(off, maxBytes, upper)
+				if errors.Is(err, ErrOffsetOutOfRange) {
+					continue
+				}
+				if err != nil {
+					fail(fmt.Errorf("ReadBelow(%d, %d, %d): %w", off, maxBytes, upper, err))
+					return
+				}
+				err = checkReadBatches(res, off, upper)
+				res.Release()
+				if err != nil {
+					fail(fmt.Errorf("ReadBelow(%d, %d, %d): %w", off, maxBytes, upper, err))
+					return
+				}
+				reads.Add(1)
+				if rng.IntN(4) == 0 {
+					if _, _, _, err := p.LookupTime(1_700_000_000_000 + rng.Int64N(2*appends)); err != nil {
+						fail(fmt.Errorf("LookupTime: %w", err))
+						return
+					}
+					lookups.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	select {
+	case err := <-errc:
+		t.Fatal(err)
+	default:
+	}
+	if p.LogStartOffset() == 0 || reads.Load() == 0 {
+		t.Fatalf("log start %d after %d reads: nothing changed under them", p.LogStartOffset(), reads.Load())
+	}
+	t.Logf("%d reads, %d lookups; log [%d, %d)", reads.Load(), lookups.Load(), p.LogStartOffset(), p.LogEndOffset())
+}
