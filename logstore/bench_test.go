@@ -55,13 +55,16 @@ var (
 	bigRecs int64
 )
 
-// TestMain removes the shared benchmark partition (about 1 GB) once every
-// benchmark that used it has run: it is built once per process, so no
-// single benchmark's cleanup can own it.
+// TestMain removes the shared benchmark partitions (about 1 GB, and the
+// 1,000 segments of BenchmarkReadManySegments) once every benchmark that
+// used them has run: each is built once per process, so no single
+// benchmark's cleanup can own it.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if bigDir != "" {
-		os.RemoveAll(bigDir)
+	for _, dir := range []string{bigDir, manySegDir} {
+		if dir != "" {
+			os.RemoveAll(dir)
+		}
 	}
 	os.Exit(code)
 }
