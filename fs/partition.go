@@ -310,12 +310,7 @@ func (n *segDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*
 }
 
 func segFileSize(p *logstore.Partition, name string) (int64, bool) {
-	for _, f := range p.SegmentFiles() {
-		if f.Name == name {
-			return f.Size, true
-		}
-	}
-	return 0, false
+	return p.SegmentFileSize(name)
 }
 
 // segFile is one raw segment file, served from the segment's own file

@@ -941,19 +941,25 @@ func (p *Partition) MaxTimestamp() (int64, int64, bool, error) {
 // it). segfs did the same search from the log start: it skipped the
 // deleted batch and answered a later one of the segment with the same
 // timestamp, or nothing.
+//
+// The segment is chosen under the read lock, and only it is referenced.
 func (p *Partition) MaxTimestampAt() (int64, int64, int32, bool, error) {
-	segs := p.acquireSegments(0)
-	defer releaseAll(segs)
 	var best *segment
-	for _, s := range segs {
-		if s.maxTs.Load() >= 0 && (best == nil || s.maxTs.Load() > best.maxTs.Load()) {
-			best = s
+	var ts int64
+	p.mu.RLock()
+	for _, s := range p.segs {
+		if t := s.maxTs.Load(); t >= 0 && (best == nil || t > ts) {
+			best, ts = s, t
 		}
 	}
+	if best != nil {
+		best.acquire()
+	}
+	p.mu.RUnlock()
 	if best == nil {
 		return -1, -1, -1, false, nil
 	}
-	ts := best.maxTs.Load()
+	defer best.release()
 	limit := best.size.Load()
 	pos, _, found, err := best.findBatch(best.tidx.Lookup(ts).Offset, limit)
 	if err != nil || !found {
@@ -1021,34 +1027,44 @@ type Status struct {
 // partition directory for up to a retention check interval. Timestamps
 // are those of the first retained record and of the last batch.
 func (p *Partition) Status() Status {
-	segs := p.acquireSegments(0)
-	defer releaseAll(segs)
 	st := Status{
 		LogStartOffset: p.logStart.Load(),
 		LogEndOffset:   p.leo.Load(),
-		Segments:       len(segs),
 		FirstTimestamp: -1,
 		LastTimestamp:  -1,
 		RecoveryPoint:  p.recoveryPoint.Load(),
 	}
-	for _, s := range segs {
+	// Counts and sizes under the read lock; a reference on the segment
+	// of the last batch only, read below.
+	var last *segment
+	p.mu.RLock()
+	st.Segments = len(p.segs)
+	for _, s := range p.segs {
 		st.SizeBytes += s.size.Load()
 	}
-	if len(segs) > 0 {
-		st.ActiveSegmentBaseOffset = segs[len(segs)-1].base
-	}
+	st.ActiveSegmentBaseOffset = p.segs[len(p.segs)-1].base
 	if st.LogEndOffset > st.LogStartOffset {
-		var dec record.Decoder
-		errStop := errors.New("stop")
-		// The first retained record is in the last segment starting at
-		// or below the log start, or a later one (after a gap).
-		first := sort.Search(len(segs), func(i int) bool { return segs[i].base > st.LogStartOffset }) - 1
-		for _, s := range segs[max(first, 0):] {
-			limit := s.size.Load()
-			pos, _, found, err := s.findBatch(st.LogStartOffset, limit)
-			if err != nil || !found {
-				continue
+		for i := len(p.segs) - 1; i >= 0; i-- {
+			if p.segs[i].lastBatchPos.Load() >= 0 {
+				last = p.segs[i]
+				last.acquire()
+				break
 			}
+		}
+	}
+	p.mu.RUnlock()
+	if st.LogEndOffset <= st.LogStartOffset {
+		return st
+	}
+	// The first retained record is in the last segment starting at or
+	// below the log start, or a later one (after a gap): one segment at a
+	// time from there (see ReadBelow).
+	var dec record.Decoder
+	errStop := errors.New("stop")
+	for s := p.acquireSegment(st.LogStartOffset); s != nil; {
+		limit := s.size.Load()
+		pos, _, found, err := s.findBatch(st.LogStartOffset, limit)
+		if err == nil && found {
 			if h, err := s.header(pos, limit); err == nil {
 				b := make([]byte, h.Size())
 				if s.readFull(b, pos) == nil {
@@ -1061,17 +1077,21 @@ func (p *Partition) Status() Status {
 					})
 				}
 			}
+			s.release()
 			break
 		}
-		for i := len(segs) - 1; i >= 0; i-- {
-			s := segs[i]
-			if lp := s.lastBatchPos.Load(); lp >= 0 {
-				if h, err := s.header(lp, s.size.Load()); err == nil {
-					st.LastTimestamp = h.MaxTimestamp
-				}
-				break
-			}
+		next, in := p.segmentAfter(s)
+		s.release()
+		if !in {
+			next = p.acquireSegment(st.LogStartOffset) // s left the log: start again
 		}
+		s = next
+	}
+	if last != nil {
+		if h, err := last.header(last.lastBatchPos.Load(), last.size.Load()); err == nil {
+			st.LastTimestamp = h.MaxTimestamp
+		}
+		last.release()
 	}
 	return st
 }
@@ -1102,20 +1122,64 @@ type SegmentFile struct {
 // SegmentFiles lists the raw files, sorted by name: those of every segment
 // on disk, including the closed ones wholly below the log start that the
 // next retention pass deletes, as Status counts them.
+// It reads no file, and takes no reference: the segments of the list are
+// open while it holds the read lock.
 func (p *Partition) SegmentFiles() []SegmentFile {
-	segs := p.acquireSegments(0)
-	defer releaseAll(segs)
-	var out []SegmentFile
-	for _, s := range segs {
+	p.mu.RLock()
+	out := make([]SegmentFile, 0, 3*len(p.segs))
+	for _, s := range p.segs {
 		n := segmentName(s.base)
 		out = append(out,
-			SegmentFile{Name: n + indexSuffix, Size: int64(s.oidx.Entries()) * 8},
-			SegmentFile{Name: n + logSuffix, Size: s.size.Load()},
-			SegmentFile{Name: n + timeIndexSuffix, Size: int64(s.tidx.Entries()) * 12},
+			SegmentFile{Name: n + indexSuffix, Size: segmentFileSize(s, indexSuffix)},
+			SegmentFile{Name: n + logSuffix, Size: segmentFileSize(s, logSuffix)},
+			SegmentFile{Name: n + timeIndexSuffix, Size: segmentFileSize(s, timeIndexSuffix)},
 		)
 	}
+	p.mu.RUnlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// SegmentFileSize is the size SegmentFiles gives the file name, ok=false
+// when the log has no such file: a lookup of one file (a stat of it)
+// without listing them all.
+func (p *Partition) SegmentFileSize(name string) (size int64, ok bool) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	s, suf := p.segmentNamedLocked(name)
+	if s == nil {
+		return 0, false
+	}
+	return segmentFileSize(s, suf), true
+}
+
+// segmentFileSize is the size of s's file with the suffix (.log, .index,
+// .timeindex) as SegmentFiles gives it.
+func segmentFileSize(s *segment, suffix string) int64 {
+	switch suffix {
+	case indexSuffix:
+		return int64(s.oidx.Entries()) * 8
+	case timeIndexSuffix:
+		return int64(s.tidx.Entries()) * 12
+	}
+	return s.size.Load()
+}
+
+// segmentNamedLocked finds (p.mu held) the segment whose .log, .index or
+// .timeindex is named name, and that suffix; nil when the log has none.
+func (p *Partition) segmentNamedLocked(name string) (*segment, string) {
+	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+		base, ok := parseSegmentBase(name, suf)
+		if !ok || segmentName(base)+suf != name {
+			continue
+		}
+		i := sort.Search(len(p.segs), func(i int) bool { return p.segs[i].base >= base })
+		if i < len(p.segs) && p.segs[i].base == base {
+			return p.segs[i], suf
+		}
+		return nil, ""
+	}
+	return nil, ""
 }
 
 // SegmentFileModTime returns the modification time the data directory has
@@ -1183,15 +1247,12 @@ func (h *SegmentFileHandle) Close() error {
 // file readable across retention until Close. Size() follows the committed
 // size of a growing active .log.
 func (p *Partition) OpenSegmentFile(name string) (*SegmentFileHandle, error) {
-	segs := p.acquireSegments(0)
-	var seg *segment
-	for _, s := range segs {
-		if name == segmentName(s.base)+logSuffix || name == segmentName(s.base)+indexSuffix || name == segmentName(s.base)+timeIndexSuffix {
-			seg = s
-		} else {
-			s.release()
-		}
+	p.mu.RLock()
+	seg, _ := p.segmentNamedLocked(name)
+	if seg != nil {
+		seg.acquire()
 	}
+	p.mu.RUnlock()
 	if seg == nil {
 		return nil, fmt.Errorf("%s: %w", name, os.ErrNotExist)
 	}

@@ -231,7 +231,9 @@ func TestReadManySegmentsMatchesSnapshot(t *testing.T) {
 // adds, and as many to drop them, per fetch of a consumer near the log
 // start (1,000 of each at 1,000 segments, see BenchmarkReadManySegments);
 // a time lookup did the same from the log start. (100 segments, not 1,000:
-// each roll costs a few fsyncs.)
+// each roll costs a few fsyncs.) The other per-request readers of a few
+// segments (ListOffsets -3, the status file, open and stat of a raw
+// segment file) referenced every segment of the log too.
 func TestReadReferencesOnlyItsSegments(t *testing.T) {
 	s := openStore(t, t.TempDir(), newClock())
 	defer s.Close()
@@ -279,6 +281,41 @@ func TestReadReferencesOnlyItsSegments(t *testing.T) {
 			}
 			return 0, nil
 		}, 1},
+		// ListOffsets -3 reads the segment of the largest timestamp.
+		{"MaxTimestamp", func() (int64, error) {
+			if _, off, ok, err := p.MaxTimestamp(); err != nil || !ok || off != 99 {
+				return 0, fmt.Errorf("offset %d, found %v: %v", off, ok, err)
+			}
+			return 0, nil
+		}, 1},
+		// The status file reads the first and the last batch.
+		{"Status", func() (int64, error) {
+			if st := p.Status(); st.Segments != len(segs) || st.FirstTimestamp < 0 || st.LastTimestamp < st.FirstTimestamp {
+				return 0, fmt.Errorf("status %+v", st)
+			}
+			return 0, nil
+		}, 2},
+		// A readdir and a stat of segments/ read no file.
+		{"SegmentFiles", func() (int64, error) {
+			if n := len(p.SegmentFiles()); n != 3*len(segs) {
+				return 0, fmt.Errorf("%d files", n)
+			}
+			return 0, nil
+		}, 0},
+		{"SegmentFileSize", func() (int64, error) {
+			if n, ok := p.SegmentFileSize(segmentName(segs[50].base) + logSuffix); !ok || n != segs[50].size.Load() {
+				return 0, fmt.Errorf("size %d, found %v", n, ok)
+			}
+			return 0, nil
+		}, 0},
+		// An open raw file holds its own segment until Close.
+		{"OpenSegmentFile", func() (int64, error) {
+			h, err := p.OpenSegmentFile(segmentName(segs[0].base) + indexSuffix)
+			if err != nil {
+				return 0, err
+			}
+			return 1, h.Close()
+		}, 0},
 	} {
 		before := taken()
 		held, err := tc.read()
@@ -393,4 +430,41 @@ func TestReadWhileSegmentsChange(t *testing.T) {
 		t.Fatalf("log start %d after %d reads: nothing changed under them", p.LogStartOffset(), reads.Load())
 	}
 	t.Logf("%d reads, %d lookups; log [%d, %d)", reads.Load(), lookups.Load(), p.LogStartOffset(), p.LogEndOffset())
+}
+
+// TestSegmentFileSize: the size of one raw file is the size SegmentFiles
+// lists for it, and names that are not the log's files are not found.
+func TestSegmentFileSize(t *testing.T) {
+	s := openStore(t, t.TempDir(), newClock())
+	defer s.Close()
+	tp, _ := s.CreateTopic("sizes", 1, map[string]string{"segment.bytes": "300", "index.interval.bytes": "1"})
+	p, _ := tp.Partition(0)
+	for i := 0; i < 20; i++ {
+		if _, _, err := p.AppendLines([]byte(fmt.Sprintf("line %04d\n", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files := p.SegmentFiles()
+	if len(files) < 9 {
+		t.Fatalf("%d files", len(files))
+	}
+	for _, f := range files {
+		if n, ok := p.SegmentFileSize(f.Name); !ok || n != f.Size {
+			t.Errorf("%s: size %d, found %v; listed %d", f.Name, n, ok, f.Size)
+		}
+	}
+	last := files[len(files)-1].Name // the active segment's .timeindex
+	base := strings.TrimSuffix(last, timeIndexSuffix)
+	for _, name := range []string{
+		"", "x", base, base + ".txnindex", base + ".log.deleted", "0" + base + ".log",
+		"+" + base[1:] + ".log", segmentName(p.LogEndOffset()+1) + ".log", "../" + base + ".log",
+	} {
+		if n, ok := p.SegmentFileSize(name); ok {
+			t.Errorf("%q: found, size %d", name, n)
+		}
+		if h, err := p.OpenSegmentFile(name); err == nil {
+			h.Close()
+			t.Errorf("%q: opened", name)
+		}
+	}
 }
