@@ -194,6 +194,12 @@ func (p *Partition) segmentAfter(cur *segment) (next *segment, in bool) {
 	return next, true
 }
 
+// testHookSegmentRead, when set (by tests only), is called by ReadBelow and
+// LookupTime when they have read a segment to its end and look for the
+// next: the moment a roll, retention or a compaction swap changes what
+// follows it.
+var testHookSegmentRead func(s *segment)
+
 func releaseAll(segs []*segment) {
 	for _, s := range segs {
 		s.release()
@@ -781,6 +787,9 @@ func (p *Partition) ReadBelow(offset, maxBytes, upper int64) (*ReadResult, error
 			}
 			return res, nil
 		}
+		if testHookSegmentRead != nil {
+			testHookSegmentRead(s)
+		}
 		next, in := p.segmentAfter(s)
 		if next != nil && s.size.Load() != limit {
 			// s grew and rolled while it was read: its last batches come
@@ -846,6 +855,9 @@ func (p *Partition) LookupTime(ts int64) (offset, recordTs int64, ok bool, err e
 		if got >= 0 {
 			s.release()
 			return got, gotTs, true, nil
+		}
+		if testHookSegmentRead != nil {
+			testHookSegmentRead(s)
 		}
 		next, in := p.segmentAfter(s)
 		if next != nil && s.size.Load() != limit {

@@ -468,3 +468,208 @@ func TestSegmentFileSize(t *testing.T) {
 		}
 	}
 }
+
+// contiguous reports the first gap between the batches of r (a read of a
+// log without compaction, where each batch starts where the one before
+// ends), "" when there is none.
+func contiguous(r *ReadResult) string {
+	prev := int64(-1)
+	for _, sl := range r.Slices {
+		b := make([]byte, sl.Len)
+		if _, err := sl.File.ReadAt(b, sl.Pos); err != nil {
+			return err.Error()
+		}
+		for len(b) >= record.HeaderSize {
+			h, err := record.ParseHeader(b)
+			if err != nil {
+				return err.Error()
+			}
+			if prev >= 0 && h.BaseOffset != prev {
+				return fmt.Sprintf("batch %d follows offset %d", h.BaseOffset, prev-1)
+			}
+			prev = h.NextOffset()
+			b = b[h.Size():]
+		}
+	}
+	return ""
+}
+
+// hookOnce sets testHookSegmentRead to call fn once, at the end of seg.
+func hookOnce(t *testing.T, seg *segment, fn func()) *bool {
+	t.Helper()
+	called := new(bool)
+	testHookSegmentRead = func(s *segment) {
+		if s == seg && !*called {
+			*called = true
+			fn()
+		}
+	}
+	t.Cleanup(func() { testHookSegmentRead = nil })
+	return called
+}
+
+// TestReadPastSegmentThatGrewAndRolled: a read of the active segment that
+// goes on past its end while the segment takes another batch and rolls
+// must not go on into the new segment, past that batch: it ends before it
+// (the next read starts there).
+func TestReadPastSegmentThatGrewAndRolled(t *testing.T) {
+	s := openStore(t, t.TempDir(), newClock())
+	defer s.Close()
+	tp, _ := s.CreateTopic("grow", 1, map[string]string{"segment.bytes": "1000"})
+	p, _ := tp.Partition(0)
+	line := func(n int) []byte { return []byte(strings.Repeat("g", n) + "\n") }
+	for i := 0; i < 2; i++ {
+		if _, _, err := p.AppendLines(line(100)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	act := p.active()
+	called := hookOnce(t, act, func() {
+		// One more batch in act, then one that does not fit: a roll.
+		for _, n := range []int{100, 600} {
+			if _, _, err := p.AppendLines(line(n)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if p.active() == act {
+			t.Fatal("no roll")
+		}
+	})
+	r, err := p.Read(0, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Release()
+	if !*called {
+		t.Fatal("the read did not reach the end of the active segment")
+	}
+	if gap := contiguous(r); gap != "" {
+		t.Fatalf("read of %d bytes in %d slices skips a batch: %s", r.Bytes, len(r.Slices), gap)
+	}
+	if r.Next != 2 {
+		t.Fatalf("read ends at %d, want 2 (the batches the segment had when it was read)", r.Next)
+	}
+	r2, err := p.Read(r.Next, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Release()
+	if gap := contiguous(r2); gap != "" || r2.Next != 4 {
+		t.Fatalf("the next read ends at %d, want 4: %s", r2.Next, gap)
+	}
+}
+
+// mergeSetup builds a compacted log whose closed segments a first pass
+// shrank (two keys overwritten throughout, a unique key every third line)
+// and returns it with its first segment: the next pass merges that
+// segment with the ones after it.
+func mergeSetup(t *testing.T, s *Store, name string) (*Partition, *segment) {
+	t.Helper()
+	p := compactTopic(t, s, name, map[string]string{"segment.bytes": "1200"})
+	n := 0
+	appendLines := func(count int) {
+		for i := 0; i < count; i++ {
+			key := fmt.Sprintf("d%d", n%2)
+			if n%3 == 0 {
+				key = fmt.Sprintf("u%d", n)
+			}
+			if _, _, err := p.AppendLines([]byte(fmt.Sprintf("%s=%d-%s\n", key, n, strings.Repeat("v", 40)))); err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+	}
+	appendLines(120)
+	if _, err := p.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	appendLines(10)
+	p.mu.RLock()
+	first := p.segs[0]
+	p.mu.RUnlock()
+	return p, first
+}
+
+// mergeFirst runs the pass that merges first (mergeSetup) with the
+// segments after it, and checks that it did.
+func mergeFirst(t *testing.T, p *Partition, first *segment) {
+	t.Helper()
+	if _, err := p.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	p.mu.RLock()
+	merged := p.segs[0]
+	p.mu.RUnlock()
+	if merged == first || merged.base > first.base || merged.next.Load() <= first.next.Load() {
+		t.Fatalf("the pass did not merge the first segment [%d, %d) with later ones: first now [%d, %d)",
+			first.base, first.next.Load(), merged.base, merged.next.Load())
+	}
+}
+
+// TestReadPastSegmentSwappedOut: a read that reaches the end of a segment
+// that a compaction pass meanwhile merged with the segments after it ends
+// there. The segment after it in the list now starts past the merged
+// range, and going on with it would skip the records the merge kept
+// (the latest value of their keys, for a consumer reading the topic from
+// the start).
+func TestReadPastSegmentSwappedOut(t *testing.T) {
+	s := openStore(t, t.TempDir(), newClock())
+	defer s.Close()
+	p, first := mergeSetup(t, s, "swapread")
+	called := hookOnce(t, first, func() { mergeFirst(t, p, first) })
+	r, err := p.Read(p.LogStartOffset(), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Release()
+	if !*called {
+		t.Fatal("the read did not reach the end of the first segment")
+	}
+	if err := checkReadBatches(r, 0, math.MaxInt64); err != nil {
+		t.Fatal(err)
+	}
+	for i, sl := range r.Slices {
+		if sl.File != first.log {
+			t.Fatalf("slice %d of %s: the read went on past the swapped segment %s (next %d)", i, sl.File.Name(), first.log.Name(), r.Next)
+		}
+	}
+	// The next read goes on in the merged segment, from where this ended.
+	r2, err := p.Read(r.Next, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Release()
+	if err := checkReadBatches(r2, r.Next, math.MaxInt64); err != nil || r2.Bytes == 0 {
+		t.Fatalf("next read from %d: %d bytes: %v", r.Next, r2.Bytes, err)
+	}
+	p.mu.RLock()
+	merged := p.segs[0]
+	p.mu.RUnlock()
+	if r2.Slices[0].File != merged.log {
+		t.Fatalf("next read from %d starts in %s, not in the merged segment", r.Next, r2.Slices[0].File.Name())
+	}
+}
+
+// TestLookupTimePastSegmentSwappedOut: a time lookup that passes a
+// segment which a compaction pass meanwhile merged with the segments after
+// it goes on in the merged segment, not in the one after the merged range:
+// it answers what a lookup after the pass answers.
+func TestLookupTimePastSegmentSwappedOut(t *testing.T) {
+	s := openStore(t, t.TempDir(), newClock())
+	defer s.Close()
+	p, first := mergeSetup(t, s, "swaplookup")
+	ts := first.maxTs.Load() + 1 // the first record after the first segment
+	called := hookOnce(t, first, func() { mergeFirst(t, p, first) })
+	off, recTs, ok, err := p.LookupTime(ts)
+	if err != nil || !ok || !*called {
+		t.Fatalf("lookup: %d, %v, %v; the hook ran: %v", off, ok, err, *called)
+	}
+	testHookSegmentRead = nil
+	wantOff, wantTs, ok, err := p.LookupTime(ts)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if off != wantOff || recTs != wantTs {
+		t.Fatalf("lookup of %d during the pass: offset %d (ts %d); after it: %d (ts %d)", ts, off, recTs, wantOff, wantTs)
+	}
+}
