@@ -157,7 +157,7 @@ func (v *TextView) textBefore(s *segment, offset int64) (int64, error) {
 	sepLen := len(v.sep)
 	e, span, found := s.text.floorOffsetSpan(offset)
 	t := e.before.Size(sepLen)
-	sc := newScanner(s.log, s.path(logSuffix), e.pos, end, v.scanBuf())
+	sc := newScanner(s.log, s.logPath, e.pos, end, v.scanBuf())
 	// The batches from e to the next entry hold offset: read them in one
 	// pread rather than a small one for the first header and another for
 	// the rest.
@@ -187,23 +187,23 @@ func (v *TextView) textBefore(s *segment, offset int64) (int64, error) {
 			err = checkBatchOffsets(&h, prevNext, segNext, atEntry)
 		}
 		if err != nil {
-			return 0, &CorruptError{Path: s.path(logSuffix), Pos: pos, Err: err}
+			return 0, &CorruptError{Path: s.logPath, Pos: pos, Err: err}
 		}
 		if h.LastOffset() < offset {
 			_, st, err := v.dec.TextStatsSplit(b, math.MinInt64)
 			if err != nil {
-				return 0, &CorruptError{Path: s.path(logSuffix), Pos: pos, Err: err}
+				return 0, &CorruptError{Path: s.logPath, Pos: pos, Err: err}
 			}
 			t += st.Size(sepLen)
 			prevNext, atEntry = h.NextOffset(), false
 			continue
 		}
 		if err := record.Validate(b); err != nil {
-			return 0, &CorruptError{Path: s.path(logSuffix), Pos: pos, Err: err}
+			return 0, &CorruptError{Path: s.logPath, Pos: pos, Err: err}
 		}
 		sp, err := v.dec.SplitText(b, offset)
 		if err != nil {
-			return 0, &CorruptError{Path: s.path(logSuffix), Pos: pos, Err: err}
+			return 0, &CorruptError{Path: s.logPath, Pos: pos, Err: err}
 		}
 		below, rest := sp.Below, sp.Rest
 		// Back up to the batch: it is still in the buffer, and the first
@@ -298,7 +298,7 @@ func (v *TextView) ReadAt(b []byte, off int64) (int, error) {
 		size := total.Size(sepLen)
 		if t >= size {
 			if corruptAt > 0 {
-				return n, &CorruptError{Path: s.path(logSuffix), Pos: corruptAt, Err: record.ErrCorrupt}
+				return n, &CorruptError{Path: s.logPath, Pos: corruptAt, Err: record.ErrCorrupt}
 			}
 			t -= size
 			continue
@@ -344,11 +344,11 @@ func (v *TextView) readSegment(s *segment, b []byte, t, end int64) (_ int, rerr 
 		bt = e.before.Size(sepLen)
 		if v.cur != nil {
 			// Reuse the buffer; its contents are dropped with bufLen.
-			v.cur.f, v.cur.path, v.cur.pos, v.cur.end, v.cur.bufLen = s.log, s.path(logSuffix), e.pos, end, 0
+			v.cur.f, v.cur.path, v.cur.pos, v.cur.end, v.cur.bufLen = s.log, s.logPath, e.pos, end, 0
 			v.cur.readSize = scanFirstRead
 			sc = v.cur
 		} else {
-			sc = newScanner(s.log, s.path(logSuffix), e.pos, end, v.scanBuf())
+			sc = newScanner(s.log, s.logPath, e.pos, end, v.scanBuf())
 		}
 	}
 	prevNext, segNext := v.curNext, v.segNext(s)
@@ -380,7 +380,7 @@ func (v *TextView) readSegment(s *segment, b []byte, t, end int64) (_ int, rerr 
 			err = checkBatchOffsets(&h, prevNext, segNext, atEntry)
 		}
 		if err != nil {
-			return n, &CorruptError{Path: s.path(logSuffix), Pos: pos, Err: err}
+			return n, &CorruptError{Path: s.logPath, Pos: pos, Err: err}
 		}
 		prevNext = h.NextOffset()
 		atEntry = false
@@ -395,7 +395,7 @@ func (v *TextView) readSegment(s *segment, b []byte, t, end int64) (_ int, rerr 
 			// Skipping ahead: sizing a batch is cheaper than rendering it.
 			_, st, err := v.dec.TextStatsSplit(batch, math.MinInt64)
 			if err != nil {
-				return n, &CorruptError{Path: s.path(logSuffix), Pos: pos, Err: err}
+				return n, &CorruptError{Path: s.logPath, Pos: pos, Err: err}
 			}
 			sz = st.Size(sepLen)
 		}
@@ -406,7 +406,7 @@ func (v *TextView) readSegment(s *segment, b []byte, t, end int64) (_ int, rerr 
 		// The batch holds wanted text: check it before a byte of it is shown.
 		if !hinted {
 			if err := record.Validate(batch); err != nil {
-				return n, &CorruptError{Path: s.path(logSuffix), Pos: pos, Err: err}
+				return n, &CorruptError{Path: s.logPath, Pos: pos, Err: err}
 			}
 		}
 		// A whole uncompressed batch that surely fits in what is left of
@@ -417,7 +417,7 @@ func (v *TextView) readSegment(s *segment, b []byte, t, end int64) (_ int, rerr 
 			int64(len(b)-n) >= int64(len(batch))+int64(h.RecordCount)*int64(sepLen) {
 			out, err := v.dec.AppendText(b[n:n:len(b)], batch, allOffsets, v.sep)
 			if err != nil {
-				return n, &CorruptError{Path: s.path(logSuffix), Pos: pos, Err: err}
+				return n, &CorruptError{Path: s.logPath, Pos: pos, Err: err}
 			}
 			if len(out) == 0 || &out[0] == &b[n] {
 				c := len(out)
@@ -445,7 +445,7 @@ func (v *TextView) readSegment(s *segment, b []byte, t, end int64) (_ int, rerr 
 		}
 		if err != nil {
 			v.cacheSeg = nil
-			return n, &CorruptError{Path: s.path(logSuffix), Pos: pos, Err: err}
+			return n, &CorruptError{Path: s.logPath, Pos: pos, Err: err}
 		}
 		if sz < 0 {
 			sz = int64(len(v.cache))
