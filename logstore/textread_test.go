@@ -96,8 +96,12 @@ func digitLines(t *testing.T) (*Partition, string) {
 
 // TestSizedViewHoldsNoBuffers: a view that is only sized (what a stat of
 // data opens, and the node keeps until the kernel forgets it) takes no
-// buffer from the pool, from the log start or from an offset inside a
-// batch; its first read takes them, and the text is still right.
+// buffer from the pool from the log start; its first read takes them, and
+// the text is still right. A view from an offset inside a batch (offset/N,
+// or data after a log start moved inside one) has read and rendered that
+// batch to size it: it holds the batch from the offset on, checked, for
+// its first read (lookupViews keeps at most a few such views, briefly; a
+// data node drops its view's buffers when its last handle closes).
 func TestSizedViewHoldsNoBuffers(t *testing.T) {
 	p, text := digitLines(t)
 	for _, from := range []int64{0, 500} {
@@ -112,8 +116,8 @@ func TestSizedViewHoldsNoBuffers(t *testing.T) {
 		if from == 0 && (v.buf != nil || v.cache != nil) {
 			t.Fatalf("from %d: a sized view holds buffers of %d and %d bytes", from, cap(v.buf), cap(v.cache))
 		}
-		if v.cache != nil {
-			t.Fatalf("from %d: a view not yet read holds a render cache of %d bytes", from, cap(v.cache))
+		if from == 500 && (len(v.cache) == 0 || !strings.HasPrefix(want, string(v.cache))) {
+			t.Fatalf("from %d: the view holds %q, not the text from the offset (%q...)", from, v.cache, want[:11])
 		}
 		got := make([]byte, len(want))
 		if n, err := v.ReadAt(got, 0); n != len(want) || (err != nil && err != io.EOF) || string(got) != want {

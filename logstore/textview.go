@@ -48,6 +48,9 @@ type TextView struct {
 	hintBelow int64 // text of the batch's records below from
 	hintSize  int64 // text of the whole batch
 	hintSplit record.TextSplit
+	// hintRendered: Text rendered the batch from `from` on into the
+	// render cache (AppendTextBelow) and hintSplit is unset.
+	hintRendered bool
 }
 
 // Text opens a view from offset from; ErrOffsetOutOfRange when from is
@@ -201,18 +204,39 @@ func (v *TextView) textBefore(s *segment, offset int64) (int64, error) {
 		if err := record.Validate(b); err != nil {
 			return 0, &CorruptError{Path: s.logPath, Pos: pos, Err: err}
 		}
-		sp, err := v.dec.SplitText(b, offset)
-		if err != nil {
-			return 0, &CorruptError{Path: s.logPath, Pos: pos, Err: err}
+		// The size below offset needs a walk of every record of the
+		// batch, and the first read renders those from offset on: do
+		// both in one pass now, the text from offset on going to the
+		// render cache, from which the first read copies it (the
+		// batch's CRC is checked above, before anything is shown). The
+		// lookup of offset/N that opened this view is usually followed
+		// by that read at once (head -n1); a view only sized (a stat)
+		// pays the render instead of a walk of the same records.
+		if v.cache == nil {
+			v.cache = getBuf()
 		}
-		below, rest := sp.Below, sp.Rest
+		out, below, ok := v.dec.AppendTextBelow(v.cache[:0], b, offset, v.sep)
+		if ok {
+			v.cache = out
+			v.hintBelow, v.hintSize, v.hintRendered = below.Size(sepLen), below.Size(sepLen)+int64(len(out)), true
+			v.cacheSeg, v.cacheStart = s, t+v.hintBelow
+		} else {
+			// Records the one-pass render does not take (headers, long
+			// varints, damage): size them here and render them at the
+			// first read, or word the error.
+			sp, err := v.dec.SplitText(b, offset)
+			if err != nil {
+				return 0, &CorruptError{Path: s.logPath, Pos: pos, Err: err}
+			}
+			v.hintBelow, v.hintSize = sp.Below.Size(sepLen), sp.Below.Size(sepLen)+sp.Rest.Size(sepLen)
+			v.hintSplit, v.hintRendered = sp, false
+		}
 		// Back up to the batch: it is still in the buffer, and the first
 		// read continues from here as from a cursor.
 		sc.pos = pos
 		kept = true
 		v.cur, v.curSeg, v.curBt, v.curNext = sc, s, t, prevNext
 		v.hintSeg, v.hintPos, v.hintReads = s, pos, sc.reads
-		v.hintBelow, v.hintSize, v.hintSplit = below.Size(sepLen), below.Size(sepLen)+rest.Size(sepLen), sp
 		return t + v.hintBelow, nil
 	}
 }
@@ -439,7 +463,15 @@ func (v *TextView) readSegment(s *segment, b []byte, t, end int64) (_ int, rerr 
 		}
 		if hinted && t >= bt+v.hintBelow {
 			start = bt + v.hintBelow
-			v.cache, err = v.dec.AppendTextSplit(v.cache[:0], batch, &v.hintSplit, v.sep)
+			if v.hintRendered {
+				// Text rendered this into the cache, which no longer
+				// holds it (cannot happen: the cache is replaced only
+				// by a batch after this one): again, from the view's
+				// first offset, which is Text's.
+				v.cache, err = v.dec.AppendText(v.cache[:0], batch, v.from, v.sep)
+			} else {
+				v.cache, err = v.dec.AppendTextSplit(v.cache[:0], batch, &v.hintSplit, v.sep)
+			}
 		} else {
 			v.cache, err = v.dec.AppendText(v.cache[:0], batch, allOffsets, v.sep)
 		}

@@ -29,7 +29,7 @@ func (d *Decoder) AppendText(dst []byte, b []byte, from int64, keySep []byte) ([
 	if err := d.openParsed(b, &it, &h); err != nil {
 		return dst, err
 	}
-	if out, ok := appendTextFast(dst, it.s, it.n, it.baseOffset, from, keySep); ok {
+	if out, ok := appendTextFast(dst, it.s, it.n, it.baseOffset, from, keySep, nil); ok {
 		return out, nil
 	}
 	// Something the fast path does not handle (headers, long varints) or
@@ -69,8 +69,10 @@ func appendTextRecords(dst []byte, it *recordIter, from int64, keySep []byte) ([
 // with dst's contents beyond its length undefined) on anything else,
 // leaving errors and the rare shapes to the general loop. The rendering
 // is the text path's hot loop: it skips the timestamp, decodes one- and
-// two-byte varints inline and checks each bound once.
-func appendTextFast(dst []byte, s []byte, n int32, base, from int64, keySep []byte) ([]byte, bool) {
+// two-byte varints inline and checks each bound once. When below is not
+// nil it also sums there the stats of the records it skips for being
+// below from (AppendTextBelow); on failure below holds a partial sum.
+func appendTextFast(dst []byte, s []byte, n int32, base, from int64, keySep []byte, below *TextStats) ([]byte, bool) {
 	orig := len(dst)
 	keyed := len(keySep) > 0
 	// The text of a record is at most the record plus a separator, so one
@@ -134,6 +136,9 @@ func appendTextFast(dst []byte, s []byte, n int32, base, from int64, keySep []by
 			return dst[:orig], false
 		}
 		if base+int64(od) < from {
+			if below != nil {
+				below.count(kl, vl)
+			}
 			continue
 		}
 		if keyed && kl >= 0 {

@@ -211,7 +211,7 @@ func TestAppendTextFastShapes(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			// The shapes AppendLines writes take the fast path.
 			fast := map[string]bool{"plain": true, "keyed": true, "empty key": true, "null value": true, "ten-byte ts": true}[name]
-			_, ok := appendTextFast(nil, c.region, c.count, 0, allOffsetsForTest, []byte("="))
+			_, ok := appendTextFast(nil, c.region, c.count, 0, allOffsetsForTest, []byte("="), nil)
 			if ok != fast {
 				t.Fatalf("fast path took it: %v, want %v", ok, fast)
 			}

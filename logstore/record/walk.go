@@ -91,11 +91,40 @@ func (d *Decoder) AppendTextSplit(dst []byte, b []byte, sp *TextSplit, keySep []
 	// Every record from the split on is rendered, whatever its offset:
 	// by AppendText's fast loop over the rest of the region when it can,
 	// else by the general one, which renders or finds the error.
-	if out, ok := appendTextFast(dst, it.s[sp.pos:], it.n-sp.index, it.baseOffset, math.MinInt64, keySep); ok {
+	if out, ok := appendTextFast(dst, it.s[sp.pos:], it.n-sp.index, it.baseOffset, math.MinInt64, keySep, nil); ok {
 		return out, nil
 	}
 	it.off, it.i = sp.pos, sp.index
 	return appendTextRecords(dst, &it, math.MinInt64, keySep)
+}
+
+// AppendTextBelow renders the records of batch b at or above from, as
+// AppendText(dst, b, from, keySep) does, and returns the TextStats of the
+// records below from, as SplitText(b, from).Below, in one pass over the
+// records: SplitText then AppendTextSplit walk the records from `from` on
+// twice, once to size them and once to render them, and decompress a
+// compressed batch twice. It takes only what AppendText's fast loop
+// takes (records without headers, with short varints), which checks each
+// record as recordIter.next does, and a batch that holds from
+// (NextOffset > from, not a control batch). For anything else, a damaged
+// record included, ok is false and dst is returned as passed: the caller
+// takes the two-pass way, which renders the batch or words its error.
+// Like SplitText it does not check the CRC.
+func (d *Decoder) AppendTextBelow(dst []byte, b []byte, from int64, keySep []byte) (out []byte, below TextStats, ok bool) {
+	h, err := parseWhole(b)
+	if err != nil || h.Control() || h.NextOffset() <= from {
+		return dst, TextStats{}, false
+	}
+	defer d.release()
+	var it recordIter
+	if d.openParsed(b, &it, &h) != nil {
+		return dst, TextStats{}, false
+	}
+	out, ok = appendTextFast(dst, it.s, it.n, it.baseOffset, from, keySep, &below)
+	if !ok {
+		return dst, TextStats{}, false
+	}
+	return out, below, true
 }
 
 // varintAt reads a zigzag varint at q of s (q <= len(s)) as readVarint

@@ -46,6 +46,18 @@ func checkBelow(t testing.TB, d *Decoder, b []byte, below int64) {
 		if werr == nil && int64(len(wantText)-1) != rest.Size(len(sep)) {
 			t.Fatalf("below %d: rendered %d bytes, rest %d", below, len(wantText)-1, rest.Size(len(sep)))
 		}
+		// The one-pass render, where it takes the batch, renders the
+		// same text and counts the same records below.
+		oneText, oneBelow, ok := d.AppendTextBelow([]byte("x"), b, below, sep)
+		if !ok {
+			if string(oneText) != "x" {
+				t.Fatalf("below %d sep %q: AppendTextBelow declined but returned %q", below, sep, oneText)
+			}
+			continue
+		}
+		if werr != nil || !bytes.Equal(oneText, wantText) || oneBelow != got {
+			t.Fatalf("below %d sep %q: AppendTextBelow %q below %+v; AppendText %q, %v, below %+v", below, sep, oneText, oneBelow, wantText, werr, got)
+		}
 	}
 }
 
@@ -121,6 +133,10 @@ func TestTextStatsSplit(t *testing.T) {
 	// The batches `cat` makes are rendered from the mark.
 	if sp, err := d.SplitText(lines, 2); err != nil || !sp.mark || sp.index != 2 {
 		t.Fatalf("AppendLines batch split at 2: %+v, %v", sp, err)
+	}
+	// and in one pass, as a lookup of offset/N does.
+	if out, below, ok := d.AppendTextBelow(nil, lines, 2, []byte("=")); !ok || string(out) != "=\n\n=v\nk=\n" || below.Lines != 2 {
+		t.Fatalf("AppendLines batch rendered from 2: %q below %+v ok %v", out, below, ok)
 	}
 	for _, b := range append(seeds, lines) {
 		for below := int64(-1); below < 10; below++ {
