@@ -500,6 +500,22 @@ func (n *textNode) OnForget() {
 }
 
 func (n *textNode) size() (int64, syscall.Errno) {
+	if !n.isData {
+		// A GETATTR between the LOOKUP of offset/N and its OPEN (the
+		// permission check of open(2), sent once the attributes are a
+		// jiffy or two old: `stat` then `cat`, or a reader the scheduler
+		// delayed) sizes the view the lookup kept for that open, and
+		// leaves it there: taken, sized and closed, it made the OPEN
+		// open it again (the pread, CRC check and render of N's batch).
+		n.mu.Lock()
+		held := n.view != nil
+		n.mu.Unlock()
+		if !held {
+			if size, ok := n.fs.lookupViews.size(n); ok {
+				return size, 0
+			}
+		}
+	}
 	v, errno := n.acquire()
 	if errno != 0 {
 		return 0, errno

@@ -267,7 +267,8 @@
 // directory, a goroutine outside any callback invalidates the oldest
 // dentries (NotifyEntry) and the kernel sends FORGET (childTracker). A
 // lookup of offset/N leaves the view it opened for the open that follows
-// (lookupViews: at most a few, for at most 100 ms).
+// (lookupViews: at most a few, for at most 100 ms); a GETATTR before that
+// open is answered from the kept view and leaves it there.
 //
 // # Locks
 //

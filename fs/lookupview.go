@@ -24,8 +24,16 @@ const (
 
 type lookupViews struct {
 	mu    sync.Mutex
-	ents  []lookupView // oldest first
-	armed bool         // an expiry timer is pending
+	ents  []lookupView  // oldest first
+	armed bool          // an expiry timer is pending
+	ttl   time.Duration // lookupViewTTL when 0; tests lengthen it (under mu)
+}
+
+func (l *lookupViews) ttlLocked() time.Duration {
+	if l.ttl > 0 {
+		return l.ttl
+	}
+	return lookupViewTTL
 }
 
 type lookupView struct {
@@ -52,7 +60,7 @@ func (l *lookupViews) put(n *textNode, v *logstore.TextView) {
 	}
 	if !l.armed {
 		l.armed = true
-		time.AfterFunc(lookupViewTTL, l.expire)
+		time.AfterFunc(l.ttlLocked(), l.expire)
 	}
 	l.mu.Unlock()
 	closeViews(drop)
@@ -71,6 +79,23 @@ func (l *lookupViews) take(n *textNode) *logstore.TextView {
 	return nil
 }
 
+// size is the size of the view kept for n, left kept, if it is of the
+// partition's current generation, as an open would take it (openView).
+// A kept view is closed only once it is out of ents, so it is open here.
+func (l *lookupViews) size(n *textNode) (int64, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, e := range l.ents {
+		if e.n == n {
+			if e.v.Generation() != n.part.Generation() {
+				return 0, false
+			}
+			return e.v.Size(), true
+		}
+	}
+	return 0, false
+}
+
 // expire closes the views kept longer than lookupViewTTL. It runs on a
 // timer goroutine, never inside a FUSE callback.
 func (l *lookupViews) expire() {
@@ -78,14 +103,14 @@ func (l *lookupViews) expire() {
 	l.mu.Lock()
 	now := time.Now()
 	i := 0
-	for i < len(l.ents) && now.Sub(l.ents[i].at) >= lookupViewTTL {
+	for i < len(l.ents) && now.Sub(l.ents[i].at) >= l.ttlLocked() {
 		drop = append(drop, l.ents[i].v)
 		i++
 	}
 	l.ents = append(l.ents[:0], l.ents[i:]...)
 	l.armed = len(l.ents) > 0
 	if l.armed {
-		time.AfterFunc(lookupViewTTL-now.Sub(l.ents[0].at), l.expire)
+		time.AfterFunc(l.ttlLocked()-now.Sub(l.ents[0].at), l.expire)
 	}
 	l.mu.Unlock()
 	closeViews(drop)
