@@ -58,6 +58,14 @@ type textNode struct {
 	// atomics: nothing that serves a READ takes pubMu.
 	zeroFill    atomic.Int64
 	cachedReads atomic.Int32
+	// announceMu orders the invalidations that announce an append to
+	// the kernel from outside n's requests (the notifier's round and
+	// invalidateOthers, announce) with announced: the size of
+	// announcedView when one was last sent. Taken before pubMu; nothing
+	// that serves a request of n takes it.
+	announceMu    sync.Mutex
+	announcedView *logstore.TextView
+	announced     int64
 	// Under mu:
 	cachedEver bool // a read handle using the page cache was given out
 	// dropped: the node closed a view of its own (unpinLocked) since its
@@ -1490,23 +1498,98 @@ func (n *textNode) report(size int64) int64 {
 	return size
 }
 
-// toldCurrent reports whether the last size this data node reported to the
-// kernel (report) is its view's size now, which the notifier then need
-// not announce. A node without a view reports the size of a view it
-// opens on demand: not known here.
-func (n *textNode) toldCurrent() bool {
+// announce tells the kernel that n's view may have grown, from outside any
+// request of n and holding no lock but announceMu: it drops the tail page
+// a short READ left (dropTail), which invalidates the attributes too, or
+// else invalidates only the attributes; for an append through another
+// node (invalidateOthers: write), only if a reply gave the kernel
+// attributes since the last such invalidation (attrsOut). It sends nothing when n
+// was announced, or told (report: pub), the size its view has now: such
+// an invalidation would only make the kernel discard the attributes of a
+// GETATTR in flight, and the read(2) behind that GETATTR would see the
+// old size. The notifier's round for an append through the mount runs
+// beside the WRITE's own announcement (invalidateOthers); announceMu makes
+// the second one see the first, so a reader woken by the write(2), whose
+// read(2) comes after the WRITE's reply, does not have its GETATTR's
+// attributes discarded by the round's (`echo x >> data; read <&3` read
+// nothing a third of the time when the round came after the reply).
+func (n *textNode) announce(write bool) {
+	n.announceMu.Lock()
+	defer n.announceMu.Unlock()
 	n.mu.Lock()
 	v := n.view
 	n.mu.Unlock()
-	if v == nil {
+	var size int64
+	if v != nil {
+		// 0 once closed (forgotten, or unused and unpinned:
+		// unpinLocked): no reader to tell.
+		size = v.Size()
+		if v == n.announcedView && n.announced >= size {
+			return
+		}
+		n.pubMu.Lock()
+		told := n.pub >= size
+		n.pubMu.Unlock()
+		if told {
+			return
+		}
+	}
+	// A node without a view reports the size of a view it opens on
+	// demand: not known here, so always announced.
+	attrs := true
+	if write {
+		// Cleared before the invalidation: a reply given after it is
+		// invalidated by the next append's.
+		attrs = n.attrsOut.CompareAndSwap(true, false)
+	}
+	if !n.dropTail(v, size) && attrs {
+		// ENOENT for a node the kernel forgot: fine.
+		if errno := n.NotifyContent(-1, 0); errno != 0 {
+			n.fs.log.Debug("notify", "file", n.name, "errno", errno)
+		}
+	}
+	// Every reply from now on gives at least size (report).
+	n.announcedView, n.announced = v, size
+}
+
+// dropTail drops, ahead of report, the pages report would drop when the
+// kernel next asks for n's size: those from the size it was last told on,
+// when a cached READ since left one zero-filled below the size n's view has
+// now (zeroFill). Dropped from the GETATTR of a reader's read(2), they cost
+// that read(2) the new size (the kernel discards the attributes of a
+// request during which the inode was invalidated): a reader that follows
+// with read(2) alone got each line one read late, end-of-file first.
+// Dropped here, when an append is announced (the notifier's round,
+// invalidateOthers), that GETATTR finds nothing to drop and its size is
+// kept. The caller (announce) is in no request of n and holds no lock a
+// request takes: the invalidation waits for the lock of a page a READ of
+// n is filling, which that READ's reply releases, and nothing serving a
+// READ takes pubMu or waits for the caller (FUSE-NOTES §2.3: a page
+// invalidation hung from inside a READ or WRITE of the same inode, which
+// holds such a page lock itself; a WRITE of data is direct I/O and holds
+// none, of its own inode or another's). A READ being served is left to
+// report: it may yet end short. It reports whether it sent the
+// invalidation, which invalidates the attributes too. v is n's view and
+// size its size, read before.
+func (n *textNode) dropTail(v *logstore.TextView, size int64) bool {
+	if !n.isData || v == nil || n.zeroFill.Load() == 0 {
+		// Without a view (no handle open, none kept), report answers
+		// from a view it opens then, and keeps its drop.
 		return false
 	}
-	// 0 once closed (forgotten, or unused and unpinned: unpinLocked):
-	// no reader to tell.
-	size := v.Size()
 	n.pubMu.Lock()
 	defer n.pubMu.Unlock()
-	return n.pub >= size
+	n.mu.Lock()
+	inval := n.cachedEver && n.writers == 0
+	n.mu.Unlock()
+	// As in report, under pubMu: a report that raises pub after this
+	// finds zeroFill cleared only once the pages are gone.
+	if !inval || size <= n.pub || n.cachedReads.Load() > 0 || !zeroFillBelow(n.zeroFill.Load(), size) {
+		return false
+	}
+	from := min(n.pub, n.zeroFill.Swap(0)-1)
+	n.NotifyContent(from&^(pageSize-1), 0)
+	return true
 }
 
 // zeroFillBelow reports whether zeroFill z (1 + position, 0 for none)

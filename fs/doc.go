@@ -178,7 +178,17 @@
 // request during which the inode was invalidated, so the read(2) whose
 // GETATTR drops pages still sees the old size and returns end-of-file;
 // dropping at every growth starved a reader that follows with read(2)
-// alone for as long as appends kept coming. (2) The kernel also
+// alone for as long as appends kept coming. Nor does it wait for a
+// GETATTR: when an append is announced (the notifier's round, and
+// before the reply of a WRITE through the mount: below), a page a cached
+// READ left zero-filled below the view's new size is dropped then, from
+// no request of that inode, under the same lock as report's drop
+// (dropTail), so the GETATTR of the reader's next read(2) has nothing to
+// drop and the kernel keeps its size: dropped from that GETATTR, a
+// reader following with read(2) alone got each line one read late
+// (end-of-file first), an event-driven one each line one event late. The
+// GETATTR's drop stays for a short READ served after the announcement.
+// (2) The kernel also
 // grows i_size by every byte a WRITE accepted, and a WRITE's bytes can run
 // ahead of the text (an unfinished line, a key cut by key.separator), so
 // no cached reader shares an inode with a writer: reads opened while a
@@ -237,17 +247,24 @@
 // path (the fetch server, other writers) are announced by the notifier:
 // one goroutine per watched partition waits on Partition.Changed and
 // sends attribute-only NotifyContent(-1, 0), coalesced to at most one
-// round per 50 ms, holding no lock and never from inside a callback
-// (FUSE-NOTES §2.3); the GETATTR that follows does rule (1). A round
-// skips a data node whose last reported size is its view's size now: an
-// invalidation then only made the kernel discard the attributes of a
-// GETATTR in flight, and the read(2) behind it saw the old size. An
-// append through the mount does not wait for a round: before its WRITE
-// is answered, the attributes of the file's other kernel inodes (older
-// generations, the node cached readers keep) are invalidated, where a
-// reply gave some since (invalidateOthers; attribute-only, which
-// FUSE-NOTES measured safe from inside Write), so that a read after the
-// write(2) returned sees its lines. Entry and
+// round per 50 ms, holding no lock a request takes and never from inside
+// a callback (FUSE-NOTES §2.3); for a data node with a page to drop (rule (1)
+// above) that invalidation drops it, else the GETATTR that follows does.
+// A round skips a data node whose last reported size, or whose last
+// announced one, is its view's size now: an invalidation then only made
+// the kernel discard the attributes of a GETATTR in flight, and the
+// read(2) behind it saw the old size. An append through the mount does
+// not wait for a round: before its WRITE is answered, the attributes of
+// the file's other kernel inodes (older generations, the node cached
+// readers keep) are invalidated, where a reply gave some since, and their
+// zero-filled tail pages dropped (invalidateOthers, announce), so that a
+// read after the write(2) returned sees its lines at its first read(2).
+// Attribute-only, FUSE-NOTES measured this safe from inside Write; the
+// page drop waits only for the READs filling those pages, which the
+// WRITE, direct I/O on another inode and holding no lock, does not hold
+// up. The round and the WRITE announce a node one after the other
+// (announceMu), so that the round's invalidation cannot come after the
+// write(2) returned and discard the size of the reader's GETATTR. Entry and
 // attribute timeouts are 1 s, except data and offset/N, whose attributes
 // are not cached (1 ns, which the kernel keeps for the rest of its clock
 // tick): direct reads are not limited by the kernel's size, so a cached

@@ -17,9 +17,11 @@ const notifyInterval = 50 * time.Millisecond
 // mount, the fetch server), so `tail -f` sees new lines within its poll
 // interval even with 1 s attribute caching. It runs one goroutine per
 // partition that has a watched node, waiting on Partition.Changed. It sends
-// only attribute invalidations (NotifyContent(-1, 0)), from its own
-// goroutines, holding no lock: FUSE-NOTES §2.3 lists the deadlocks that
-// notifications sent from callbacks or under locks cause.
+// attribute invalidations (NotifyContent(-1, 0)), and for a data node with
+// a tail page a short READ zero-filled, the invalidation of that page
+// (announce, dropTail), from its own goroutines, holding no lock a request
+// takes: FUSE-NOTES §2.3 lists the deadlocks that notifications sent from
+// callbacks or under locks cause.
 type notifier struct {
 	log *slog.Logger
 
@@ -101,11 +103,17 @@ func (w *notifier) remove(n *textNode) {
 // kernel keeps until its next clock tick, and the rounds above come up to
 // notifyInterval later: `echo x >> data; cat <&3` printed nothing about a
 // third of the time. Sent from the WRITE, before its reply, holding no
-// lock: an attribute invalidation does no page work, so it waits for no
-// request (FUSE-NOTES §2.3 measured it from inside Write without a hang;
-// page invalidations there hang). A WRITE costs a map walk over the few
-// data nodes, and an invalidation only after a reply gave attributes: a
-// `tail -f` polling once a second costs one a second.
+// lock a request takes: an attribute invalidation does no page work, so
+// it waits for no request (FUSE-NOTES §2.3 measured it from inside Write
+// without a hang). A node whose tail page a short READ zero-filled has
+// that page dropped too (announce, dropTail), so that the reader's next
+// read(2) keeps the size its GETATTR gives: that waits only for the READs
+// filling the page, which nothing the WRITE holds holds up (the page
+// invalidations FUSE-NOTES saw hang were of the inode whose READ or
+// buffered WRITE held the page lock; a WRITE of data is direct I/O). A
+// WRITE costs a map walk over the few data nodes, and an invalidation
+// only after a reply gave attributes or a READ ended short: a `tail -f`
+// polling once a second costs one a second.
 func (w *notifier) invalidateOthers(n *textNode) {
 	// A GETATTR that was in flight during the append may lose its
 	// attributes to this: its read(2) was not after the write.
@@ -114,17 +122,18 @@ func (w *notifier) invalidateOthers(n *textNode) {
 	w.mu.Lock()
 	if wt := w.watches[n.part]; wt != nil {
 		for d := range wt.data {
-			if d != n && d.attrsOut.Load() {
+			if d != n && (d.attrsOut.Load() || d.zeroFill.Load() != 0) {
 				ns = append(ns, d)
 			}
 		}
 	}
 	w.mu.Unlock()
 	for _, d := range ns {
-		if d.attrsOut.CompareAndSwap(true, false) {
-			// ENOENT for a node the kernel forgot: fine.
-			d.NotifyContent(-1, 0)
-		}
+		// A reader's tail page zero-filled by a short READ goes now,
+		// before the write(2) returns, not from the GETATTR of the
+		// reader's next read(2), which would then lose the size
+		// (dropTail).
+		d.announce(true)
 	}
 }
 
@@ -183,16 +192,21 @@ func (w *notifier) run(p *logstore.Partition, kick <-chan struct{}) {
 		}
 		gen := p.Generation()
 		for _, n := range w.snapshot(p, all) {
-			// ENOENT for a node the kernel forgot: fine.
-			if n.isData && n.toldCurrent() {
-				// The kernel was last told (or is being told) the
-				// size the view has now. An invalidation would only
-				// make it discard the attributes of a GETATTR in
-				// flight, and the read(2) behind that GETATTR would
-				// see the old size: `echo x >> data; cat <&3` printed
-				// nothing when this round came between its two
-				// GETATTRs.
+			if n.isData {
+				// Not if the kernel was last told (or is being told),
+				// or sent an invalidation at, the size the view has
+				// now: an invalidation would only make it discard the
+				// attributes of a GETATTR in flight, and the read(2)
+				// behind that GETATTR would see the old size (`echo x
+				// >> data; cat <&3` printed nothing when this round
+				// came between its two GETATTRs). The page a short
+				// READ left zero-filled goes first, with the
+				// attributes: the GETATTR of a reader's next read(2)
+				// has nothing to drop, and the kernel keeps the size
+				// it gives (announce).
+				n.announce(false)
 			} else if errno := n.NotifyContent(-1, 0); errno != 0 {
+				// ENOENT for a node the kernel forgot: fine.
 				w.log.Debug("notify", "file", n.name, "errno", errno)
 			}
 			if n.isData && n.gen != gen {
