@@ -13,6 +13,13 @@ invalidated: the read(2) still sees the old size. fstat-first readers
 (coreutils tail -f) are not affected: fstat fills its answer from the
 GETATTR reply even when the kernel does not keep it.
 
+Fixed in the twenty-first session (fs/data.go announce, dropTail): the
+page goes when the append is announced (the WRITE through the mount, or
+the notifier's round for other appends), so the GETATTR keeps its size.
+A read(2) that comes before the round of a Kafka append (at most 50 ms)
+is still one read late; with SETTLE_S past the round every line needs one
+read(2) (TestDataPageCacheReadAfterAppend).
+
 Usage: repro-late-read.py MOUNT/TOPIC/0/data N mount|kafka [SETTLE_S]
 
 Opens data read-only (a cached handle: no writer may have it open), reads
