@@ -860,8 +860,16 @@ func (p *Partition) LookupTime(ts int64) (offset, recordTs int64, ok bool, err e
 			testHookSegmentRead(s)
 		}
 		next, in := p.segmentAfter(s)
-		if next != nil && s.size.Load() != limit {
-			next.release() // s grew and rolled meanwhile: search it again
+		if (next != nil || !in) && s.size.Load() != limit {
+			// s grew and rolled meanwhile (and may have left the log
+			// since: a compaction pass can swap it out at once): its
+			// last batches come before what follows it, and s.next,
+			// from which the search goes on once s has left the log,
+			// is past them. Search it again to its final size; the
+			// reference keeps its file readable.
+			if next != nil {
+				next.release()
+			}
 			continue
 		}
 		s.release()

@@ -673,3 +673,55 @@ func TestLookupTimePastSegmentSwappedOut(t *testing.T) {
 		t.Fatalf("lookup of %d during the pass: offset %d (ts %d); after it: %d (ts %d)", ts, off, recTs, wantOff, wantTs)
 	}
 }
+
+// TestLookupTimePastSegmentThatGrewRolledAndWasSwapped: a time lookup that
+// has searched the active segment to the size it loaded, while that
+// segment takes a matching batch, rolls and is swapped by a compaction
+// pass before the lookup looks for what follows it, must search that
+// batch (now in the swapped-in segment) before the new active segment:
+// the segment's next offset, from which the lookup goes on once the
+// segment has left the log, is past it.
+func TestLookupTimePastSegmentThatGrewRolledAndWasSwapped(t *testing.T) {
+	s := openStore(t, t.TempDir(), newClock())
+	defer s.Close()
+	p := compactTopic(t, s, "growswap", map[string]string{"segment.bytes": "1000"})
+	for _, l := range []string{"d=old\n", "d=new\n"} {
+		if _, _, err := p.AppendLines([]byte(l)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	act := p.active()
+	ts := act.maxTs.Load() + 1 // none of act's records yet
+	called := hookOnce(t, act, func() {
+		// A matching batch in act (offset 2), then one that does not
+		// fit (offset 3): a roll; then the pass that swaps act out.
+		for _, l := range []string{"a=" + strings.Repeat("a", 100) + "\n", "b=" + strings.Repeat("b", 900) + "\n"} {
+			if _, _, err := p.AppendLines([]byte(l)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if p.active() == act {
+			t.Fatal("no roll")
+		}
+		if _, err := p.Compact(); err != nil {
+			t.Fatal(err)
+		}
+		p.mu.RLock()
+		defer p.mu.RUnlock()
+		if p.segs[0] == act {
+			t.Fatal("the pass did not swap the rolled segment")
+		}
+	})
+	off, recTs, ok, err := p.LookupTime(ts)
+	if err != nil || !ok || !*called {
+		t.Fatalf("lookup: %d, %v, %v; the hook ran: %v", off, ok, err, *called)
+	}
+	testHookSegmentRead = nil
+	wantOff, wantTs, ok, err := p.LookupTime(ts)
+	if err != nil || !ok || wantOff != 2 {
+		t.Fatalf("lookup after the pass: %d, %v, %v; want offset 2", wantOff, ok, err)
+	}
+	if off != wantOff || recTs != wantTs {
+		t.Fatalf("lookup of %d during the roll and pass: offset %d (ts %d); after them: %d (ts %d)", ts, off, recTs, wantOff, wantTs)
+	}
+}
