@@ -182,3 +182,45 @@ func TestPerRequestReadersReleaseExactlyOnce(t *testing.T) {
 	}
 	t.Logf("%d segments seen, %d left the log; log [%d, %d)", len(seen), deleted, p.LogStartOffset(), p.LogEndOffset())
 }
+
+// TestStatusLastTimestampWhileAppending: every status of a log with
+// records names its last batch's timestamp while appends go on. The
+// segment published the position of a new last batch before its size,
+// and a Status that loaded the position, then the old size, found no
+// header there and said last.timestamp=-1 (some 1 in 1,000).
+func TestStatusLastTimestampWhileAppending(t *testing.T) {
+	s := openStore(t, t.TempDir(), newClock())
+	defer s.Close()
+	tp, _ := s.CreateTopic("laststatus", 1, nil)
+	p, _ := tp.Partition(0)
+	if _, _, err := p.AppendLines([]byte("first\n")); err != nil {
+		t.Fatal(err)
+	}
+	var done atomic.Bool
+	errc := make(chan error, 1)
+	go func() {
+		defer done.Store(true)
+		for i := 0; i < 20000; i++ {
+			if _, _, err := p.AppendLines([]byte("line\n")); err != nil {
+				errc <- err
+				return
+			}
+		}
+	}()
+	bad, n := 0, 0
+	for !done.Load() {
+		st := p.Status()
+		n++
+		if st.LogEndOffset > st.LogStartOffset && st.LastTimestamp < 0 {
+			bad++
+		}
+	}
+	select {
+	case err := <-errc:
+		t.Fatal(err)
+	default:
+	}
+	if bad > 0 {
+		t.Fatalf("%d of %d statuses of a log with records without a last timestamp", bad, n)
+	}
+}

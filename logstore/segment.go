@@ -412,9 +412,12 @@ func (s *segment) addBatch(pos, size int64, h *record.Header, st record.TextStat
 		s.firstBatchTs = ts
 	}
 	s.text.add(pos, size, h.BaseOffset, st)
-	s.lastBatchPos.Store(pos)
 	s.next.Store(last + 1)
 	s.size.Store(pos + size)
+	// After the size: Status reads the header at lastBatchPos below the
+	// size it loads next, and found none there (last.timestamp=-1 on a
+	// log with records) when it saw the position before the size.
+	s.lastBatchPos.Store(pos)
 }
 
 // Block reservation for bulk appends. Appending to the end of a file makes
