@@ -196,3 +196,78 @@ func BenchmarkAppendTextSplit(b *testing.B) {
 		}
 	})
 }
+
+// TestAppendTextBelowRandomBatches compares the one-pass render of a
+// lookup (AppendTextBelow) with the two-pass one it replaced (SplitText,
+// AppendTextSplit) on random batches of every codec, which
+// FuzzTextStatsSplit (uncompressed only) does not reach: offset gaps as
+// compaction leaves them, keys and values null, empty, holding the
+// separator or a newline, values long enough for two-byte varints, some
+// records with headers, from below, at and past every record.
+func TestAppendTextBelowRandomBatches(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var d Decoder
+	pick := func() []byte {
+		switch rng.IntN(6) {
+		case 0:
+			return nil
+		case 1:
+			return []byte{}
+		case 2:
+			return []byte("a=b")
+		case 3:
+			return bytes.Repeat([]byte("x"), 70+rng.IntN(300))
+		case 4:
+			return []byte("=")
+		}
+		return []byte("v\n=")
+	}
+	taken := map[Codec]int{}
+	for iter := 0; iter < 600; iter++ {
+		spec := DefaultSpec()
+		spec.Codec = allCodecs[rng.IntN(len(allCodecs))]
+		spec.BaseOffset = int64(rng.IntN(5))
+		var bl Builder
+		bl.Reset(spec)
+		delta := int32(0)
+		for i := 0; i < 1+rng.IntN(12); i++ {
+			var hs []RecordHeader
+			if rng.IntN(10) == 0 {
+				hs = []RecordHeader{{Key: "h", Value: []byte("1")}}
+			}
+			bl.AddAt(delta, int64(rng.IntN(1<<20)), pick(), pick(), hs)
+			delta += int32(1 + rng.IntN(3)*rng.IntN(2))
+		}
+		b, err := bl.Build(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, _ := ParseHeader(b)
+		for from := h.BaseOffset - 1; from <= h.NextOffset()+1; from++ {
+			for _, sep := range [][]byte{nil, []byte("="), []byte("->")} {
+				sp, err := d.SplitText(b, from)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, werr := d.AppendTextSplit([]byte("p"), b, &sp, sep)
+				got, below, ok := d.AppendTextBelow([]byte("p"), b, from, sep)
+				if !ok {
+					if string(got) != "p" {
+						t.Fatalf("declined, but returned %q", got)
+					}
+					continue
+				}
+				taken[spec.Codec]++
+				if werr != nil || !bytes.Equal(got, want) || below != sp.Below {
+					t.Fatalf("codec %v from %d sep %q: one pass %q below %+v; two passes %q, %v, below %+v",
+						spec.Codec, from, sep, got, below, want, werr, sp.Below)
+				}
+			}
+		}
+	}
+	for _, c := range allCodecs {
+		if taken[c] == 0 {
+			t.Fatalf("no batch of codec %v taken by the one pass", c)
+		}
+	}
+}
