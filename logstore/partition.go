@@ -194,6 +194,23 @@ func (p *Partition) segmentAfter(cur *segment) (next *segment, in bool) {
 	return next, true
 }
 
+// acquireHolding is acquireSegment for a read from offset, which
+// checkRange let in: ErrOffsetOutOfRange when every segment now begins
+// above offset. Retention drops segments from the list before it moves the
+// log start, so a read between the two found the new first segment and
+// returned its batches, from an offset above the one asked for, where a
+// consumer must be told its offset is out of range (and reset by its
+// policy, or fail with none) rather than skip what retention removed.
+func (p *Partition) acquireHolding(offset int64) (*segment, error) {
+	s := p.acquireSegment(offset)
+	if s.base > offset {
+		base := s.base
+		s.release()
+		return nil, fmt.Errorf("%w: %d is below the first segment (base %d) of %s", ErrOffsetOutOfRange, offset, base, p.name())
+	}
+	return s, nil
+}
+
 // testHookSegmentRead, when set (by tests only), is called by ReadBelow and
 // LookupTime when they have read a segment to its end and look for the
 // next: the moment a roll, retention or a compaction swap changes what
@@ -733,7 +750,10 @@ func (p *Partition) ReadBelow(offset, maxBytes, upper int64) (*ReadResult, error
 	}
 	res.Slices = res.sliceBuf[:0]
 	res.segs = res.segBuf[:0]
-	s := p.acquireSegment(offset)
+	s, err := p.acquireHolding(offset)
+	if err != nil {
+		return nil, err
+	}
 	for {
 		limit := s.size.Load()
 		var pos int64
@@ -811,7 +831,9 @@ func (p *Partition) ReadBelow(offset, maxBytes, upper int64) (*ReadResult, error
 		case next != nil:
 			s = next
 		case !in && res.Bytes == 0:
-			s = p.acquireSegment(offset)
+			if s, err = p.acquireHolding(offset); err != nil {
+				return nil, err
+			}
 		default:
 			return res, nil
 		}

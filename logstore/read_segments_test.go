@@ -725,3 +725,65 @@ func TestLookupTimePastSegmentThatGrewRolledAndWasSwapped(t *testing.T) {
 		t.Fatalf("lookup of %d during the roll and pass: offset %d (ts %d); after them: %d (ts %d)", ts, off, recTs, wantOff, wantTs)
 	}
 }
+
+// TestReadInRetentionWindow: retention drops segments from the list before
+// it moves the log start, and a read let in by the old log start in
+// between must answer ErrOffsetOutOfRange, as it would a moment later,
+// not the batches of the new first segment (a consumer at offset 5 was
+// handed offset 30 on, and skipped what retention removed without being
+// told). The window is made by hand: the first segments leave the list,
+// and the log start stays.
+func TestReadInRetentionWindow(t *testing.T) {
+	s := openStore(t, t.TempDir(), newClock())
+	defer s.Close()
+	tp, _ := s.CreateTopic("window", 1, map[string]string{"segment.bytes": "100"})
+	p, _ := tp.Partition(0)
+	for i := 0; i < 40; i++ {
+		if _, _, err := p.AppendLines([]byte(fmt.Sprintf("line %04d\n", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.mu.Lock()
+	all := p.segs
+	if len(all) < 10 {
+		p.mu.Unlock()
+		t.Fatalf("%d segments, want at least 10", len(all))
+	}
+	p.segs = all[3:]
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		p.segs = all
+		p.mu.Unlock()
+	}()
+	gone := all[3].base - 1
+	r, err := p.Read(gone, 1<<20)
+	if err == nil {
+		defer r.Release()
+		t.Fatalf("Read(%d) with segments below %d gone: %d bytes from offset %d on, no error; want ErrOffsetOutOfRange",
+			gone, all[3].base, r.Bytes, firstBase(t, r))
+	}
+	if !errors.Is(err, ErrOffsetOutOfRange) {
+		t.Fatalf("Read(%d): %v; want ErrOffsetOutOfRange", gone, err)
+	}
+	// An offset still held reads as before.
+	r, err = p.Read(all[3].base, 1<<20)
+	if err != nil || r.Bytes == 0 {
+		t.Fatalf("Read(%d): %v, %d bytes; want the batches from there", all[3].base, err, r.Bytes)
+	}
+	r.Release()
+}
+
+// firstBase is the base offset of the first batch r returns.
+func firstBase(t *testing.T, r *ReadResult) int64 {
+	t.Helper()
+	b := make([]byte, 61)
+	if _, err := r.Slices[0].File.ReadAt(b, r.Slices[0].Pos); err != nil {
+		t.Fatal(err)
+	}
+	h, err := record.ParseHeader(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h.BaseOffset
+}
