@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -16,13 +17,16 @@ import (
 
 // pythonLive is one confluent-kafka-python (librdkafka) process that
 // keeps an idempotent producer and a subscribe() consumer with auto-commit
-// open for as long as the test talks to it: each line on stdin is a
-// command, and the answer ends with a line "done".
+// (and the auto.offset.reset given) open for as long as the test talks
+// to it: each line on stdin is a command, and the answer ends with a line
+// "done".
 //
 //	produce V...  produce the values to partition 0 and flush: a line
 //	              "acked OFFSET VALUE" per delivery, "derr VALUE ERROR" per
 //	              failed one
-//	consume N     poll until N records came: "rec OFFSET VALUE" each
+//	consume N     poll until N records came: "rec OFFSET VALUE" each;
+//	              with N = 0, poll once for 200 ms, where a record or error
+//	              is unexpected ("err unexpected ...")
 //
 // Before it subscribes it commits offset 0 for its group, so the consumer
 // starts there with no offset reset; any reset librdkafka logs later
@@ -33,7 +37,7 @@ const pythonLive = `
 import sys, logging
 from confluent_kafka import Producer, Consumer, TopicPartition, KafkaError
 
-addr, topic, group = sys.argv[1:4]
+addr, topic, group, reset = sys.argv[1:5]
 out = sys.stdout
 def say(s):
     out.write(s + "\n"); out.flush()
@@ -55,7 +59,7 @@ def on_error(e):
 fast = {"bootstrap.servers": addr, "reconnect.backoff.ms": 50, "reconnect.backoff.max.ms": 200,
         "error_cb": on_error}
 p = Producer(dict(fast, **{"enable.idempotence": True, "acks": "all", "linger.ms": 0}))
-c = Consumer(dict(fast, **{"group.id": group, "auto.offset.reset": "earliest", "enable.auto.commit": True,
+c = Consumer(dict(fast, **{"group.id": group, "auto.offset.reset": reset, "enable.auto.commit": True,
                            "auto.commit.interval.ms": 100, "fetch.wait.max.ms": 100,
                            "session.timeout.ms": 6000, "heartbeat.interval.ms": 500,
                            "debug": "consumer,fetch"}), logger=log)
@@ -80,6 +84,11 @@ for line in sys.stdin:
             say("err flush left %d" % left)
     elif cmd == "consume":
         n = int(args[0])
+        if n == 0:
+            # Serves the logs (a reset) and callbacks.
+            m = c.poll(0.2)
+            if m is not None:
+                say("err unexpected %s" % (m.error() or "rec %d" % m.offset()))
         while n > 0:
             m = c.poll(60)
             if m is None:
@@ -107,13 +116,13 @@ type pythonLiveProc struct {
 func (p *pythonLiveProc) stderr() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.stderr()
+	return p.errb.String()
 }
 
-func startPythonLive(t *testing.T, addr, topic, group string) *pythonLiveProc {
+func startPythonLive(t *testing.T, addr, topic, group, reset string) *pythonLiveProc {
 	t.Helper()
 	script := pythonScript(t, "live.py", pythonLive)
-	cmd := exec.Command("timeout", "-k", "5", "120", pythonBin, script, addr, topic, group)
+	cmd := exec.Command("timeout", "-k", "5", "120", pythonBin, script, addr, topic, group, reset)
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -141,7 +150,8 @@ func startPythonLive(t *testing.T, addr, topic, group string) *pythonLiveProc {
 // close ends the commands (EOF): python closes its consumer, which commits
 // and leaves the group, and exits. It returns what python printed since
 // the last command; the server must still be up, or the consumer's close
-// waits for it. Idempotent.
+// waits for it (until timeout(1) ends python): a test registers a cleanup
+// that closes python after each server it starts. Idempotent.
 func (p *pythonLiveProc) close() []string {
 	if p.in.Close() != nil {
 		return nil // closed before
@@ -190,7 +200,7 @@ func TestKafkaPythonLiveAcrossRestarts(t *testing.T) {
 	srv := kafkaServe(t, data, flags...)
 	kafkaCreateTopic(t, kafkaClient(t, addr), "live", 1)
 
-	py := startPythonLive(t, addr, "live", "live-readers")
+	py := startPythonLive(t, addr, "live", "live-readers", "earliest")
 	var all []string // the values produced, in order
 	check := func(what, kind string, got []string, values []string) {
 		t.Helper()
@@ -237,6 +247,9 @@ func TestKafkaPythonLiveAcrossRestarts(t *testing.T) {
 			acks <- got
 		}()
 		srv = kafkaServe(t, data, flags...)
+		// Cleanups run last first: python closes before this server
+		// stops, even if the test fails.
+		t.Cleanup(func() { py.close() })
 		check(what+", produce", "acked", <-acks, vals)
 		check(what+", consume", "rec", py.do("consume 2"), vals)
 		all = append(all, vals...)
@@ -247,5 +260,95 @@ func TestKafkaPythonLiveAcrossRestarts(t *testing.T) {
 	got := recordValues(kafkaConsume(t, addr, "live", 0, 0, len(all)))
 	if end := kafkaListOffset(t, addr, "live", -1); !slices.Equal(got, all) || end != int64(len(all)) {
 		t.Fatalf("the log holds %q up to %d, want %q", got, end, all)
+	}
+}
+
+// A kill -9 whose recovery truncates a torn tail takes records a live
+// librdkafka consumer had read: its position is past the new log end. As
+// against Kafka (librdkafka 2.0 has no KIP-320 truncation detection), its
+// next fetch gets OFFSET_OUT_OF_RANGE and it resets by auto.offset.reset,
+// logging "offset reset (at offset 10, ...) to BEGINNING|END ... Offset
+// out of range": earliest reads the log again from 0, latest waits at the
+// new end and reads the next record produced there. Nothing else: no
+// error, no record the truncation took.
+func TestKafkaPythonResetAfterTruncation(t *testing.T) {
+	t.Parallel()
+	pythonNeedKafka(t)
+	for _, reset := range []string{"earliest", "latest"} {
+		t.Run(reset, func(t *testing.T) {
+			addr := kafkaFreeAddr(t)
+			data := filepath.Join(t.TempDir(), "data")
+			flags := []string{"--listen", addr, "--group-initial-rebalance-delay", "0"}
+			srv := kafkaServe(t, data, flags...)
+			cl := kafkaClient(t, addr)
+			kafkaCreateTopic(t, cl, "torn", 1)
+			var values []string
+			for i := range 10 {
+				values = append(values, fmt.Sprintf("v%d", i))
+			}
+			// A batch each, the last one the torn tail.
+			for _, v := range values {
+				kafkaProduce(t, cl, "torn", 0, v)
+			}
+			cl.Close()
+			py := startPythonLive(t, addr, "torn", "torn-readers", reset)
+			diag := func() string { return "python stderr: " + py.stderr() + "\nserver log:\n" + srv.stderr() }
+			var want []string
+			for i, v := range values {
+				want = append(want, fmt.Sprintf("rec %d %s", i, v))
+			}
+			if got := py.do("consume 10"); !slices.Equal(got, want) {
+				t.Fatalf("before the kill: %q, want %q\n%s", got, want, diag())
+			}
+
+			srv.cmd.Process.Kill()
+			<-srv.done
+			seg := filepath.Join(data, "torn-0", "00000000000000000000.log")
+			fi, err := os.Stat(seg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Truncate(seg, fi.Size()-5); err != nil {
+				t.Fatal(err)
+			}
+			srv = kafkaServe(t, data, flags...)
+			t.Cleanup(func() { py.close() }) // before the server stops
+			if !strings.Contains(srv.stderr(), "truncated torn or corrupt tail") {
+				t.Fatalf("recovery did not truncate:\n%s", srv.stderr())
+			}
+
+			var got []string
+			if reset == "earliest" {
+				want = append([]string{"reset to BEGINNING"}, want[:9]...)
+				got = py.do("consume 9")
+			} else {
+				// The reset comes with the first fetch after the restart,
+				// before anything is produced: wait for it.
+				want = []string{"reset to END", "acked 9 w9", "rec 9 w9"}
+				for i := 0; len(got) == 0 && i < 150; i++ {
+					got = py.do("consume 0")
+				}
+				if len(got) == 0 {
+					t.Fatalf("no offset reset in 150 polls after the truncation\n%s", diag())
+				}
+				got = append(got, py.do("produce w9")...)
+				got = append(got, py.do("consume 1")...)
+			}
+			if len(got) > 0 && strings.HasPrefix(got[0], "reset ") {
+				// librdkafka's line names the position and the cause.
+				l := got[0]
+				if strings.Contains(l, "offset reset (at offset 10, broker 0)") && strings.Contains(l, "Offset out of range") {
+					_, to, _ := strings.Cut(l, ") to ")
+					to, _, _ = strings.Cut(to, ":")
+					got[0] = "reset to " + to
+				}
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("after the truncation python printed\n%s\nwant\n%s\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"), diag())
+			}
+			if rest := py.close(); len(rest) > 0 {
+				t.Fatalf("python's close printed %q\n%s", rest, diag())
+			}
+		})
 	}
 }
