@@ -66,22 +66,7 @@ func TestPerRequestReadersReleaseExactlyOnce(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		for i := 0; !done.Load(); i++ {
-			var err error
-			switch i % 3 {
-			case 0:
-				_, err = p.Compact()
-			case 1:
-				_, err = p.ApplyRetention()
-			case 2:
-				_, err = p.DeleteRecords(min(p.LogStartOffset()+int64(i%5), p.LogEndOffset()))
-			}
-			if err != nil {
-				fail(err)
-				return
-			}
-			note()
-		}
+		cleanLoop(p, &done, 5, fail, note)
 	}()
 	for r := 0; r < 3; r++ {
 		wg.Add(1)

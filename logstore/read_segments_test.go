@@ -365,21 +365,7 @@ func TestReadWhileSegmentsChange(t *testing.T) {
 	wg.Add(1)
 	go func() { // the cleaners: compaction, retention, DeleteRecords
 		defer wg.Done()
-		for i := 0; !done.Load(); i++ {
-			var err error
-			switch i % 3 {
-			case 0:
-				_, err = p.Compact()
-			case 1:
-				_, err = p.ApplyRetention()
-			case 2:
-				_, err = p.DeleteRecords(min(p.LogStartOffset()+int64(i%7), p.LogEndOffset()))
-			}
-			if err != nil {
-				fail(err)
-				return
-			}
-		}
+		cleanLoop(p, &done, 7, fail, func() {})
 	}()
 	var reads, lookups atomic.Int64
 	for r := 0; r < 3; r++ {
@@ -786,4 +772,26 @@ func firstBase(t *testing.T, r *ReadResult) int64 {
 		t.Fatal(err)
 	}
 	return h.BaseOffset
+}
+
+// cleanLoop runs the cleaners on p in turn (compaction, retention,
+// DeleteRecords up to i%step records past the log start) until done,
+// calling after each pass; the first error goes to fail and ends it.
+func cleanLoop(p *Partition, done *atomic.Bool, step int, fail func(error), after func()) {
+	for i := 0; !done.Load(); i++ {
+		var err error
+		switch i % 3 {
+		case 0:
+			_, err = p.Compact()
+		case 1:
+			_, err = p.ApplyRetention()
+		case 2:
+			_, err = p.DeleteRecords(min(p.LogStartOffset()+int64(i%step), p.LogEndOffset()))
+		}
+		if err != nil {
+			fail(err)
+			return
+		}
+		after()
+	}
 }
