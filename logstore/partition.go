@@ -28,8 +28,14 @@ type Partition struct {
 
 	// Lock order: amu, then mu, then chMu.
 	amu  sync.Mutex   // serialises appends, rolls, flushes
-	mu   sync.RWMutex // guards segs
+	mu   sync.RWMutex // guards segs and closed
 	segs []*segment   // sorted by base offset; the last is active
+	// closed: close released the partition's references to segs, whose
+	// files are closed unless a reader still holds them. The segment
+	// list stays (the store's methods go on answering from it), but no
+	// reader may take a segment from it: a read that would answers
+	// ErrClosed, or ends with what it has read.
+	closed bool
 
 	logStart      atomic.Int64
 	savedStart    atomic.Int64 // the log start the checkpoint on disk holds (DeleteRecords)
@@ -135,10 +141,14 @@ func (p *Partition) active() *segment {
 }
 
 // acquireSegments snapshots the segments from the one containing offset
-// (floor by base offset) to the end, each with a reference taken.
+// (floor by base offset) to the end, each with a reference taken; none
+// once the partition is closed.
 func (p *Partition) acquireSegments(offset int64) []*segment {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
+	if p.closed {
+		return nil
+	}
 	i := sort.Search(len(p.segs), func(i int) bool { return p.segs[i].base > offset }) - 1
 	if i < 0 {
 		i = 0
@@ -156,9 +166,14 @@ func (p *Partition) acquireSegments(offset int64) []*segment {
 // per-request reader takes one segment at a time with it and segmentAfter,
 // so that a read near the head of a long log pays for the segments it
 // reads, not for every segment up to the log end (acquireSegments).
+// It is nil once the partition is closed (the store closed): the segment
+// files are closed then.
 func (p *Partition) acquireSegment(offset int64) *segment {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
+	if p.closed {
+		return nil
+	}
 	i := sort.Search(len(p.segs), func(i int) bool { return p.segs[i].base > offset }) - 1
 	s := p.segs[max(i, 0)]
 	s.acquire()
@@ -173,7 +188,11 @@ func (p *Partition) acquireSegment(offset int64) *segment {
 // is then not known by base offset alone, and the caller starts again by
 // offset). The segment list is looked at under the read lock, so a segment
 // found in it is still open (the partition holds its own reference until
-// the segment has left the list).
+// the segment has left the list). Once the partition is closed, no
+// segment follows cur and in is false: the caller that starts again by
+// offset is told ErrClosed (acquireSegment is nil). It went on into the
+// next segment, whose file the close had closed, and failed with "file
+// already closed".
 //
 // A caller that read cur up to a size it loaded before this call must load
 // cur's size again after it when next is not nil: the roll that made next
@@ -182,6 +201,9 @@ func (p *Partition) acquireSegment(offset int64) *segment {
 func (p *Partition) segmentAfter(cur *segment) (next *segment, in bool) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
+	if p.closed {
+		return nil, false
+	}
 	i := sort.Search(len(p.segs), func(i int) bool { return p.segs[i].base > cur.base })
 	if i == 0 || p.segs[i-1] != cur {
 		return nil, false
@@ -203,6 +225,9 @@ func (p *Partition) segmentAfter(cur *segment) (next *segment, in bool) {
 // policy, or fail with none) rather than skip what retention removed.
 func (p *Partition) acquireHolding(offset int64) (*segment, error) {
 	s := p.acquireSegment(offset)
+	if s == nil {
+		return nil, p.closedErr()
+	}
 	if s.base > offset {
 		base := s.base
 		s.release()
@@ -216,6 +241,12 @@ func (p *Partition) acquireHolding(offset int64) (*segment, error) {
 // next: the moment a roll, retention or a compaction swap changes what
 // follows it.
 var testHookSegmentRead func(s *segment)
+
+// closedErr is the error of a read that needs a segment of a closed
+// partition.
+func (p *Partition) closedErr() error {
+	return fmt.Errorf("%w: reading %s", ErrClosed, p.name())
+}
 
 func releaseAll(segs []*segment) {
 	for _, s := range segs {
@@ -866,6 +897,9 @@ func (p *Partition) LookupTime(ts int64) (offset, recordTs int64, ok bool, err e
 	buf := getBuf()
 	defer func() { putBuf(buf) }()
 	s := p.acquireSegment(start)
+	if s == nil {
+		return 0, 0, false, p.closedErr()
+	}
 	for s != nil {
 		limit := s.size.Load()
 		var got, gotTs int64
@@ -901,7 +935,9 @@ func (p *Partition) LookupTime(ts int64) (offset, recordTs int64, ok bool, err e
 			// after s, or the one compaction swapped in for s (perhaps
 			// with segments before it): it holds a subset of records
 			// searched already, and searching them again finds nothing.
-			next = p.acquireSegment(s.next.Load())
+			if next = p.acquireSegment(s.next.Load()); next == nil {
+				return 0, 0, false, p.closedErr()
+			}
 		}
 		s = next
 	}
@@ -989,6 +1025,10 @@ func (p *Partition) MaxTimestampAt() (int64, int64, int32, bool, error) {
 	var best *segment
 	var ts int64
 	p.mu.RLock()
+	if p.closed {
+		p.mu.RUnlock()
+		return -1, -1, -1, false, p.closedErr()
+	}
 	for _, s := range p.segs {
 		if t := s.maxTs.Load(); t >= 0 && (best == nil || t > ts) {
 			best, ts = s, t
@@ -1085,7 +1125,7 @@ func (p *Partition) Status() Status {
 		st.SizeBytes += s.size.Load()
 	}
 	st.ActiveSegmentBaseOffset = p.segs[len(p.segs)-1].base
-	if st.LogEndOffset > st.LogStartOffset {
+	if st.LogEndOffset > st.LogStartOffset && !p.closed {
 		for i := len(p.segs) - 1; i >= 0; i-- {
 			if p.segs[i].lastBatchPos.Load() >= 0 {
 				last = p.segs[i]
@@ -1290,6 +1330,10 @@ func (h *SegmentFileHandle) Close() error {
 // size of a growing active .log.
 func (p *Partition) OpenSegmentFile(name string) (*SegmentFileHandle, error) {
 	p.mu.RLock()
+	if p.closed {
+		p.mu.RUnlock()
+		return nil, p.closedErr()
+	}
 	seg, _ := p.segmentNamedLocked(name)
 	if seg != nil {
 		seg.acquire()

@@ -1190,10 +1190,12 @@ func (p *Partition) shutdown() error {
 }
 
 // close releases the partition's references to its segments; readers that
-// still hold some keep them open until they finish.
+// still hold some keep them open until they finish, and none takes another
+// (closed).
 func (p *Partition) close() {
 	p.mu.Lock()
 	segs := p.segs
+	p.closed = true
 	p.mu.Unlock()
 	for _, s := range segs {
 		s.release()

@@ -67,7 +67,9 @@ func (p *Partition) Text(from int64) (*TextView, error) {
 			return nil, err
 		}
 		v = &TextView{p: p, from: from, gen: gen, sep: sep}
-		v.segs = p.acquireSegments(from)
+		if v.segs = p.acquireSegments(from); v.segs == nil {
+			return nil, p.closedErr()
+		}
 		p.addView(v)
 		if p.gen.Load() == gen {
 			break
@@ -274,7 +276,9 @@ func (v *TextView) refreshLocked() {
 	last := v.segs[len(v.segs)-1]
 	v.p.mu.RLock()
 	defer v.p.mu.RUnlock()
-	if v.p.segs[len(v.p.segs)-1] == last {
+	// A closed partition's segments are not v's to take: v reads on
+	// through those it holds, as an unlinked file is read.
+	if v.p.closed || v.p.segs[len(v.p.segs)-1] == last {
 		return
 	}
 	for _, s := range v.p.segs {
