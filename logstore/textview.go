@@ -24,8 +24,12 @@ type TextView struct {
 	segs   []*segment
 	skip   int64 // text bytes of segs[0] before the first record >= from
 	closed bool
-	dec    record.Decoder
-	buf    []byte // scan buffer
+	// cut: the partition closed (the store closed) with segments past
+	// segs that v had not taken yet; a read at the end of segs answers
+	// ErrClosed, not io.EOF, as there is more that v cannot read.
+	cut bool
+	dec record.Decoder
+	buf []byte // scan buffer
 	// The last rendered batch, so that sequential reads of a large batch in
 	// 128 KiB pieces render it once.
 	cacheSeg   *segment
@@ -276,9 +280,14 @@ func (v *TextView) refreshLocked() {
 	last := v.segs[len(v.segs)-1]
 	v.p.mu.RLock()
 	defer v.p.mu.RUnlock()
-	// A closed partition's segments are not v's to take: v reads on
-	// through those it holds, as an unlinked file is read.
-	if v.p.closed || v.p.segs[len(v.p.segs)-1] == last {
+	if v.p.segs[len(v.p.segs)-1] == last {
+		return
+	}
+	if v.p.closed {
+		// The closed partition's segments are not v's to take (their
+		// files are closed): v reads on through those it holds, as an
+		// unlinked file is read, and then says the rest is gone.
+		v.cut = true
 		return
 	}
 	for _, s := range v.p.segs {
@@ -343,6 +352,9 @@ func (v *TextView) ReadAt(b []byte, off int64) (int, error) {
 		_ = i
 	}
 	if n == 0 {
+		if v.cut {
+			return 0, fmt.Errorf("%w: the text of %s goes on past what this open file holds", ErrClosed, v.p.name())
+		}
 		return 0, io.EOF
 	}
 	return n, nil
