@@ -51,10 +51,12 @@ func (p *Partition) Compact() (CleanupStats, error) {
 	now := p.store.now().UnixMilli()
 	segs := p.acquireSegments(p.logStart.Load())
 	defer releaseAll(segs)
-	closed := segs[:len(segs)-1]
-	if len(closed) == 0 {
+	if len(segs) < 2 {
+		// One segment, the active one: nothing to clean. None: the
+		// partition was closed after the check above (acquireSegments).
 		return st, nil
 	}
+	closed := segs[:len(segs)-1]
 	// Kafka's cleanableOffsets: a first dirty offset below the log start
 	// starts at the log start; one past the log end (a checkpoint the log
 	// no longer matches: a tail lost or cut after it was written, a data
