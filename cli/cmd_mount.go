@@ -896,11 +896,15 @@ func cleanupOptions(c *ucli.Context) (logstore.Options, error) {
 }
 
 // cleanupArgs passes the cleanupFlags and groupFlags on to the daemon.
-// kafkaOnlyFlags are mount's flags that only the Kafka server reads.
-var kafkaOnlyFlags = []string{"advertise", "auto-create-topics", "max-request-bytes",
-	"group-initial-rebalance-delay", "group-min-session-timeout", "group-max-session-timeout",
-	"group-consumer-session-timeout", "group-consumer-heartbeat-interval",
-	"offsets-retention", "offsets-retention-check-interval"}
+// kafkaOnlyFlags are mount's flags that only the Kafka server reads:
+// three of its own and every group flag (groupFlags).
+func kafkaOnlyFlags() []string {
+	names := []string{"advertise", "auto-create-topics", "max-request-bytes"}
+	for _, f := range groupFlags() {
+		names = append(names, f.Names()[0])
+	}
+	return names
+}
 
 // checkKafkaOnlyFlags refuses a flag of the Kafka server given to a mount
 // without --kafka-listen: the mount went ahead without a server, and the
@@ -910,7 +914,7 @@ func checkKafkaOnlyFlags(c *ucli.Context) error {
 	if c.String("kafka-listen") != "" {
 		return nil
 	}
-	for _, name := range kafkaOnlyFlags {
+	for _, name := range kafkaOnlyFlags() {
 		if c.IsSet(name) {
 			return fmt.Errorf("--%s configures the Kafka server, which runs only with --kafka-listen ADDR: give it too, or drop --%s", name, name)
 		}
@@ -937,9 +941,8 @@ func kafkaArgs(c *ucli.Context) []string {
 	if !c.Bool("auto-create-topics") {
 		args = append(args, "--auto-create-topics=false")
 	}
-	for _, name := range []string{"group-initial-rebalance-delay", "group-min-session-timeout", "group-max-session-timeout",
-		"group-consumer-session-timeout", "group-consumer-heartbeat-interval",
-		"offsets-retention", "offsets-retention-check-interval"} {
+	for _, f := range groupFlags() { // all durations
+		name := f.Names()[0]
 		args = append(args, "--"+name, c.Duration(name).String())
 	}
 	return args
