@@ -159,7 +159,7 @@ main_mount
 # scheduled as one group, and a server sharing the writer's group turns
 # round trips around faster: the discard peer did 17-19 k write(2)s/s in
 # the writer's session against 13-15 k in its own, where segfs's daemon
-# did 14 k (bench-analysis.md, the introduction).
+# did 14 k (bench-analysis.md, "What moves whole runs").
 setsid "$W/bin/discardfs" "$DM" >"$W/discardfs.out" 2>&1 &
 PIDS+=($!)
 MOUNTS+=("$DM")
@@ -272,7 +272,7 @@ echoloop() { # kind lines: bash `echo line >> file`; adds to ECHOUS
 	t1=$(us)
 	ECHOUS[$1]=$((${ECHOUS[$1]:-0} + t1 - t0))
 }
-profile write 1.5
+profile write 2
 w1 segfs "$N1"
 wait_prof
 w1 discard "$N1"
