@@ -176,7 +176,11 @@ func TestProduceAcksAndFlush(t *testing.T) {
 		if sp.ErrorCode != 0 || sp.BaseOffset != int64(i) {
 			t.Fatalf("acks=%d: %+v", acks, sp)
 		}
-		if rp := p.Status().RecoveryPoint; rp != int64(i+1) {
+		st, err := p.Status()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rp := st.RecoveryPoint; rp != int64(i+1) {
 			t.Fatalf("acks=%d on a flush.messages=1 topic: recovery point %d at the answer, want %d", acks, rp, i+1)
 		}
 	}

@@ -239,9 +239,20 @@ func renderStatus(s logstore.Status) []byte {
 		s.FirstTimestamp, s.LastTimestamp, s.ActiveSegmentBaseOffset, s.RecoveryPoint)
 }
 
-func (n *statusNode) attr(a *fuse.Attr, f gofs.FileHandle) {
-	text := renderStatus(n.part.Status())
+// attr fails as Status does (with the store closed under the mount, EIO
+// from logstore.ErrClosed, as data's reads answer then), but for an open
+// handle, whose snapshot is still read: it is its text.
+func (n *statusNode) attr(a *fuse.Attr, f gofs.FileHandle) syscall.Errno {
+	var text []byte
+	if st, err := n.part.Status(); err == nil {
+		text = renderStatus(st)
+	} else if h, ok := f.(*snapshotHandle); ok {
+		text = h.data
+	} else {
+		return toErrno(err)
+	}
 	n.fs.setAttr(a, modeReadOnly, snapshotSize(f, text), n.changed.of(text))
+	return 0
 }
 
 // Getattr: the size is not cached (textAttrTimeout), as config's is not.
@@ -251,7 +262,9 @@ func (n *statusNode) attr(a *fuse.Attr, f gofs.FileHandle) {
 // reads st_size bytes, archive status cut in the middle of a line for up
 // to a second.
 func (n *statusNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	n.attr(&out.Attr, f)
+	if errno := n.attr(&out.Attr, f); errno != 0 {
+		return errno
+	}
 	out.SetTimeout(textAttrTimeout)
 	return 0
 }
@@ -260,7 +273,9 @@ func (n *statusNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.Se
 	if errno := readOnlySetattr(in); errno != 0 {
 		return errno
 	}
-	n.attr(&out.Attr, f)
+	if errno := n.attr(&out.Attr, f); errno != 0 {
+		return errno
+	}
 	out.SetTimeout(textAttrTimeout)
 	return 0
 }
@@ -270,7 +285,11 @@ func (n *statusNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, u
 	if errno := readOnlyOpen(flags); errno != 0 {
 		return nil, 0, errno
 	}
-	return &snapshotHandle{data: renderStatus(n.part.Status())}, fuse.FOPEN_DIRECT_IO, 0
+	st, err := n.part.Status()
+	if err != nil {
+		return nil, 0, toErrno(err)
+	}
+	return &snapshotHandle{data: renderStatus(st)}, fuse.FOPEN_DIRECT_IO, 0
 }
 
 func (n *statusNode) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) syscall.Errno {

@@ -40,7 +40,7 @@ func benchCompact(b *testing.B, valueSize int) {
 	}
 	p, _ := tp.Partition(0)
 	value := strings.Repeat("v", valueSize-10)
-	for batch := 0; p.Status().Segments < 9; batch++ {
+	for batch := 0; statusOf(b, p).Segments < 9; batch++ {
 		var sb strings.Builder
 		for i := 0; i < 100; i++ {
 			n := batch*100 + i

@@ -114,7 +114,7 @@ func TestCompactionSettings(t *testing.T) {
 	if !strings.HasSuffix(got, "k3=active 1\nk3=active 2\nk4=active 1\nk4=active 2\n") || !strings.Contains(got, "k3=first 93\n") {
 		t.Fatalf("the active segment or the value it supersedes was cleaned: %q", got)
 	}
-	if st := p.Status(); st.ActiveSegmentBaseOffset != st.LogEndOffset-4 {
+	if st := statusOf(t, p); st.ActiveSegmentBaseOffset != st.LogEndOffset-4 {
 		t.Fatalf("the active segment moved: %+v", st)
 	}
 }
@@ -233,12 +233,12 @@ func TestMaxCompactionLagRollsActiveSegment(t *testing.T) {
 	add("k=1\n")
 	clock.ms.Add(500)
 	add("k=2\n")
-	if n := p.Status().Segments; n != 1 {
+	if n := statusOf(t, p).Segments; n != 1 {
 		t.Fatalf("%d segments within max.compaction.lag.ms, want 1", n)
 	}
 	clock.ms.Add(1000)
 	add("k=3\n")
-	if st := p.Status(); st.Segments != 2 || st.ActiveSegmentBaseOffset != 2 {
+	if st := statusOf(t, p); st.Segments != 2 || st.ActiveSegmentBaseOffset != 2 {
 		t.Fatalf("an append past max.compaction.lag.ms did not roll: %+v", st)
 	}
 	// Idle, the retention pass rolls it, and the cleaner can then clean
@@ -247,7 +247,7 @@ func TestMaxCompactionLagRollsActiveSegment(t *testing.T) {
 	if _, err := p.ApplyRetention(); err != nil {
 		t.Fatal(err)
 	}
-	if st := p.Status(); st.Segments != 3 || st.ActiveSegmentBaseOffset != 3 {
+	if st := statusOf(t, p); st.Segments != 3 || st.ActiveSegmentBaseOffset != 3 {
 		t.Fatalf("an idle active segment past max.compaction.lag.ms did not roll: %+v", st)
 	}
 	if _, err := p.Compact(); err != nil {
@@ -264,7 +264,7 @@ func TestMaxCompactionLagRollsActiveSegment(t *testing.T) {
 	add("k=4\n")
 	clock.ms.Add(1500)
 	add("k=5\n")
-	if st := p.Status(); st.ActiveSegmentBaseOffset != 3 {
+	if st := statusOf(t, p); st.ActiveSegmentBaseOffset != 3 {
 		t.Fatalf("max.compaction.lag.ms rolled a topic that is not compacted: %+v", st)
 	}
 }
@@ -364,7 +364,7 @@ func TestCleanedBatchMaxTimestamp(t *testing.T) {
 	if _, err := p.ApplyRetention(); err != nil { // and closes a=2's segment: the cleaner maps closed segments only
 		t.Fatal(err)
 	}
-	if st := p.Status(); st.Segments != 3 {
+	if st := statusOf(t, p); st.Segments != 3 {
 		t.Fatalf("want both batches in closed segments: %+v", st)
 	}
 	if _, err := p.Compact(); err != nil {

@@ -72,16 +72,16 @@ func TestTombstonesExpireWithoutWrites(t *testing.T) {
 	if _, err := p.ApplyRetention(); err != nil {
 		t.Fatal(err)
 	}
-	if st := p.Status(); st.Segments != 2 || st.ActiveSegmentBaseOffset != 4 {
+	if st := statusOf(t, p); st.Segments != 2 || st.ActiveSegmentBaseOffset != 4 {
 		t.Fatalf("the idle active segment of a compacted topic was not rolled: %+v", st)
 	}
-	size := p.Status().SizeBytes
+	size := statusOf(t, p).SizeBytes
 	st, err := p.Compact()
 	if err != nil || st.RecordsRemoved != 2 {
 		t.Fatalf("first clean: %+v %v", st, err)
 	}
 	// The pass reports (and the daemon logs) the bytes it freed.
-	if after := p.Status().SizeBytes; st.BytesFreed <= 0 || st.BytesFreed != size-after {
+	if after := statusOf(t, p).SizeBytes; st.BytesFreed <= 0 || st.BytesFreed != size-after {
 		t.Fatalf("first clean freed %d bytes by its stats, %d → %d by status", st.BytesFreed, size, after)
 	}
 	if got := textOf(t, p, 0); got != "a=2\nb=\n" {

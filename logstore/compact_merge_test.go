@@ -399,7 +399,7 @@ func TestCompactionMapSmallerThanSegment(t *testing.T) {
 	}
 	clock.ms.Add(2 * 3600000)
 	p.AppendLines([]byte("z=rolls the segment\n"))
-	if st := p.Status(); st.Segments != 2 {
+	if st := statusOf(t, p); st.Segments != 2 {
 		t.Fatalf("want one closed segment of 1000 records and the active one: %+v", st)
 	}
 	passes := 0

@@ -106,7 +106,7 @@ func TestDeleteRecords(t *testing.T) {
 	if got := textOf(t, p, cut); got != drLines(cut, 100) {
 		t.Errorf("text from the log start starts %.40q, want %.40q", got, drLines(cut, 100))
 	}
-	if st := p.Status(); st.LogStartOffset != cut {
+	if st := statusOf(t, p); st.LogStartOffset != cut {
 		t.Errorf("Status log start %d", st.LogStartOffset)
 	}
 	// The view opened before keeps its positions and follows appends.

@@ -88,7 +88,7 @@ func TestLoadLogEndBelowCheckpointedLogStart(t *testing.T) {
 	}
 	defer func() { s.Close() }()
 	p = mustPartition(t, s, "lost")
-	st := p.Status()
+	st := statusOf(t, p)
 	if st.LogStartOffset != 20 || st.LogEndOffset != 20 || st.Segments != 1 || st.ActiveSegmentBaseOffset != 20 || st.SizeBytes != 0 {
 		t.Fatalf("after the load: %+v, want the log restarted empty at 20", st)
 	}

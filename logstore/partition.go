@@ -1108,7 +1108,12 @@ type Status struct {
 // left out, so status disagreed with DescribeLogDirs and `du` of the
 // partition directory for up to a retention check interval. Timestamps
 // are those of the first retained record and of the last batch.
-func (p *Partition) Status() Status {
+//
+// Once the partition is closed (the store closed under the caller) it
+// answers ErrClosed, as the reads do, and the error of a read of the first
+// or last batch that fails: it answered first.timestamp=-1 and
+// last.timestamp=-1 then, as for an empty log.
+func (p *Partition) Status() (Status, error) {
 	st := Status{
 		LogStartOffset: p.logStart.Load(),
 		LogEndOffset:   p.leo.Load(),
@@ -1120,12 +1125,16 @@ func (p *Partition) Status() Status {
 	// of the last batch only, read below.
 	var last *segment
 	p.mu.RLock()
+	if p.closed {
+		p.mu.RUnlock()
+		return Status{}, p.closedErr()
+	}
 	st.Segments = len(p.segs)
 	for _, s := range p.segs {
 		st.SizeBytes += s.size.Load()
 	}
 	st.ActiveSegmentBaseOffset = p.segs[len(p.segs)-1].base
-	if st.LogEndOffset > st.LogStartOffset && !p.closed {
+	if st.LogEndOffset > st.LogStartOffset {
 		for i := len(p.segs) - 1; i >= 0; i-- {
 			if p.segs[i].lastBatchPos.Load() >= 0 {
 				last = p.segs[i]
@@ -1136,46 +1145,76 @@ func (p *Partition) Status() Status {
 	}
 	p.mu.RUnlock()
 	if st.LogEndOffset <= st.LogStartOffset {
-		return st
+		return st, nil
+	}
+	if last != nil {
+		h, err := last.header(last.lastBatchPos.Load(), last.size.Load())
+		last.release()
+		if err != nil {
+			return Status{}, err
+		}
+		st.LastTimestamp = h.MaxTimestamp
 	}
 	// The first retained record is in the last segment starting at or
 	// below the log start, or a later one (after a gap): one segment at a
 	// time from there (see ReadBelow).
+	ts, err := p.firstTimestamp(st.LogStartOffset)
+	if err != nil {
+		return Status{}, err
+	}
+	st.FirstTimestamp = ts
+	return st, nil
+}
+
+// firstTimestamp is the timestamp of the first record at or past start,
+// -1 if none is found.
+func (p *Partition) firstTimestamp(start int64) (int64, error) {
 	var dec record.Decoder
 	errStop := errors.New("stop")
-	for s := p.acquireSegment(st.LogStartOffset); s != nil; {
+	s := p.acquireSegment(start)
+	for {
+		if s == nil {
+			return -1, p.closedErr()
+		}
 		limit := s.size.Load()
-		pos, _, found, err := s.findBatch(st.LogStartOffset, limit)
-		if err == nil && found {
-			if h, err := s.header(pos, limit); err == nil {
-				b := make([]byte, h.Size())
-				if s.readFull(b, pos) == nil {
-					dec.Records(b, func(r *record.Record) error {
-						if r.Offset >= st.LogStartOffset {
-							st.FirstTimestamp = r.Timestamp
-							return errStop
-						}
-						return nil
-					})
-				}
-			}
+		pos, _, found, err := s.findBatch(start, limit)
+		if err != nil {
 			s.release()
-			break
+			return -1, err
+		}
+		if found {
+			defer s.release()
+			h, err := s.header(pos, limit)
+			if err != nil {
+				return -1, err
+			}
+			b := make([]byte, h.Size())
+			if err := s.readFull(b, pos); err != nil {
+				return -1, err
+			}
+			ts := int64(-1)
+			err = dec.Records(b, func(r *record.Record) error {
+				if r.Offset >= start {
+					ts = r.Timestamp
+					return errStop
+				}
+				return nil
+			})
+			if err != nil && err != errStop {
+				return -1, &CorruptError{Path: s.path(logSuffix), Pos: pos, Err: err}
+			}
+			return ts, nil
 		}
 		next, in := p.segmentAfter(s)
 		s.release()
+		if in && next == nil {
+			return -1, nil // no batch at or past start: the log end
+		}
 		if !in {
-			next = p.acquireSegment(st.LogStartOffset) // s left the log: start again
+			next = p.acquireSegment(start) // s left the log: start again
 		}
 		s = next
 	}
-	if last != nil {
-		if h, err := last.header(last.lastBatchPos.Load(), last.size.Load()); err == nil {
-			st.LastTimestamp = h.MaxTimestamp
-		}
-		last.release()
-	}
-	return st
 }
 
 // Size is the bytes of the partition's .log files, as Kafka's log.size

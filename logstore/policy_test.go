@@ -19,16 +19,16 @@ func TestFlushMessagesMovesRecoveryPoint(t *testing.T) {
 	tp, _ := s.CreateTopic("f", 1, map[string]string{"flush.messages": "3"})
 	p, _ := tp.Partition(0)
 	p.AppendLines([]byte("a\nb\n"))
-	if p.Status().RecoveryPoint != 0 {
+	if statusOf(t, p).RecoveryPoint != 0 {
 		t.Fatal("flushed before flush.messages was reached")
 	}
 	p.AppendLines([]byte("c\n"))
-	if got := p.Status().RecoveryPoint; got != 3 {
+	if got := statusOf(t, p).RecoveryPoint; got != 3 {
 		t.Fatalf("recovery point %d after 3 messages", got)
 	}
 	p.AppendLines([]byte("d\n"))
-	if err := p.Flush(); err != nil || p.Status().RecoveryPoint != 4 {
-		t.Fatalf("explicit flush: %v %d", err, p.Status().RecoveryPoint)
+	if err := p.Flush(); err != nil || statusOf(t, p).RecoveryPoint != 4 {
+		t.Fatalf("explicit flush: %v %d", err, statusOf(t, p).RecoveryPoint)
 	}
 }
 
@@ -43,7 +43,7 @@ func TestRollRules(t *testing.T) {
 	for i := 0; i < 50; i++ {
 		p.AppendLines([]byte("x\n"))
 	}
-	if n := p.Status().Segments; n < 3 {
+	if n := statusOf(t, p).Segments; n < 3 {
 		t.Fatalf("segment.ms=10 gave %d segments", n)
 	}
 	// A full offset index rolls: 16 bytes hold two entries.
@@ -52,7 +52,7 @@ func TestRollRules(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		p2.AppendLines([]byte(fmt.Sprintf("%d\n", i)))
 	}
-	if n := p2.Status().Segments; n < 5 {
+	if n := statusOf(t, p2).Segments; n < 5 {
 		t.Fatalf("index-full roll gave %d segments", n)
 	}
 	if got := textOf(t, p2, 0); len(got) != 50 {
@@ -221,7 +221,7 @@ func TestAppendSplitsAtSegmentBytes(t *testing.T) {
 	if got := textOf(t, p, 0); got != text.String() {
 		t.Fatal("text differs")
 	}
-	if n := p.Status().Segments; n < 3 {
+	if n := statusOf(t, p).Segments; n < 3 {
 		t.Fatalf("%d segments", n)
 	}
 	if _, _, err := p.AppendLines([]byte(strings.Repeat("x", 5000) + "\n")); !errors.Is(err, ErrBatchTooLarge) {

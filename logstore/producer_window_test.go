@@ -173,8 +173,8 @@ func TestSnapshotAtEveryRoll(t *testing.T) {
 		t.Fatal(err)
 	}
 	active := p.active().base
-	if p.Status().Segments < 3 || active == 0 {
-		t.Fatalf("%d segments, active at %d: no rolls", p.Status().Segments, active)
+	if statusOf(t, p).Segments < 3 || active == 0 {
+		t.Fatalf("%d segments, active at %d: no rolls", statusOf(t, p).Segments, active)
 	}
 	snaps := func(want ...int64) {
 		t.Helper()

@@ -122,3 +122,28 @@ func TestTextViewAcrossStoreClose(t *testing.T) {
 		t.Fatalf("view read past what it holds after the close: %d bytes, %v; want ErrClosed", n, err)
 	}
 }
+
+// TestStatusAfterStoreClose: the status of a partition whose store closed
+// (the status file of a mount whose store closed under it) answers
+// ErrClosed, as the reads do: it answered first.timestamp=-1 and
+// last.timestamp=-1, as if the log were empty. An empty partition too.
+func TestStatusAfterStoreClose(t *testing.T) {
+	s := openStore(t, t.TempDir(), newClock())
+	p, _ := closeRaceLog(t, s, "closing")
+	tp, err := s.CreateTopic("empty", 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty, _ := tp.Partition(0)
+	if st := statusOf(t, p); st.FirstTimestamp < 0 || st.LastTimestamp < st.FirstTimestamp {
+		t.Fatalf("status before the close: %+v", st)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for what, q := range map[string]*Partition{"closing": p, "empty": empty} {
+		if st, err := q.Status(); !errors.Is(err, ErrClosed) {
+			t.Errorf("status of %s after the close: %+v, %v; want ErrClosed", what, st, err)
+		}
+	}
+}

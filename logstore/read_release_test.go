@@ -105,7 +105,11 @@ func TestPerRequestReadersReleaseExactlyOnce(t *testing.T) {
 						return
 					}
 				case 3:
-					st := p.Status()
+					st, err := p.Status()
+					if err != nil {
+						fail(fmt.Errorf("Status: %w", err))
+						return
+					}
 					if st.Segments < 1 || st.SizeBytes < 0 || (st.LastTimestamp >= 0 && st.FirstTimestamp < 0) {
 						fail(fmt.Errorf("status %+v", st))
 						return
@@ -194,7 +198,7 @@ func TestStatusLastTimestampWhileAppending(t *testing.T) {
 	}()
 	bad, n := 0, 0
 	for !done.Load() {
-		st := p.Status()
+		st := statusOf(t, p)
 		n++
 		if st.LogEndOffset > st.LogStartOffset && st.LastTimestamp < 0 {
 			bad++

@@ -290,8 +290,8 @@ func TestReadReferencesOnlyItsSegments(t *testing.T) {
 		}, 1},
 		// The status file reads the first and the last batch.
 		{"Status", func() (int64, error) {
-			if st := p.Status(); st.Segments != len(segs) || st.FirstTimestamp < 0 || st.LastTimestamp < st.FirstTimestamp {
-				return 0, fmt.Errorf("status %+v", st)
+			if st, err := p.Status(); err != nil || st.Segments != len(segs) || st.FirstTimestamp < 0 || st.LastTimestamp < st.FirstTimestamp {
+				return 0, fmt.Errorf("status %+v: %v", st, err)
 			}
 			return 0, nil
 		}, 2},

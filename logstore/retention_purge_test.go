@@ -44,7 +44,7 @@ func TestRetentionPurgesQuietPartition(t *testing.T) {
 	if err != nil || st.SegmentsDeleted != 1 || st.NewLogStart != 3 {
 		t.Fatalf("retention.ms=1000 two seconds after the last record: %+v %v (log start %d)", st, err, p.LogStartOffset())
 	}
-	status := p.Status()
+	status := statusOf(t, p)
 	if status.LogStartOffset != 3 || status.LogEndOffset != 3 || status.Segments != 1 || status.SizeBytes != 0 || status.ActiveSegmentBaseOffset != 3 {
 		t.Fatalf("after the purge: %+v", status)
 	}
@@ -104,7 +104,7 @@ func TestRetentionBytesZeroEmptiesPartition(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	segs := p.Status().Segments
+	segs := statusOf(t, p).Segments
 	if segs < 3 {
 		t.Fatalf("%d segments, want several", segs)
 	}
@@ -119,7 +119,7 @@ func TestRetentionBytesZeroEmptiesPartition(t *testing.T) {
 	if err != nil || st.SegmentsDeleted != segs || st.BytesFreed != total {
 		t.Fatalf("retention.bytes=0 over %d segments of %d bytes: %+v %v", segs, total, st, err)
 	}
-	if status := p.Status(); status.LogStartOffset != 60 || status.LogEndOffset != 60 || status.Segments != 1 || status.SizeBytes != 0 {
+	if status := statusOf(t, p); status.LogStartOffset != 60 || status.LogEndOffset != 60 || status.Segments != 1 || status.SizeBytes != 0 {
 		t.Fatalf("after retention.bytes=0: %+v", status)
 	}
 	if st, err := p.ApplyRetention(); err != nil || st.SegmentsDeleted != 0 {
@@ -166,7 +166,7 @@ func TestRetentionRulesContinueInOrder(t *testing.T) {
 	}
 	first := p.acquireSegmentsReleased()[0]
 	tp.SetConfig(map[string]string{"retention.bytes": strconv.FormatInt(p.Size()-first.size.Load(), 10)})
-	segs := p.Status().Segments
+	segs := statusOf(t, p).Segments
 	st, err := p.ApplyRetention()
 	if err != nil || st.SegmentsDeleted != segs || p.LogStartOffset() != 60 {
 		t.Fatalf("size then time over %d segments: %+v %v (log start %d)", segs, st, err, p.LogStartOffset())
@@ -224,7 +224,7 @@ func TestRetentionPurgeRacesAppends(t *testing.T) {
 		}
 		deleted += st.SegmentsDeleted
 	}
-	if st := p.Status(); st.LogStartOffset != lines || st.LogEndOffset != lines || st.SizeBytes != 0 {
+	if st := statusOf(t, p); st.LogStartOffset != lines || st.LogEndOffset != lines || st.SizeBytes != 0 {
 		t.Fatalf("after the last pass: %+v", st)
 	}
 	t.Logf("%d segments deleted while the writer ran", deleted)

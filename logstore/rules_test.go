@@ -177,12 +177,12 @@ func TestIndexEntriesFollowKafka(t *testing.T) {
 		}
 		sent := producedBatch(t, tss, vals)
 		b := append([]byte(nil), sent...)
-		segsBefore := p.Status().Segments
+		segsBefore := statusOf(t, p).Segments
 		res, err := p.AppendBatch(b)
 		if err != nil {
 			t.Fatal(err)
 		}
-		st := p.Status()
+		st := statusOf(t, p)
 		seg := p.active()
 		size := int64(len(sent))
 		pos := seg.size.Load() - size
@@ -348,18 +348,18 @@ func TestRollOnJitterAndOffsetOverflow(t *testing.T) {
 			t.Fatalf("roll jitter %d outside [0, %d)", j, segMs)
 		}
 		jitters[j] = true
-		segs := p.Status().Segments
+		segs := statusOf(t, p).Segments
 		if _, err := p.AppendBatch(producedBatch(t, []int64{first + segMs - j}, []string{"y"})); err != nil {
 			t.Fatal(err)
 		}
-		if got := p.Status().Segments; got != segs {
+		if got := statusOf(t, p).Segments; got != segs {
 			t.Fatalf("round %d: rolled at exactly segment.ms - jitter (%d ms; jitter %d)", round, segMs-j, j)
 		}
 		first += segMs - j + 1
 		if _, err := p.AppendBatch(producedBatch(t, []int64{first}, []string{"z"})); err != nil {
 			t.Fatal(err)
 		}
-		if got := p.Status().Segments; got != segs+1 || p.active() == seg {
+		if got := statusOf(t, p).Segments; got != segs+1 || p.active() == seg {
 			t.Fatalf("round %d: no roll past segment.ms - jitter (%d ms; jitter %d)", round, segMs-j, j)
 		}
 	}
@@ -413,18 +413,18 @@ func TestFlushMsMovesRecoveryPoint(t *testing.T) {
 		if _, _, err := q.AppendLines([]byte("a\nb\nc\n")); err != nil {
 			t.Fatal(err)
 		}
-		if rp := q.Status().RecoveryPoint; rp != 0 {
+		if rp := statusOf(t, q).RecoveryPoint; rp != 0 {
 			t.Fatalf("recovery point %d right after the append", rp)
 		}
 	}
 	deadline := time.Now().Add(20 * time.Second)
-	for p.Status().RecoveryPoint != 3 {
+	for statusOf(t, p).RecoveryPoint != 3 {
 		if time.Now().After(deadline) {
-			t.Fatalf("flush.ms=200: recovery point still %d after 20 s", p.Status().RecoveryPoint)
+			t.Fatalf("flush.ms=200: recovery point still %d after 20 s", statusOf(t, p).RecoveryPoint)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if rp := pd.Status().RecoveryPoint; rp != 0 {
+	if rp := statusOf(t, pd).RecoveryPoint; rp != 0 {
 		t.Fatalf("default flush.ms flushed: recovery point %d", rp)
 	}
 }
@@ -763,7 +763,7 @@ func TestCompressionType(t *testing.T) {
 		}
 		texts[tp.Name()] = want
 		if c.ctype == "zstd" {
-			if st := p.Status(); st.LastTimestamp <= 1_700_000_000_000 {
+			if st := statusOf(t, p); st.LastTimestamp <= 1_700_000_000_000 {
 				t.Errorf("LogAppendTime lost in recompression: last timestamp %d", st.LastTimestamp)
 			}
 		}

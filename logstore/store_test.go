@@ -48,6 +48,16 @@ func openStore(t testing.TB, dir string, clock *fakeClock) *Store {
 	return s
 }
 
+// statusOf is p.Status(), failing t on an error.
+func statusOf(t testing.TB, p *Partition) Status {
+	t.Helper()
+	st, err := p.Status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
 func mustPartition(t testing.TB, s *Store, topic string) *Partition {
 	t.Helper()
 	p, err := s.Partition(topic, 0)
@@ -162,7 +172,7 @@ func TestMillionRecords(t *testing.T) {
 	if got := p.LogEndOffset(); got != int64(n) {
 		t.Fatalf("log end %d, want %d", got, n)
 	}
-	if st := p.Status(); st.Segments < n/11000 {
+	if st := statusOf(t, p); st.Segments < n/11000 {
 		t.Fatalf("expected about %d segments of 1 MiB, got %d", n/10500, st.Segments)
 	}
 	if got := textOf(t, p, 0); got != want.String() {

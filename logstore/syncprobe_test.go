@@ -23,7 +23,7 @@ func TestSyncProbeFailureFences(t *testing.T) {
 	if err := p.Flush(); err != nil {
 		t.Fatalf("flush with a working probe: %v", err)
 	}
-	rp := p.Status().RecoveryPoint
+	rp := statusOf(t, p).RecoveryPoint
 	s.probe.f.Close()
 	if _, _, err := p.AppendLines([]byte("two\n")); err != nil {
 		t.Fatal(err)
@@ -32,7 +32,7 @@ func TestSyncProbeFailureFences(t *testing.T) {
 	if err == nil || !errors.Is(err, os.ErrClosed) {
 		t.Fatalf("flush with a failed probe: %v, want the probe's error", err)
 	}
-	if got := p.Status().RecoveryPoint; got != rp {
+	if got := statusOf(t, p).RecoveryPoint; got != rp {
 		t.Fatalf("the recovery point moved to %d on a failed probe (was %d)", got, rp)
 	}
 	if _, _, err := p.AppendLines([]byte("three\n")); err == nil {
@@ -48,7 +48,7 @@ func TestSyncProbeFailureFences(t *testing.T) {
 	for i := 0; i < 20 && rollErr == nil; i++ {
 		_, _, rollErr = p2.AppendLines([]byte("a line of forty bytes or so, to roll it\n"))
 	}
-	if rollErr == nil || p2.Status().Segments != 1 {
-		t.Fatalf("rolls went on with a failed probe: %v, %d segments", rollErr, p2.Status().Segments)
+	if rollErr == nil || statusOf(t, p2).Segments != 1 {
+		t.Fatalf("rolls went on with a failed probe: %v, %d segments", rollErr, statusOf(t, p2).Segments)
 	}
 }
