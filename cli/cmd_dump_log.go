@@ -119,7 +119,7 @@ func runDumpLog(c *ucli.Context) error {
 		fmt.Fprintln(d.errw, l)
 	}
 	if d.problems > 0 {
-		return fmt.Errorf("dump-log: %d problem(s) found", d.problems)
+		return fmt.Errorf("dump-log: %s found", plural(d.problems, "problem"))
 	}
 	return nil
 }
@@ -494,7 +494,7 @@ func (d *dumper) reportSanity(path string, c indexCheck) {
 	if len(c.Problems) == 0 {
 		fmt.Fprintf(d.out, "%s passed sanity check.\n", path)
 		if c.Untrimmed > 0 {
-			d.notef("note: %s has %d unused preallocated slots after its %d entries (an active segment, or one not shut down cleanly)", path, c.Untrimmed, c.Used)
+			d.notef("note: %s has %s after its %s (an active segment, or one not shut down cleanly)", path, plural(c.Untrimmed, "unused preallocated slot"), plural(c.Used, "entry"))
 		}
 		return
 	}
@@ -537,7 +537,7 @@ func (d *dumper) dumpIndex(path string) error {
 			b, ok := sum.batchStartingAt(pos)
 			switch {
 			case pos >= sum.ValidBytes || e.Position < 0:
-				mismatches = append(mismatches, fmt.Sprintf("  Index offset: %d, log offset: -1 (position %d is past the end of the log, %d bytes)", e.Offset, pos, sum.ValidBytes))
+				mismatches = append(mismatches, fmt.Sprintf("  Index offset: %d, log offset: -1 (position %d is past the end of the log, %s)", e.Offset, pos, plural(sum.ValidBytes, "byte")))
 			case !ok:
 				mismatches = append(mismatches, fmt.Sprintf("  Index offset: %d, log offset: -1 (no batch starts at position %d)", e.Offset, pos))
 			case b.LastOffset != e.Offset:
@@ -635,7 +635,7 @@ func (d *dumper) dumpTxnIndex(path string) error {
 			int16(be.Uint16(b)), int64(be.Uint64(b[2:])), int64(be.Uint64(b[10:])), int64(be.Uint64(b[18:])), int64(be.Uint64(b[26:])))
 	}
 	if n := len(raw) % txnEntrySize; n != 0 {
-		d.problemf("%s: %d trailing bytes after the last whole entry", path, n)
+		d.problemf("%s: %s after the last whole entry", path, plural(n, "trailing byte"))
 	}
 	return nil
 }

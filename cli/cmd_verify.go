@@ -158,9 +158,9 @@ func runVerify(c *ucli.Context) error {
 		}
 		status := "ok"
 		if v.pErrors+v.pWarnings > 0 {
-			status = fmt.Sprintf("%d error(s), %d warning(s)", v.pErrors, v.pWarnings)
+			status = plural(v.pErrors, "error") + ", " + plural(v.pWarnings, "warning")
 		}
-		fmt.Fprintf(v.out, "%s: %s (%d segments, %d batches, log start %d, log end %d, %d bytes)\n", p.Name, status, len(p.Segments), r.batches, start, r.next, r.bytes)
+		fmt.Fprintf(v.out, "%s: %s (%s, %s, log start %d, log end %d, %s)\n", p.Name, status, plural(len(p.Segments), "segment"), plural(r.batches, "batch"), start, r.next, plural(r.bytes, "byte"))
 	}
 	v.partitionGaps(dataDir, parts)
 	for _, cp := range []struct {
@@ -173,9 +173,9 @@ func runVerify(c *ucli.Context) error {
 			}
 		}
 	}
-	fmt.Fprintf(v.out, "verified %d partitions, %d segments, %d batches: %d error(s), %d warning(s)\n", len(parts), segs, batches, v.errors, v.warnings)
+	fmt.Fprintf(v.out, "verified %s, %s, %s: %s, %s\n", plural(len(parts), "partition"), plural(segs, "segment"), plural(batches, "batch"), plural(v.errors, "error"), plural(v.warnings, "warning"))
 	if v.errors > 0 {
-		return fmt.Errorf("verify: %d error(s) found in %s", v.errors, dataDir)
+		return fmt.Errorf("verify: %s found in %s", plural(v.errors, "error"), dataDir)
 	}
 	return nil
 }
@@ -400,11 +400,11 @@ func (v *verifier) segment(s *segmentFiles, active bool) (sum *logSummary, batch
 		var fe *framingError
 		switch {
 		case errors.As(err, &te) && active:
-			v.warnf(s.Log, "position %d: partial batch at the end of the active segment (%d bytes; %s): recovery truncates it", te.Pos, te.Bytes, te.Reason)
+			v.warnf(s.Log, "position %d: partial batch at the end of the active segment (%s; %s): recovery truncates it", te.Pos, plural(te.Bytes, "byte"), te.Reason)
 		case errors.As(err, &te):
-			v.errorf(s.Log, "position %d: partial batch at the end of a closed segment (%d bytes; %s)", te.Pos, te.Bytes, te.Reason)
+			v.errorf(s.Log, "position %d: partial batch at the end of a closed segment (%s; %s)", te.Pos, plural(te.Bytes, "byte"), te.Reason)
 		case errors.As(err, &fe):
-			v.errorf(s.Log, "position %d: corrupt batch: %s; the %d bytes from here on cannot be read", fe.Pos, fe.Reason, fi.Size()-fe.Pos)
+			v.errorf(s.Log, "position %d: corrupt batch: %s; the %s from here on cannot be read", fe.Pos, fe.Reason, plural(fi.Size()-fe.Pos, "byte"))
 		case err != nil:
 			v.errorf(s.Log, "%v", err)
 		}
@@ -432,7 +432,7 @@ func (v *verifier) segment(s *segmentFiles, active bool) (sum *logSummary, batch
 		case h.LastOffsetDelta < 0:
 			v.errorf(s.Log, "position %d: negative last offset delta %d", b.Pos, h.LastOffsetDelta)
 		case int64(h.RecordCount) > int64(h.LastOffsetDelta)+1:
-			v.errorf(s.Log, "position %d: %d records cannot fit in %d offsets", b.Pos, h.RecordCount, int64(h.LastOffsetDelta)+1)
+			v.errorf(s.Log, "position %d: %s cannot fit in %s", b.Pos, plural(h.RecordCount, "record"), plural(int64(h.LastOffsetDelta)+1, "offset"))
 		}
 		switch {
 		case h.BaseOffset < s.Base:
@@ -449,8 +449,8 @@ func (v *verifier) segment(s *segmentFiles, active bool) (sum *logSummary, batch
 	}
 	sum.ValidBytes = sc.Pos()
 	if legacyCount > 0 {
-		v.errorf(s.Log, "position %d: message format v%d (magic %d), %d message(s) of format v0/v1 in this segment: %s",
-			legacyPos, legacyMagic, legacyMagic, legacyCount, logstore.LegacyFormatReason)
+		v.errorf(s.Log, "position %d: message format v%d (magic %d), %s of format v0/v1 in this segment: %s",
+			legacyPos, legacyMagic, legacyMagic, plural(legacyCount, "message"), logstore.LegacyFormatReason)
 	}
 	if verifyLogRead != nil {
 		verifyLogRead(s.Log)
@@ -491,7 +491,7 @@ func (v *verifier) indexes(s *segmentFiles, sum *logSummary, active bool) {
 			v.errorf(ix.path, "%s", p)
 		}
 		if c.Untrimmed > 0 && !active {
-			v.warnf(ix.path, "%d unused preallocated slots after %d entries: not trimmed at roll (unclean shutdown?)", c.Untrimmed, c.Used)
+			v.warnf(ix.path, "%s after %s: not trimmed at roll (unclean shutdown?)", plural(c.Untrimmed, "unused preallocated slot"), plural(c.Used, "entry"))
 		}
 	}
 	if s.TxnIndex != "" {

@@ -62,6 +62,24 @@ type batchAt struct {
 	Legacy bool
 }
 
+// plural is n and the noun, in its plural unless n is 1 or -1: "1
+// segment", "2 batches", "0 entries". The tools' messages said "1
+// segments" and "1 error(s)".
+func plural[N ~int | ~int32 | ~int64](n N, noun string) string {
+	if n == 1 || n == -1 {
+		return fmt.Sprintf("%d %s", n, noun)
+	}
+	switch {
+	case len(noun) > 1 && noun[len(noun)-1] == 'y' && !strings.ContainsRune("aeiou", rune(noun[len(noun)-2])):
+		noun = noun[:len(noun)-1] + "ies"
+	case strings.HasSuffix(noun, "s"), strings.HasSuffix(noun, "x"), strings.HasSuffix(noun, "ch"), strings.HasSuffix(noun, "sh"):
+		noun += "es"
+	default:
+		noun += "s"
+	}
+	return fmt.Sprintf("%d %s", n, noun)
+}
+
 // tailError says the last bytes of a file do not hold a whole batch: a
 // header or a batch cut short, as a crash in the middle of an append leaves
 // it. Recovery truncates such a tail.
@@ -72,7 +90,7 @@ type tailError struct {
 }
 
 func (e *tailError) Error() string {
-	return fmt.Sprintf("%d invalid bytes at position %d: %s", e.Bytes, e.Pos, e.Reason)
+	return fmt.Sprintf("%s at position %d: %s", plural(e.Bytes, "invalid byte"), e.Pos, e.Reason)
 }
 
 // framingError says the batch at Pos has an impossible length or magic, so
@@ -138,7 +156,7 @@ func (s *batchScanner) Next(whole bool) (batchAt, error) {
 		return batchAt{}, fmt.Errorf("read at position %d: %w", s.pos, err)
 	}
 	if n < peekBytes {
-		return batchAt{}, s.tail(left, fmt.Sprintf("only %d bytes, a batch header needs %d", left, record.HeaderSize))
+		return batchAt{}, s.tail(left, fmt.Sprintf("only %s, a batch header needs %d", plural(left, "byte"), record.HeaderSize))
 	}
 	size, err := record.PeekSize(s.hdr[:n])
 	if err != nil {
@@ -149,7 +167,7 @@ func (s *batchScanner) Next(whole bool) (batchAt, error) {
 		return batchAt{}, &framingError{Pos: s.pos, Reason: reasonOf(err)}
 	}
 	if size > left {
-		return batchAt{}, s.tail(left, fmt.Sprintf("batch length says %d bytes, only %d left", size, left))
+		return batchAt{}, s.tail(left, fmt.Sprintf("batch length says %s, only %d left", plural(size, "byte"), left))
 	}
 	h, err := record.ParseHeader(s.hdr[:])
 	if err != nil { // PeekSize passed, so this is not expected; stay safe
@@ -569,7 +587,7 @@ func readOffsetCheckpoint(path string) (offsetCheckpoint, error) {
 		return nil, fmt.Errorf("%s: line 2: bad entry count %q", path, lines[1])
 	}
 	if len(lines)-2 != n {
-		return nil, fmt.Errorf("%s: says %d entries, has %d", path, n, len(lines)-2)
+		return nil, fmt.Errorf("%s: says %s, has %d", path, plural(n, "entry"), len(lines)-2)
 	}
 	for i, l := range lines[2:] {
 		f := strings.Fields(l)

@@ -13,7 +13,7 @@ import (
 // MOUNT/T/0/segments/ copy/`) given where a data directory belongs is
 // refused with a message naming it and where the data directory is.
 // verify, get-offsets and log-dirs found no partition in it and exited 0
-// ("verified 0 partitions ... 0 error(s)"), so a copy was "verified"
+// ("verified 0 partitions ... 0 errors"), so a copy was "verified"
 // without a byte read, and mount served an empty filesystem and wrote the
 // data directory's checkpoints among the segments.
 func TestCLIPartitionDirRefused(t *testing.T) {
@@ -38,7 +38,7 @@ func TestCLIPartitionDirRefused(t *testing.T) {
 		t.Errorf("segfs verify %s does not name the data directory: %s", part, r.Stderr)
 	}
 	r := cliRun(t, "verify", data)
-	if r.Code != 0 || !strings.Contains(r.Stdout, "orders-0: ok (1 segments, ") || !strings.Contains(r.Stdout, "log end 100,") {
+	if r.Code != 0 || !strings.Contains(r.Stdout, "orders-0: ok (1 segment, ") || !strings.Contains(r.Stdout, "log end 100,") {
 		t.Fatalf("segfs verify %s: exit %d\n%s%s", data, r.Code, r.Stdout, r.Stderr)
 	}
 

@@ -103,7 +103,7 @@ func TestKafkaConsumerAcrossRestarts(t *testing.T) {
 		} else {
 			srv.stop()
 		}
-		if r := cliRun(t, "verify", data); r.Code != 0 || !strings.Contains(r.Stdout, " 0 error(s), 0 warning(s)") {
+		if r := cliRun(t, "verify", data); r.Code != 0 || !strings.Contains(r.Stdout, " 0 errors, 0 warnings") {
 			t.Fatalf("verify after restart %d (%s): exit %d\n%s%s", i, how, r.Code, r.Stdout, r.Stderr)
 		}
 		srv = kafkaServe(t, data, flags...)

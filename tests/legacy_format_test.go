@@ -162,7 +162,7 @@ func TestRecoveryTornTailMagicOne(t *testing.T) {
 		t.Fatalf("the refused mount changed %s: %d bytes, was %d (%v)", log, len(got), len(want), err)
 	}
 	r := cliRun(t, "verify", m.data)
-	if w := "error: " + log + ": position " + strconv.Itoa(len(v2)) + ": message format v1 (magic 1), 3 message(s) of format v0/v1 in this segment"; r.Code != 1 || !strings.Contains(r.Stdout, w) {
+	if w := "error: " + log + ": position " + strconv.Itoa(len(v2)) + ": message format v1 (magic 1), 3 messages of format v0/v1 in this segment"; r.Code != 1 || !strings.Contains(r.Stdout, w) {
 		t.Errorf("verify: exit %d; want exit 1 and %q\n%s%s", r.Code, w, r.Stdout, r.Stderr)
 	}
 }
@@ -176,14 +176,14 @@ func TestRecoveryTornTailMagicOne(t *testing.T) {
 func TestVerifyLegacyFormat(t *testing.T) {
 	data, log := legacyDataDir(t, 1)
 	r := cliRun(t, "verify", data)
-	want := "error: " + log + ": position 0: message format v1 (magic 1), 3 message(s) of format v0/v1 in this segment: segfs reads only magic 2 record batches"
+	want := "error: " + log + ": position 0: message format v1 (magic 1), 3 messages of format v0/v1 in this segment: segfs reads only magic 2 record batches"
 	if r.Code != 1 || !strings.Contains(r.Stdout, want) {
 		t.Fatalf("verify: exit %d; want exit 1 and %q\n%s%s", r.Code, want, r.Stdout, r.Stderr)
 	}
 	if n := strings.Count(r.Stdout, "error:"); n != 1 || strings.Contains(r.Stdout, "corrupt") {
 		t.Errorf("verify: want exactly the one error about the format\n%s", r.Stdout)
 	}
-	if want := "old-0: 1 error(s), 0 warning(s) (1 segments, 3 batches, log start 0, log end 3, 120 bytes)"; !strings.Contains(r.Stdout, want) {
+	if want := "old-0: 1 error, 0 warnings (1 segment, 3 batches, log start 0, log end 3, 120 bytes)"; !strings.Contains(r.Stdout, want) {
 		t.Errorf("verify: want %q\n%s", want, r.Stdout)
 	}
 }

@@ -96,7 +96,7 @@ func TestMountEpochsAcrossPowerCuts(t *testing.T) {
 				t.Fatalf("round %d: synced line %q lost: data %q", i, l, got)
 			}
 		}
-		if r := cliRun(t, "verify", data); r.Code != 0 || !strings.Contains(r.Stdout, " 0 error(s), 0 warning(s)") {
+		if r := cliRun(t, "verify", data); r.Code != 0 || !strings.Contains(r.Stdout, " 0 errors, 0 warnings") {
 			t.Fatalf("round %d: verify beside the mount: exit %d\n%s%s", i, r.Code, r.Stdout, r.Stderr)
 		}
 	}

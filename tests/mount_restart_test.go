@@ -172,7 +172,7 @@ func TestMountSymlinkedPartitionDir(t *testing.T) {
 		t.Errorf("get-offsets: exit %d, %q %q; want \"orders 0 0 5\"", r.Code, r.Stdout, r.Stderr)
 	}
 	r = cliRun(t, "verify", m.data)
-	if r.Code != 0 || !strings.Contains(r.Stdout, "verified 1 partitions") {
+	if r.Code != 0 || !strings.Contains(r.Stdout, "verified 1 partition,") {
 		t.Errorf("verify: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 
