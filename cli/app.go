@@ -94,6 +94,11 @@ Example:
 	}
 	for _, cmd := range app.Commands {
 		cmd.OnUsageError = usageError(cmd.Name)
+		// No hidden "help" subcommand: with urfave/cli's, "segfs verify
+		// help" printed verify's help instead of checking the data
+		// directory ./help ("h" too, and "segfs mount h MNT" answered
+		// "No help topic for 'MNT'"). --help explains the command.
+		cmd.HideHelpCommand = true
 	}
 	return app
 }
