@@ -73,7 +73,11 @@ Example:
 			verifyCommand(),
 			getOffsetsCommand(),
 			logDirsCommand(),
+			helpCommand(),
 		},
+		// urfave/cli adds --help only along with its own help command,
+		// which helpCommand replaces.
+		Flags: []ucli.Flag{ucli.HelpFlag},
 		Before: func(*ucli.Context) error {
 			raiseFileLimit()
 			return nil
