@@ -111,7 +111,7 @@ func runDumpLog(c *ucli.Context) error {
 	}
 	for _, f := range files {
 		if err := d.dumpFile(f); err != nil {
-			d.problemf("%s: %v", f, err)
+			d.problemf("%s: %s", f, reasonAt(err, f))
 		}
 	}
 	d.out.Flush()

@@ -100,7 +100,8 @@ func runVerify(c *ucli.Context) error {
 	// and retries): they are neither checked nor counted as gaps.
 	interrupted, err := logstore.InterruptedPartitions(dataDir)
 	if err != nil {
-		v.errorf(filepath.Join(dataDir, "segfs-topics.json"), "%v", err)
+		topics := filepath.Join(dataDir, "segfs-topics.json")
+		v.errorf(topics, "%s", reasonAt(err, topics))
 	}
 	kept := parts[:0:0]
 	for _, p := range parts {
@@ -232,7 +233,7 @@ func (v *verifier) partitionGaps(dataDir string, parts []*partitionDir) {
 func (v *verifier) checkpoint(path string) offsetCheckpoint {
 	cp, err := readOffsetCheckpoint(path)
 	if err != nil {
-		v.errorf(path, "%v", trimPathPrefix(err, path))
+		v.errorf(path, "%s", reasonAt(err, path))
 		return offsetCheckpoint{}
 	}
 	return cp
@@ -460,6 +461,18 @@ func (v *verifier) segment(s *segmentFiles, active bool) (sum *logSummary, batch
 
 // pathErrReason is err without the path, which the report line already
 // names: "open: permission denied".
+// reasonAt is err for a message that names path before it, without path
+// again: dump-log printed "F: open F: no such file or directory" and "F:
+// F: file name does not start with a base offset", verify "error: F: read
+// F: is a directory". A failed read of path is "cannot read it: open: ...",
+// as verify says of a .log.
+func reasonAt(err error, path string) string {
+	if pe, ok := err.(*os.PathError); ok && pe.Path == path {
+		return "cannot read it: " + pe.Op + ": " + pe.Err.Error()
+	}
+	return trimPathPrefix(err, path)
+}
+
 func pathErrReason(err error) string {
 	var pe *os.PathError
 	if errors.As(err, &pe) {
@@ -513,7 +526,7 @@ func (v *verifier) txnIndex(path string, base int64, sum *logSummary) {
 		return
 	}
 	if err != nil {
-		v.errorf(path, "%v", err)
+		v.errorf(path, "%s", reasonAt(err, path))
 		return
 	}
 	txns, err := logstore.ParseTxnIndex(b, base)
@@ -537,7 +550,7 @@ func (v *verifier) partitionMetadata(p *partitionDir) {
 		return // written before the first append; an empty partition may lack it
 	}
 	if err != nil {
-		v.errorf(path, "%v", err)
+		v.errorf(path, "%s", reasonAt(err, path))
 		return
 	}
 	fields := map[string]string{}
@@ -571,7 +584,7 @@ func (v *verifier) leaderEpochs(p *partitionDir, logEnd int64) {
 		return
 	}
 	if err != nil {
-		v.errorf(path, "%v", err)
+		v.errorf(path, "%s", reasonAt(err, path))
 		return
 	}
 	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")

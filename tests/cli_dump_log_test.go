@@ -355,3 +355,31 @@ func TestDumpLogDirectoryArgument(t *testing.T) {
 		t.Errorf("dump-log of a producer snapshot: exit %d, stderr %q", r.Code, r.Stderr)
 	}
 }
+
+// TestDumpLogNamesFileOnce: a file dump-log cannot read is named once,
+// before the reason: it printed "F: open F: no such file or directory" and
+// "F: F: file name does not start with a base offset".
+func TestDumpLogNamesFileOnce(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "00000000000000000000.log")
+	badName := filepath.Join(dir, "x.index")
+	cliWriteFile(t, badName, "")
+	r := cliRun(t, "dump-log", missing, badName)
+	for _, want := range []string{
+		missing + ": cannot read it: open: no such file or directory\n",
+		badName + ": file name does not start with a base offset\n",
+		"dump-log: 2 problems found",
+	} {
+		if !strings.Contains(r.Stderr, want) {
+			t.Errorf("stderr lacks %q", want)
+		}
+	}
+	for _, f := range []string{missing, badName} {
+		if strings.Count(r.Stderr, f) != 1 {
+			t.Errorf("stderr names %s %d times", f, strings.Count(r.Stderr, f))
+		}
+	}
+	if r.Code != 1 || t.Failed() {
+		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
+	}
+}

@@ -497,3 +497,40 @@ func TestVerifyLeaderEpochPastEnd(t *testing.T) {
 		t.Errorf("verify after the start: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 }
+
+// TestVerifyNamesFileOnce: verify names a file it cannot read or parse
+// once, before the reason: it printed "error: F: read F: is a directory"
+// for a checkpoint, partition.metadata or leader-epoch-checkpoint, and
+// "error: F: F: unexpected end of JSON input" for segfs-topics.json.
+func TestVerifyNamesFileOnce(t *testing.T) {
+	dataDir := t.TempDir()
+	pdir := filepath.Join(dataDir, "orders-0")
+	cliWriteSegment(t, pdir, 0, cliThreeBatches())
+	var unreadable []string
+	for _, p := range []string{
+		filepath.Join(dataDir, "recovery-point-offset-checkpoint"),
+		filepath.Join(pdir, "partition.metadata"),
+		filepath.Join(pdir, "leader-epoch-checkpoint"),
+	} {
+		if err := os.Mkdir(p, 0o755); err != nil { // a read(2) of it is EISDIR, even as root
+			t.Fatal(err)
+		}
+		unreadable = append(unreadable, p)
+	}
+	topics := filepath.Join(dataDir, "segfs-topics.json")
+	cliWriteFile(t, topics, "{")
+	r := cliRun(t, "verify", dataDir)
+	for _, p := range unreadable {
+		if want := "error: " + p + ": cannot read it: read: is a directory\n"; !strings.Contains(r.Stdout, want) {
+			t.Errorf("no %q", want)
+		}
+	}
+	for _, p := range append(unreadable, topics) {
+		if n := strings.Count(r.Stdout, p); n != 1 {
+			t.Errorf("%s named %d times", p, n)
+		}
+	}
+	if r.Code != 1 || !strings.Contains(r.Stdout, "error: "+topics+": ") || t.Failed() {
+		t.Fatalf("exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+}
