@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -1167,51 +1168,71 @@ func (p *Partition) Status() (Status, error) {
 }
 
 // firstTimestamp is the timestamp of the first record at or past start,
-// -1 if none is found.
+// -1 if none is found. It goes on past batches that hold no record at or
+// past start: the empty batch the cleaner keeps as an idempotent
+// producer's last (RETAIN_EMPTY) may be the first of the log, and status
+// showed first.timestamp=-1 for a log of records then.
 func (p *Partition) firstTimestamp(start int64) (int64, error) {
 	var dec record.Decoder
 	errStop := errors.New("stop")
-	s := p.acquireSegment(start)
+	var b []byte
+	from := start // the first offset not searched yet
+	s := p.acquireSegment(from)
+	if s == nil {
+		return -1, p.closedErr()
+	}
 	for {
-		if s == nil {
-			return -1, p.closedErr()
-		}
 		limit := s.size.Load()
-		pos, _, found, err := s.findBatch(start, limit)
+		pos, _, found, err := s.findBatch(from, limit)
 		if err != nil {
 			s.release()
 			return -1, err
 		}
-		if found {
-			defer s.release()
+		for found && pos < limit {
 			h, err := s.header(pos, limit)
 			if err != nil {
+				s.release()
 				return -1, err
 			}
-			b := make([]byte, h.Size())
+			b = slices.Grow(b[:0], int(h.Size()))[:h.Size()]
 			if err := s.readFull(b, pos); err != nil {
+				s.release()
 				return -1, err
 			}
-			ts := int64(-1)
+			ts, got := int64(-1), false
 			err = dec.Records(b, func(r *record.Record) error {
 				if r.Offset >= start {
-					ts = r.Timestamp
+					ts, got = r.Timestamp, true
 					return errStop
 				}
 				return nil
 			})
 			if err != nil && err != errStop {
+				s.release()
 				return -1, &CorruptError{Path: s.path(logSuffix), Pos: pos, Err: err}
 			}
-			return ts, nil
+			if got {
+				s.release()
+				return ts, nil
+			}
+			from, pos = h.NextOffset(), pos+h.Size()
 		}
 		next, in := p.segmentAfter(s)
-		s.release()
-		if in && next == nil {
-			return -1, nil // no batch at or past start: the log end
+		if next != nil && s.size.Load() != limit {
+			// s grew and rolled while it was searched: its last batches
+			// come before next's (see segmentAfter).
+			next.release()
+			continue
 		}
-		if !in {
-			next = p.acquireSegment(start) // s left the log: start again
+		s.release()
+		switch {
+		case in && next == nil:
+			return -1, nil // the log end
+		case !in:
+			// s left the log: go on from the segment holding from now.
+			if next = p.acquireSegment(from); next == nil {
+				return -1, p.closedErr()
+			}
 		}
 		s = next
 	}
