@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -71,6 +70,15 @@ func (v *verifier) errorf(path string, format string, args ...any) {
 	v.errors++
 	v.pErrors++
 	fmt.Fprintf(v.out, "error: %s: %s\n", path, fmt.Sprintf(format, args...))
+}
+
+// report prints a finding of the segment at path.
+func (v *verifier) report(path string, f segmentFinding) {
+	if f.Error {
+		v.errorf(path, "%s", f.Text)
+	} else {
+		v.warnf(path, "%s", f.Text)
+	}
 }
 
 func (v *verifier) warnf(path string, format string, args ...any) {
@@ -397,19 +405,8 @@ func (v *verifier) segment(s *segmentFiles, active bool) (sum *logSummary, batch
 		if err == io.EOF {
 			break
 		}
-		var te *tailError
-		var fe *framingError
-		switch {
-		case errors.As(err, &te) && active:
-			v.warnf(s.Log, "position %d: partial batch at the end of the active segment (%s; %s): recovery truncates it", te.Pos, plural(te.Bytes, "byte"), te.Reason)
-		case errors.As(err, &te):
-			v.errorf(s.Log, "position %d: partial batch at the end of a closed segment (%s; %s)", te.Pos, plural(te.Bytes, "byte"), te.Reason)
-		case errors.As(err, &fe):
-			v.errorf(s.Log, "position %d: corrupt batch: %s; the %s from here on cannot be read", fe.Pos, fe.Reason, plural(fi.Size()-fe.Pos, "byte"))
-		case err != nil:
-			v.errorf(s.Log, "%v", err)
-		}
 		if err != nil {
+			v.report(s.Log, scanFinding(err, active, fi.Size()))
 			break
 		}
 		n++
@@ -419,30 +416,9 @@ func (v *verifier) segment(s *segmentFiles, active bool) (sum *logSummary, batch
 				legacyPos, legacyMagic = b.Pos, h.Magic
 			}
 			legacyCount++
-		} else if b.CRCErr != nil {
-			v.errorf(s.Log, "position %d: corrupt batch: %s", b.Pos, reasonOf(b.CRCErr))
-		} else if err := v.dec.Records(b.Raw, func(rec *record.Record) error {
-			if rec.Offset < h.BaseOffset || rec.Offset > h.LastOffset() {
-				return fmt.Errorf("record offset %d outside the batch's range %d..%d", rec.Offset, h.BaseOffset, h.LastOffset())
-			}
-			return nil
-		}); err != nil {
-			v.errorf(s.Log, "position %d: corrupt batch: %s", b.Pos, reasonOf(err))
 		}
-		switch {
-		case h.LastOffsetDelta < 0:
-			v.errorf(s.Log, "position %d: negative last offset delta %d", b.Pos, h.LastOffsetDelta)
-		case int64(h.RecordCount) > int64(h.LastOffsetDelta)+1:
-			v.errorf(s.Log, "position %d: %s cannot fit in %s", b.Pos, plural(h.RecordCount, "record"), plural(int64(h.LastOffsetDelta)+1, "offset"))
-		}
-		switch {
-		case h.BaseOffset < s.Base:
-			v.errorf(s.Log, "position %d: batch base offset %d below the segment's base offset %d", b.Pos, h.BaseOffset, s.Base)
-		case h.BaseOffset <= prevLast:
-			v.errorf(s.Log, "position %d: offsets do not increase: batch starts at %d, the previous one ended at %d", b.Pos, h.BaseOffset, prevLast)
-		}
-		if h.LastOffset()-s.Base > math.MaxInt32 {
-			v.errorf(s.Log, "position %d: offset %d cannot be stored relative to base offset %d in an index", b.Pos, h.LastOffset(), s.Base)
+		for _, f := range batchFindings(&b, &v.dec, s.Base, prevLast) {
+			v.report(s.Log, f)
 		}
 		prevLast = max(prevLast, h.LastOffset())
 		sum.Batches = append(sum.Batches, logBatch{Pos: b.Pos, LastOffset: h.LastOffset(), MaxTimestamp: h.MaxTimestamp})

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -102,6 +103,81 @@ type framingError struct {
 
 func (e *framingError) Error() string {
 	return fmt.Sprintf("corrupt batch at position %d: %s", e.Pos, e.Reason)
+}
+
+// segmentFinding is damage met reading a segment, as verify classifies
+// and words it. Error is verify's error: bytes are lost or wrong, or the
+// log goes on past what could be read. A warning is what the next mount's
+// recovery repairs without losing an acknowledged write (a partial batch
+// at the end of the active segment, which a crash in an append leaves).
+// Text starts with the position in the file ("position 1234: ...") and
+// does not name the file.
+type segmentFinding struct {
+	Error bool
+	Text  string
+}
+
+// scanFinding classifies err, which ended a batchScanner's scan of a .log
+// of size bytes before its end (not io.EOF); active says the segment is
+// the last of its partition, the one recovery truncates a torn tail of.
+func scanFinding(err error, active bool, size int64) segmentFinding {
+	var te *tailError
+	var fe *framingError
+	switch {
+	case errors.As(err, &te) && active:
+		return segmentFinding{false, fmt.Sprintf("position %d: partial batch at the end of the active segment (%s; %s): recovery truncates it", te.Pos, plural(te.Bytes, "byte"), te.Reason)}
+	case errors.As(err, &te):
+		return segmentFinding{true, fmt.Sprintf("position %d: partial batch at the end of a closed segment (%s; %s)", te.Pos, plural(te.Bytes, "byte"), te.Reason)}
+	case errors.As(err, &fe):
+		return segmentFinding{true, fmt.Sprintf("position %d: corrupt batch: %s; the %s from here on cannot be read", fe.Pos, fe.Reason, plural(size-fe.Pos, "byte"))}
+	default:
+		return segmentFinding{true, err.Error()}
+	}
+}
+
+// batchFindings are the errors in one batch b read whole (Raw set) from
+// the segment of base offset base, after a batch ending at prevLast
+// (base-1 for none): its CRC, with dec its records, and its offsets. A
+// message of the old formats (Legacy) has its CRC checked by the scan and
+// no records to decode; the caller reports its format.
+func batchFindings(b *batchAt, dec *record.Decoder, base, prevLast int64) []segmentFinding {
+	var fs []segmentFinding
+	add := func(format string, args ...any) {
+		fs = append(fs, segmentFinding{true, fmt.Sprintf("position %d: ", b.Pos) + fmt.Sprintf(format, args...)})
+	}
+	h := &b.Header
+	switch {
+	case b.Legacy:
+		// Its CRC-32 checked out (the scan steps over no other), and it
+		// holds no v2 records.
+	case b.CRCErr != nil:
+		add("corrupt batch: %s", reasonOf(b.CRCErr))
+	case dec != nil:
+		if err := dec.Records(b.Raw, func(rec *record.Record) error {
+			if rec.Offset < h.BaseOffset || rec.Offset > h.LastOffset() {
+				return fmt.Errorf("record offset %d outside the batch's range %d..%d", rec.Offset, h.BaseOffset, h.LastOffset())
+			}
+			return nil
+		}); err != nil {
+			add("corrupt batch: %s", reasonOf(err))
+		}
+	}
+	switch {
+	case h.LastOffsetDelta < 0:
+		add("negative last offset delta %d", h.LastOffsetDelta)
+	case int64(h.RecordCount) > int64(h.LastOffsetDelta)+1:
+		add("%s cannot fit in %s", plural(h.RecordCount, "record"), plural(int64(h.LastOffsetDelta)+1, "offset"))
+	}
+	switch {
+	case h.BaseOffset < base:
+		add("batch base offset %d below the segment's base offset %d", h.BaseOffset, base)
+	case h.BaseOffset <= prevLast:
+		add("offsets do not increase: batch starts at %d, the previous one ended at %d", h.BaseOffset, prevLast)
+	}
+	if h.LastOffset()-base > math.MaxInt32 {
+		add("offset %d cannot be stored relative to base offset %d in an index", h.LastOffset(), base)
+	}
+	return fs
 }
 
 // reasonOf extracts the human part of a record error (its position is
