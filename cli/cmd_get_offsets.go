@@ -15,7 +15,9 @@ import (
 // broker, like kafka-get-offsets.sh. It reads segment names, the
 // log-start-offset checkpoint and the batch headers at the end of each
 // partition's last segment, and takes no lock, so it works beside a
-// running mount (whose in-flight append may not be counted yet).
+// running mount (whose in-flight append may not be counted yet). What it
+// meets in those batches it reports as verify does: damage makes the exit
+// status 1, as the log end it prints may then not be the log's end.
 
 func getOffsetsCommand() *ucli.Command {
 	return &ucli.Command{
@@ -26,6 +28,14 @@ func getOffsetsCommand() *ucli.Command {
 logEndOffset", sorted by topic and partition. The log end offset is the
 offset the next record will get. Reads the files only (no lock), so it also
 works beside a running mount.
+
+The log end is read from the batches at the end of each partition's last
+segment (from its last index entry on), checked as segfs verify checks them.
+Damage there (a corrupt or unreadable batch) is printed on stderr with its
+file and position, and makes the exit status 1: the log end printed for that
+partition may not be its end. A partial batch at the end of the segment, which
+a crash in an append leaves and the next mount truncates, is a warning on
+stderr; the exit status stays 0. segfs verify checks every segment.
 
 Example:
 
@@ -61,10 +71,15 @@ func runGetOffsets(c *ucli.Context) error {
 		return fmt.Errorf("get-offsets: %w", err)
 	}
 	var rows []partitionOffsetsJSON
+	errs, damaged := 0, []string(nil)
 	for _, p := range parts {
 		po, err := offsetsOf(p, logStart)
 		if err != nil {
 			return fmt.Errorf("get-offsets: %s: %w", p.Name, err)
+		}
+		if n := reportOffsets(c.App.ErrWriter, &po); n > 0 {
+			errs += n
+			damaged = append(damaged, p.Name)
 		}
 		rows = append(rows, partitionOffsetsJSON{p.Topic, p.Partition, po.LogStartOffset, po.LogEndOffset})
 	}
@@ -75,10 +90,16 @@ func runGetOffsets(c *ucli.Context) error {
 		}
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		return enc.Encode(rows)
+		if err := enc.Encode(rows); err != nil {
+			return err
+		}
+	} else {
+		for _, r := range rows {
+			fmt.Fprintf(w, "%s %d %d %d\n", r.Topic, r.Partition, r.LogStartOffset, r.LogEndOffset)
+		}
 	}
-	for _, r := range rows {
-		fmt.Fprintf(w, "%s %d %d %d\n", r.Topic, r.Partition, r.LogStartOffset, r.LogEndOffset)
+	if errs > 0 {
+		return offsetsDamageError("get-offsets", dataDir, errs, damaged)
 	}
 	return nil
 }

@@ -25,6 +25,11 @@ func logDirsCommand() *ucli.Command {
 .log files), number of segments and log start and end offsets. With --json,
 prints kafka-log-dirs' JSON shape. Reads the files only (no lock).
 
+The log end offset is read as segfs get-offsets reads it: damage in the
+batches it reads is printed on stderr with its file and position and makes
+the exit status 1; a partial batch at the end of a partition's last segment
+is a warning. With --json, stdout holds only the JSON.
+
 Example:
 
    segfs log-dirs ~/.segfs/data
@@ -82,10 +87,15 @@ func runLogDirs(c *ucli.Context) error {
 		return fmt.Errorf("log-dirs: %w", err)
 	}
 	dir := logDirJSON{LogDir: abs, Partitions: []partitionJSON{}}
+	errs, damaged := 0, []string(nil)
 	for _, p := range parts {
 		po, err := offsetsOf(p, logStart)
 		if err != nil {
 			return fmt.Errorf("log-dirs: %s: %w", p.Name, err)
+		}
+		if n := reportOffsets(c.App.ErrWriter, &po); n > 0 {
+			errs += n
+			damaged = append(damaged, p.Name)
 		}
 		dir.Partitions = append(dir.Partitions, partitionJSON{
 			Partition: p.Name, Size: po.SizeBytes, Segments: po.Segments,
@@ -96,12 +106,21 @@ func runLogDirs(c *ucli.Context) error {
 	if c.Bool("json") {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		return enc.Encode(logDirsJSON{Version: 1, Brokers: []logDirsBroker{{Broker: 0, LogDirs: []logDirJSON{dir}}}})
+		if err := enc.Encode(logDirsJSON{Version: 1, Brokers: []logDirsBroker{{Broker: 0, LogDirs: []logDirJSON{dir}}}}); err != nil {
+			return err
+		}
+	} else {
+		tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+		fmt.Fprintln(tw, "DIR\tSIZE\tSEGMENTS\tLOG_START_OFFSET\tLOG_END_OFFSET")
+		for i, p := range dir.Partitions {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", parts[i].Path, p.Size, p.Segments, p.LogStartOffset, p.LogEndOffset)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 	}
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "DIR\tSIZE\tSEGMENTS\tLOG_START_OFFSET\tLOG_END_OFFSET")
-	for i, p := range dir.Partitions {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", parts[i].Path, p.Size, p.Segments, p.LogStartOffset, p.LogEndOffset)
+	if errs > 0 {
+		return offsetsDamageError("log-dirs", dataDir, errs, damaged)
 	}
-	return tw.Flush()
+	return nil
 }

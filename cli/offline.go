@@ -686,6 +686,35 @@ type partitionOffsets struct {
 	LogEndOffset   int64
 	Segments       int
 	SizeBytes      int64 // sum of .log sizes, as kafka-log-dirs reports
+	// LastLog is the .log the log end was read from (the last segment's),
+	// and Findings what that read met, as verify classifies it: a torn
+	// tail (a warning) or damage (an error: the log end offset may not be
+	// the log's end).
+	LastLog  string
+	Findings []segmentFinding
+}
+
+// reportOffsets prints on w what offsetsOf found reading the log end, one
+// line per finding as verify prints it ("error: FILE: position N: ..."),
+// and returns how many are errors.
+func reportOffsets(w io.Writer, po *partitionOffsets) (errs int) {
+	for _, f := range po.Findings {
+		kind := "warning"
+		if f.Error {
+			kind = "error"
+			errs++
+		}
+		fmt.Fprintf(w, "%s: %s: %s\n", kind, po.LastLog, f.Text)
+	}
+	return errs
+}
+
+// offsetsDamageError is the error of get-offsets and log-dirs after they
+// printed what they could: errs errors in the last segments of the
+// partitions named, whose log end offsets may therefore not be their end.
+func offsetsDamageError(cmd, dataDir string, errs int, damaged []string) error {
+	return fmt.Errorf("%s: %s found in %s: the log end offset of %s may not be its end (segfs verify %s checks every segment)",
+		cmd, plural(errs, "error"), dataDir, strings.Join(damaged, ", "), dataDir)
 }
 
 // offsetsOf computes a partition's offsets without reading whole logs:
@@ -740,27 +769,33 @@ func offsetsOfListed(p *partitionDir, logStart offsetCheckpoint) (partitionOffse
 	if last == nil {
 		return po, nil
 	}
-	end, err := segmentEnd(last)
+	end, findings, err := segmentEnd(last)
 	if err != nil {
 		return po, err
 	}
+	po.LastLog, po.Findings = last.Log, findings
 	po.LogEndOffset = max(end, po.LogStartOffset)
 	return po, nil
 }
 
 // segmentEnd returns the next offset after the last whole batch of a
-// segment (its base offset when empty). It starts at the last entry of the
-// offset index when that entry agrees with the log, so that a 1 GiB active
-// segment costs a few header reads, not a full scan.
-func segmentEnd(s *segmentFiles) (int64, error) {
+// partition's last segment (its base offset when empty). It starts at the
+// last entry of the offset index when that entry agrees with the log, so
+// that a 1 GiB active segment costs a few batch reads, not a full scan.
+// The batches it reads are checked as verify checks them, all but their
+// records' layout (their CRC covers it), and what it finds is returned:
+// it stopped silently at the first batch it could not read, and the log
+// end it reported was trusted. A read error is such a finding; only a
+// file that cannot be opened is an error.
+func segmentEnd(s *segmentFiles) (int64, []segmentFinding, error) {
 	f, err := os.Open(s.Log)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	start := int64(0)
 	if s.Index != "" {
@@ -774,15 +809,23 @@ func segmentEnd(s *segmentFiles) (int64, error) {
 		}
 	}
 	next := s.Base
+	prevLast := s.Base - 1
+	var findings []segmentFinding
 	sc := newBatchScanner(f, start, fi.Size())
 	for {
-		b, err := sc.Next(false)
-		if err != nil {
-			break // io.EOF, or a tail recovery would truncate
+		b, err := sc.Next(true)
+		if err == io.EOF {
+			break
 		}
+		if err != nil {
+			findings = append(findings, scanFinding(err, true, fi.Size()))
+			break
+		}
+		findings = append(findings, batchFindings(&b, nil, s.Base, prevLast)...)
+		prevLast = max(prevLast, b.Header.LastOffset())
 		next = b.Header.NextOffset()
 	}
-	return next, nil
+	return next, findings, nil
 }
 
 // lastIndexEntry finds the last used entry of an .index file without
