@@ -45,7 +45,11 @@ messages inside a compressed one are not shown.
 
 A corrupt batch is reported on stderr with its position, a partial batch at
 the end of a file as "Found N invalid bytes", an index entry that does not
-match its log as a mismatch; any of these makes the exit status non-zero.
+match its log as a mismatch; any of these makes the exit status non-zero. So
+does a .log, .index, .timeindex or .txnindex whose name does not start with
+its base offset (as Kafka names them): a .log's batches and a .txnindex's
+entries are still printed, an index's entries (relative to the base offset)
+are not.
 
 Flags go before the files. Example:
 
@@ -124,6 +128,24 @@ func runDumpLog(c *ucli.Context) error {
 	return nil
 }
 
+// segmentName returns the base offset a segment file's name starts with
+// (.log, .index, .timeindex, .txnindex: Kafka names them all by it, and
+// its DumpLogSegments fails on any other name). A name without one is a
+// problem, whatever the kind, reported once the file was found readable
+// (a missing file is reported as missing, and only that); what can be
+// shown without the base offset is shown: a .log's and a .txnindex's
+// entries hold absolute offsets, an index's are relative to it. It was a
+// problem for an index but only a note for a .log, printed before the
+// .log was opened.
+func (d *dumper) segmentName(path string) (int64, bool) {
+	base, err := baseOffsetOf(path)
+	if err != nil {
+		d.problemf("%s: %s", path, reasonAt(err, path))
+		return 0, false
+	}
+	return base, true
+}
+
 // problemf reports a problem on stderr at once (after what stdout has so
 // far, so the two streams read in order on a terminal) and counts it.
 func (d *dumper) problemf(format string, args ...any) {
@@ -180,15 +202,6 @@ func (d *dumper) dumpFile(path string) error {
 // dumpLog prints the batches of a .log (or KRaft .checkpoint) file,
 // streaming them one at a time.
 func (d *dumper) dumpLog(path, suffix string) error {
-	if suffix == logSuffix {
-		if base, err := baseOffsetOf(path); err == nil {
-			fmt.Fprintf(d.out, "Log starting offset: %d\n", base)
-		} else {
-			d.notef("%v", err)
-		}
-	} else if off, epoch, ok := parseKRaftSnapshotName(filepath.Base(path)); ok {
-		fmt.Fprintf(d.out, "Snapshot end offset: %d, epoch: %d\n", off, epoch)
-	}
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -200,6 +213,15 @@ func (d *dumper) dumpLog(path, suffix string) error {
 	}
 	if !fi.Mode().IsRegular() {
 		return errors.New("not a regular file")
+	}
+	if suffix == logSuffix {
+		// The batches hold absolute offsets: they are shown whatever
+		// the name, which is still a problem (segmentName).
+		if base, ok := d.segmentName(path); ok {
+			fmt.Fprintf(d.out, "Log starting offset: %d\n", base)
+		}
+	} else if off, epoch, ok := parseKRaftSnapshotName(filepath.Base(path)); ok {
+		fmt.Fprintf(d.out, "Snapshot end offset: %d, epoch: %d\n", off, epoch)
 	}
 	limit := min(fi.Size(), d.opts.maxBytes)
 	sc := newBatchScanner(f, 0, limit)
@@ -505,13 +527,13 @@ func (d *dumper) reportSanity(path string, c indexCheck) {
 }
 
 func (d *dumper) dumpIndex(path string) error {
-	base, err := baseOffsetOf(path)
-	if err != nil {
-		return err
-	}
 	raw, err := readRegular(path)
 	if err != nil {
 		return err
+	}
+	base, ok := d.segmentName(path)
+	if !ok {
+		return nil
 	}
 	// A file of zeros is a preallocated index with no entry yet (Kafka
 	// would show its first slot as an entry at position 0).
@@ -558,13 +580,13 @@ func (d *dumper) dumpIndex(path string) error {
 }
 
 func (d *dumper) dumpTimeIndex(path string) error {
-	base, err := baseOffsetOf(path)
-	if err != nil {
-		return err
-	}
 	raw, err := readRegular(path)
 	if err != nil {
 		return err
+	}
+	base, ok := d.segmentName(path)
+	if !ok {
+		return nil
 	}
 	sum := d.siblingLog(path, base)
 	if d.opts.sanityOnly {
@@ -629,6 +651,7 @@ func (d *dumper) dumpTxnIndex(path string) error {
 	if err != nil {
 		return err
 	}
+	d.segmentName(path)
 	be := binary.BigEndian
 	for b := raw; len(b) >= txnEntrySize; b = b[txnEntrySize:] {
 		fmt.Fprintf(d.out, "version: %d producerId: %d firstOffset: %d lastOffset: %d lastStableOffset: %d\n",
