@@ -13,7 +13,7 @@ import (
 
 // get-offsets answers "where does each partition start and end" without a
 // broker, like kafka-get-offsets.sh. It reads segment names, the
-// log-start-offset checkpoint and the batch headers at the end of each
+// log-start-offset checkpoint and the batches at the end of each
 // partition's last segment, and takes no lock, so it works beside a
 // running mount (whose in-flight append may not be counted yet). What it
 // meets in those batches it reports as verify does: damage makes the exit
