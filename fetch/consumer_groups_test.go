@@ -29,6 +29,10 @@ type cgh struct {
 	assignor *string
 	owned    map[[16]byte][]int32 // nil: not sent
 	full     bool                 // send rebalance timeout and topics as on a join
+	rack     *string
+	// rebalance, when not 0, is the rebalance timeout sent instead of
+	// 60000 on a join (or -1 otherwise).
+	rebalance int32
 }
 
 func (c *client) cgh(h cgh) *kmsg.ConsumerGroupHeartbeatResponse {
@@ -43,6 +47,10 @@ func (c *client) cgh(h cgh) *kmsg.ConsumerGroupHeartbeatResponse {
 	if h.epoch == 0 || h.full {
 		req.RebalanceTimeoutMillis = 60000
 	}
+	if h.rebalance != 0 {
+		req.RebalanceTimeoutMillis = h.rebalance
+	}
+	req.RackID = h.rack
 	req.SubscribedTopicNames, req.SubscribedTopicRegex, req.ServerAssignor = h.topics, h.regex, h.assignor
 	if h.owned != nil {
 		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
@@ -186,6 +194,52 @@ func TestConsumerGroupRevokeBeforeAssign(t *testing.T) {
 	}
 }
 
+// A member asked to revoke partitions that still owns them when its
+// rebalance timeout (sent on its join) runs out is fenced, as Kafka's
+// coordinator fences it (the consumer group rebalance timeout): the
+// partitions it held go to the member waiting for them, the group moves
+// to a new epoch, and the fenced member's next heartbeat is
+// UNKNOWN_MEMBER_ID. The timer was armed but no test let it fire: a
+// member that stopped revoking (a stuck poll loop) would have held its
+// partitions from the others for as long as it heartbeated.
+func TestConsumerGroupRevocationTimeout(t *testing.T) {
+	_, c, ids, names := newCGServer(t, Config{}, map[string]int{"t": 4})
+	all := map[[16]byte][]int32{ids["t"]: {0, 1, 2, 3}}
+
+	a := c.cgh(cgh{group: "g", member: "A", topics: []string{"t"}, owned: map[[16]byte][]int32{}, rebalance: 300})
+	wantAssigned(t, "A joins", a, names, "t/0", "t/1", "t/2", "t/3")
+	b := c.cgh(cgh{group: "g", member: "B", topics: []string{"t"}, owned: map[[16]byte][]int32{}})
+	wantAssigned(t, "B joins while A holds everything", b, names)
+	a = c.cgh(cgh{group: "g", member: "A", epoch: 1, owned: all})
+	wantAssigned(t, "A asked to revoke", a, names, "t/0", "t/1")
+
+	// A never revokes. B heartbeats (as a client does, every few hundred
+	// milliseconds) until it holds all four partitions.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b = c.cgh(cgh{group: "g", member: "B", epoch: b.MemberEpoch, owned: ownedOf(b)})
+		if b.ErrorCode != 0 {
+			t.Fatalf("B waiting: %s", kerr.ErrorForCode(b.ErrorCode))
+		}
+		if got := assigned(b, names); len(got) == 4 {
+			wantAssigned(t, "B after A was fenced", b, names, "t/0", "t/1", "t/2", "t/3")
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("A did not revoke within its 300 ms rebalance timeout and was not fenced in 30 s: B holds %v", assigned(b, names))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if b.MemberEpoch != 3 {
+		t.Fatalf("B after A was fenced: epoch %d, want 3 (A's fencing is a new group epoch)", b.MemberEpoch)
+	}
+	wantCode(t, "A's heartbeat after it was fenced", c.cgh(cgh{group: "g", member: "A", epoch: 1, owned: all}).ErrorCode, kerr.UnknownMemberID)
+	d := c.roundTrip(&kmsg.ConsumerGroupDescribeRequest{Version: 1, Groups: []string{"g"}}).(*kmsg.ConsumerGroupDescribeResponse)
+	if g := d.Groups[0]; g.ErrorCode != 0 || len(g.Members) != 1 || g.Members[0].MemberID != "B" {
+		t.Fatalf("describe after A was fenced: %+v, want B alone", g)
+	}
+}
+
 // Kafka's answers to bad ConsumerGroupHeartbeats.
 func TestConsumerGroupHeartbeatErrors(t *testing.T) {
 	_, c, ids, _ := newCGServer(t, Config{}, map[string]int{"t": 2})
@@ -206,12 +260,21 @@ func TestConsumerGroupHeartbeatErrors(t *testing.T) {
 		{"bad regex", cgh{group: "g", member: "m", regex: str("t(")}, kerr.InvalidRegularExpression},
 		{"heartbeat for an unknown member", cgh{group: "g2", member: "m", epoch: 3}, kerr.UnknownMemberID},
 		{"leave of an unknown group", cgh{group: "g3", member: "m", epoch: -1}, kerr.GroupIDNotFound},
+		// Kafka's messages, checked below; no test sent either.
+		{"blank rack id", cgh{group: "g", member: "m", topics: []string{"t"}, rack: str(" ")}, kerr.InvalidRequest},
+		{"join without a rebalance timeout", cgh{group: "g", member: "m", topics: []string{"t"}, rebalance: -1}, kerr.InvalidRequest},
+	}
+	wantMsg := map[string]string{
+		"blank rack id":                    "RackId can't be empty.",
+		"join without a rebalance timeout": "RebalanceTimeoutMs must be provided in first request.",
 	}
 	for _, tc := range cases {
 		r := c.cgh(tc.h)
 		wantCode(t, tc.what, r.ErrorCode, tc.want)
 		if r.ErrorMessage == nil || *r.ErrorMessage == "" {
 			t.Errorf("%s: no error message", tc.what)
+		} else if m, ok := wantMsg[tc.what]; ok && *r.ErrorMessage != m {
+			t.Errorf("%s: message %q, want Kafka's %q", tc.what, *r.ErrorMessage, m)
 		}
 	}
 	// None of them created a group.
