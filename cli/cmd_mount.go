@@ -491,13 +491,25 @@ func mountForeground(c *ucli.Context, dataDir, mp string, ready *os.File) error 
 	if err != nil {
 		return err
 	}
+	// The Kafka server's committed offsets are read before mounting: a
+	// file it cannot read fails the mount, naming it, as it fails serve.
+	// The server used to fail after the mount, with nothing said: the
+	// mount went on, "kafka protocol listening" and the port closed.
+	var kafka *fetch.Server
+	if ln != nil {
+		kafka = newFetchServer(c, store, logger, level)
+		if err := kafka.LoadOffsets(); err != nil {
+			store.Close()
+			return err
+		}
+	}
 	srv, err := segfs.Mount(store, mp, segfs.Options{Logger: logger, Debug: c.Bool("debug"), AllowOther: c.Bool("allow-other")})
 	if err != nil {
 		store.Close()
 		return err
 	}
 	mpLock.Close() // the mount itself now tells a second segfs off
-	stopFetch := startFetch(c, ln, store, logger, level)
+	stopFetch := startFetch(kafka, ln, logger)
 	ln = nil
 	// abandoned: the `segfs mount` waiting for "ready" is gone (Ctrl-C or
 	// a kill during a long recovery). Its user was told nothing, or that
@@ -756,13 +768,10 @@ func describeHolder(err error) error {
 	return &d
 }
 
-// startFetch serves the Kafka protocol on ln (nil: --kafka-listen was not
-// given) and returns the function that stops it.
-func startFetch(c *ucli.Context, ln net.Listener, store *logstore.Store, logger *slog.Logger, level *slog.LevelVar) (stop func()) {
-	if ln == nil {
-		return func() {}
-	}
-	srv := fetch.New(store, fetch.Config{
+// newFetchServer is the Kafka server of --kafka-listen, set up from
+// mount's flags.
+func newFetchServer(c *ucli.Context, store *logstore.Store, logger *slog.Logger, level *slog.LevelVar) *fetch.Server {
+	return fetch.New(store, fetch.Config{
 		Advertise:                      c.String("advertise"),
 		AutoCreateTopics:               c.Bool("auto-create-topics"),
 		MaxRequestBytes:                int32(c.Int("max-request-bytes")),
@@ -776,8 +785,24 @@ func startFetch(c *ucli.Context, ln net.Listener, store *logstore.Store, logger 
 		OffsetsRetention:               c.Duration("offsets-retention"),
 		OffsetsRetentionCheckInterval:  c.Duration("offsets-retention-check-interval"),
 	})
+}
+
+// startFetch serves the Kafka protocol with srv on ln (nil: --kafka-listen
+// was not given) and returns the function that stops it. A server that
+// stops on its own (accepting failed for good) says why; the mount goes
+// on.
+func startFetch(srv *fetch.Server, ln net.Listener, logger *slog.Logger) (stop func()) {
+	if ln == nil {
+		return func() {}
+	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() {
+		err := srv.Serve(ln)
+		if err != nil {
+			logger.Error("kafka protocol server stopped; the mount goes on without it", "err", err)
+		}
+		served <- err
+	}()
 	logger.Info("kafka protocol listening", "addr", ln.Addr().String())
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -139,6 +139,10 @@ type Server struct {
 	done     chan struct{}
 	doneOnce sync.Once
 
+	// loadMu guards loaded: LoadOffsets has read the offsets file.
+	loadMu sync.Mutex
+	loaded bool
+
 	mu       sync.Mutex
 	ln       net.Listener
 	conns    map[*conn]struct{}
@@ -165,8 +169,9 @@ func CheckAdvertise(addr string) error {
 	return nil
 }
 
-// New returns a server over store. Committed offsets are loaded by Serve,
-// so that a damaged offsets file fails Serve instead of being ignored.
+// New returns a server over store. Committed offsets are loaded by Serve
+// (or LoadOffsets before it), so that a damaged offsets file fails Serve
+// instead of being ignored.
 func New(store *logstore.Store, cfg Config) *Server {
 	if cfg.MaxRequestBytes <= 0 {
 		cfg.MaxRequestBytes = DefaultMaxRequestBytes
@@ -250,18 +255,9 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.ln = ln
 	s.mu.Unlock()
 
-	fixed, err := s.offsets.load(s.now().UnixMilli())
-	if err != nil {
+	if err := s.LoadOffsets(); err != nil {
 		ln.Close()
 		return err
-	}
-	if fixed {
-		// Times the file lacked are now the load time; written once, so
-		// that the next restart finds them instead of its own load time.
-		// A failure costs nothing but that: the next change writes them.
-		if err := s.offsets.rewrite(); err != nil {
-			s.log.Warn("fetch: offsets file not rewritten with the load time of the offsets and groups it had no time for", "err", err)
-		}
 	}
 	s.groups.restoreConsumers(s.offsets.consumerGroups())
 	s.groups.restoreClassics(s.offsets.classicGroups())
@@ -326,6 +322,32 @@ func (s *Server) untrack(c *conn) {
 	s.mu.Unlock()
 	s.connections.Add(-1)
 	s.connWG.Done()
+}
+
+// LoadOffsets reads the committed offsets file, once: Serve calls it
+// first. A caller that must refuse to start on a file it cannot read
+// before it does anything else (mount, before mounting) calls it before
+// Serve; the error names the file.
+func (s *Server) LoadOffsets() error {
+	s.loadMu.Lock()
+	defer s.loadMu.Unlock()
+	if s.loaded {
+		return nil
+	}
+	fixed, err := s.offsets.load(s.now().UnixMilli())
+	if err != nil {
+		return err
+	}
+	if fixed {
+		// Times the file lacked are now the load time; written once, so
+		// that the next restart finds them instead of its own load time.
+		// A failure costs nothing but that: the next change writes them.
+		if err := s.offsets.rewrite(); err != nil {
+			s.log.Warn("fetch: offsets file not rewritten with the load time of the offsets and groups it had no time for", "err", err)
+		}
+	}
+	s.loaded = true
+	return nil
 }
 
 // Shutdown stops accepting, lets every in-flight request finish (long polls
