@@ -401,6 +401,21 @@ func withOverrides(overrides map[string]string) (Config, error) {
 	return c, nil
 }
 
+// applicableOverrides splits overrides into those withOverrides applies,
+// each on its own, and the sorted keys of the others.
+func applicableOverrides(overrides map[string]string) (kept map[string]string, dropped []string) {
+	kept = map[string]string{}
+	for k, v := range overrides {
+		if _, err := withOverrides(map[string]string{k: v}); err != nil {
+			dropped = append(dropped, k)
+		} else {
+			kept[k] = v
+		}
+	}
+	sort.Strings(dropped)
+	return kept, dropped
+}
+
 // CheckUnfinishedConfigLine reports an unfinished config line (no '\n'
 // yet) that no continuation can make valid: its key, complete once the
 // '=' is there, is unknown, or its value already holds what the key can

@@ -515,9 +515,17 @@ func (s *Store) load(scan *dirScan) error {
 		}
 		cfg, err := withOverrides(t.overrides)
 		if err != nil {
-			s.log.Warn("ignoring invalid topic config", "topic", name, "err", err)
-			t.overrides = map[string]string{}
-			cfg = DefaultConfig()
+			// An override this segfs cannot apply (a key it does not
+			// know, from a newer segfs or a hand edit; a value it
+			// refuses) is dropped alone. All of them went back to the
+			// defaults: a topic kept forever (retention.ms=-1) got 7
+			// days' retention, a compacted one the delete policy.
+			kept, dropped := applicableOverrides(t.overrides)
+			s.log.Warn("ignoring topic config overrides that do not apply; the topic keeps its others", "topic", name, "dropped", dropped, "err", err)
+			t.overrides = kept
+			if cfg, err = withOverrides(kept); err != nil {
+				t.overrides, cfg = map[string]string{}, DefaultConfig()
+			}
 		}
 		t.cfg.Store(&cfg)
 		if raw, err := base64.RawURLEncoding.DecodeString(td.ID); err == nil && len(raw) == 16 {
