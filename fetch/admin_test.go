@@ -238,8 +238,15 @@ func TestCreateTopicsValidateOnly(t *testing.T) {
 	got := createTopics(t, cl, true,
 		newTopic("dry", 4, 1, "retention.ms", "5000"),
 		newTopic("drybad", 1, 1, "retention.ms", "-5"),
-		newTopic("dryrf", 1, 3))
+		newTopic("dryrf", 1, 3),
+		newTopic("drydflt", -1, -1))
 	d := got["dry"]
+	// -1 partitions (kafka-topics.sh --create --validate-only without
+	// --partitions) answers the broker's default, as the creation would
+	// make; no test sent it with validate_only.
+	if dd := got["drydflt"]; dd.ErrorCode != 0 || dd.NumPartitions != int32(ts.store.DefaultPartitions()) || dd.NumPartitions < 1 {
+		t.Errorf("dry run of -1 partitions: %s, %d partitions; want the default %d", errName(dd.ErrorCode), dd.NumPartitions, ts.store.DefaultPartitions())
+	}
 	wantAdminCode(t, "dry", d.ErrorCode, d.ErrorMessage, nil)
 	wantAdminCode(t, "drybad", got["drybad"].ErrorCode, got["drybad"].ErrorMessage, kerr.InvalidConfig)
 	wantAdminCode(t, "dryrf", got["dryrf"].ErrorCode, got["dryrf"].ErrorMessage, kerr.InvalidReplicationFactor)
