@@ -464,6 +464,30 @@ func TestConsumerGroupStaticMember(t *testing.T) {
 		t.Fatalf("A2: epoch %d, want 2 (no new group epoch)", a2.MemberEpoch)
 	}
 	wantCode(t, "the old member id", c.cgh(cgh{group: "g", member: "A", instance: &inst, epoch: 2}).ErrorCode, kerr.FencedInstanceID)
+
+	// The replaced member's leave is fenced too, and leaves A2 in place;
+	// an instance id nobody has is unknown, to a heartbeat and a leave.
+	// No test sent these.
+	wantCode(t, "the old member id leaving", c.cgh(cgh{group: "g", member: "A", instance: &inst, epoch: -2}).ErrorCode, kerr.FencedInstanceID)
+	nobody := "worker-9"
+	wantCode(t, "a heartbeat of an unknown instance id", c.cgh(cgh{group: "g", member: "N", instance: &nobody, epoch: 2}).ErrorCode, kerr.UnknownMemberID)
+	wantCode(t, "a leave of an unknown instance id", c.cgh(cgh{group: "g", member: "N", instance: &nobody, epoch: -1}).ErrorCode, kerr.UnknownMemberID)
+	// A2 joining again with epoch 0 (a lost response) keeps its place:
+	// its assignment, and no new group epoch.
+	a2 = c.cgh(cgh{group: "g", member: "A2", instance: &inst, topics: []string{"t"}})
+	wantAssigned(t, "A2 joining again", a2, names, "t/0")
+	if a2.MemberEpoch != 2 {
+		t.Fatalf("A2 joining again: epoch %d, want 2", a2.MemberEpoch)
+	}
+	// A2 leaves for good (-1): its partition goes to B, in a new epoch.
+	if r := c.cgh(cgh{group: "g", member: "A2", instance: &inst, epoch: -1}); r.ErrorCode != 0 || r.MemberEpoch != -1 {
+		t.Fatalf("A2 leaves: %+v", r)
+	}
+	b = c.cgh(cgh{group: "g", member: "B", epoch: 2, owned: map[[16]byte][]int32{ids["t"]: {1}}})
+	wantAssigned(t, "B after A2 left", b, names, "t/0", "t/1")
+	if b.MemberEpoch != 3 {
+		t.Fatalf("B after A2 left: epoch %d, want 3", b.MemberEpoch)
+	}
 }
 
 // A member whose heartbeats stop is removed after the session timeout and
