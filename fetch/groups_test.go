@@ -310,6 +310,48 @@ func TestGroupSessionTimeout(t *testing.T) {
 	wantCode(t, "heartbeat of the expired member", a.heartbeat(g, 2, ja.MemberID, nil), kerr.UnknownMemberID)
 }
 
+// A member that does not rejoin within the rebalance timeout is removed
+// when the rebalance completes, as Kafka removes it (onCompleteJoin), even
+// while its session is alive: the others get the new generation without
+// it, one of them leads in its place when it led, and its next heartbeat
+// is UNKNOWN_MEMBER_ID. The rebalance timer's removal and the new leader
+// were not reached by any test: TestGroupSessionTimeout's rebalance ends
+// by the session timeout.
+func TestGroupRebalanceTimeoutRemovesMember(t *testing.T) {
+	ts := startServer(t, Config{GroupInitialRebalanceDelay: -1})
+	a, b := dial(t, ts.addr), dial(t, ts.addr)
+	const g = "g"
+
+	// B joins first and leads; A joins (held until B rejoins).
+	jb := b.joinNew(joinSpec{group: g, rebalance: 300})
+	idb := jb.MemberID
+	wantCode(t, "B sync", b.sync(g, 1, idb, map[string]string{idb: "all"}).ErrorCode, nil)
+	held := a.start(joinSpec{version: 3, group: g, rebalance: 300}.request())
+	b.heartbeatUntilRebalance(g, 1, idb)
+	jb = b.join(joinSpec{version: 5, group: g, member: idb, rebalance: 300})
+	ja := held.wait().(*kmsg.JoinGroupResponse)
+	ida := ja.MemberID
+	if jb.ErrorCode != 0 || ja.ErrorCode != 0 || jb.Generation != 2 || jb.LeaderID != idb || len(jb.Members) != 2 {
+		t.Fatalf("generation 2: A %+v, B %+v", ja, jb)
+	}
+	sa := a.start(syncReq(g, 2, ida, nil))
+	wantCode(t, "B's sync", b.sync(g, 2, idb, map[string]string{idb: "p0", ida: "p1"}).ErrorCode, nil)
+	wantCode(t, "A's sync", sa.wait().(*kmsg.SyncGroupResponse).ErrorCode, nil)
+
+	// A rejoins with new metadata; B, the leader, heartbeats but never
+	// rejoins. After the 300 ms rebalance timeout A is answered alone,
+	// as the leader.
+	pa := a.start(joinSpec{version: 5, group: g, member: ida, rebalance: 300, metadataSuffix: "-v2"}.request())
+	b.heartbeatUntilRebalance(g, 2, idb)
+	ja = pa.wait().(*kmsg.JoinGroupResponse)
+	if ja.ErrorCode != 0 || ja.Generation != 3 || ja.LeaderID != ida || len(ja.Members) != 1 || ja.Members[0].MemberID != ida {
+		t.Fatalf("A's rejoin, B not rejoining: %+v; want generation 3 with A alone, leading", ja)
+	}
+	wantCode(t, "heartbeat of the member removed", b.heartbeat(g, 2, idb, nil), kerr.UnknownMemberID)
+	wantCode(t, "A's sync as the new leader", a.sync(g, 3, ida, map[string]string{ida: "all"}).ErrorCode, nil)
+	wantCode(t, "A's heartbeat", a.heartbeat(g, 3, ida, nil), nil)
+}
+
 // Static members (group.instance.id): no MEMBER_ID_REQUIRED round, and a
 // rejoin with the same instance id replaces the old member, whose
 // requests are then fenced.
