@@ -80,6 +80,11 @@ func TestFsyncFailureFences(t *testing.T) {
 	if _, _, err := p.AppendLines([]byte("after\n")); !errors.Is(err, ErrFenced) {
 		t.Fatalf("append after fence: %v", err)
 	}
+	// DeleteRecords moves nothing on a fenced partition (no test tried):
+	// its log start and checkpoint stay.
+	if start, err := p.DeleteRecords(1); !errors.Is(err, ErrFenced) || p.LogStartOffset() != 0 {
+		t.Fatalf("DeleteRecords after fence: start %d %v, log start %d; want ErrFenced and 0", start, err, p.LogStartOffset())
+	}
 	if got := textOf(t, p, 0); got != "before\n" {
 		t.Fatalf("reads go on: %q", got)
 	}
