@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -230,8 +231,65 @@ func TestProduceIdempotentOnTheWire(t *testing.T) {
 	if sp := c.produce(9, "idem", 0, batch(0, 3, "fenced")); sp.ErrorCode != kerr.InvalidProducerEpoch.Code {
 		t.Fatalf("old epoch: error %d, want 47", sp.ErrorCode)
 	}
+	// A newer epoch must start at sequence 0, as in Kafka (no test sent
+	// one that did not); nothing is written, and sequence 0 then is.
+	if sp := c.produce(9, "idem", 0, batch(2, 5, "mid-sequence")); sp.ErrorCode != kerr.OutOfOrderSequenceNumber.Code {
+		t.Fatalf("new epoch at sequence 5: error %d, want 45", sp.ErrorCode)
+	}
+	if sp := c.produce(9, "idem", 0, batch(2, 0, "epoch 2")); sp.ErrorCode != 0 || sp.BaseOffset != 4 {
+		t.Fatalf("new epoch at sequence 0: %+v", sp)
+	}
 	resp := c.roundTrip(fetchReq(12, "idem", 0, 0, 0, 0, 1<<20, 1<<20)).(*kmsg.FetchResponse)
-	if got := values(t, resp.Topics[0].Partitions[0].RecordBatches, 0); !slices.Equal(got, []string{"a", "b", "c", "new epoch"}) {
+	if got := values(t, resp.Topics[0].Partitions[0].RecordBatches, 0); !slices.Equal(got, []string{"a", "b", "c", "new epoch", "epoch 2"}) {
+		t.Fatalf("log holds %q", got)
+	}
+}
+
+// Sequences wrap from 2^31-1 to 0, as Kafka's do (DefaultRecordBatch.
+// incrementSequence): after a batch whose records run past 2^31-1 the next
+// sequence is 1, a retry of it is a duplicate at its offsets, and a gap
+// after it is out of order. No test wrapped.
+func TestProduceSequenceWraps(t *testing.T) {
+	ts := startServer(t, Config{})
+	createTopic(t, ts, "wrap", 1)
+	c := dial(t, ts.addr)
+	ipr := c.roundTrip(kmsg.NewPtrInitProducerIDRequest()).(*kmsg.InitProducerIDResponse)
+	if ipr.ErrorCode != 0 {
+		t.Fatal(ipr.ErrorCode)
+	}
+	batch := func(seq int32, vals ...string) []byte {
+		var bl record.Builder
+		spec := record.DefaultSpec()
+		spec.ProducerID, spec.ProducerEpoch, spec.BaseSequence = ipr.ProducerID, 0, seq
+		bl.Reset(spec)
+		for _, v := range vals {
+			bl.Add(time.Now().UnixMilli(), nil, []byte(v), nil)
+		}
+		b, err := bl.Build(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	// The producer's first batch: any sequence starts it.
+	if sp := c.produce(9, "wrap", 0, batch(math.MaxInt32-3, "a", "b")); sp.ErrorCode != 0 || sp.BaseOffset != 0 {
+		t.Fatalf("first batch: %+v", sp)
+	}
+	wrapping := batch(math.MaxInt32-1, "c", "d", "e") // 2^31-2, 2^31-1, 0
+	if sp := c.produce(9, "wrap", 0, slices.Clone(wrapping)); sp.ErrorCode != 0 || sp.BaseOffset != 2 {
+		t.Fatalf("the batch that wraps: %+v", sp)
+	}
+	if sp := c.produce(9, "wrap", 0, batch(1, "f")); sp.ErrorCode != 0 || sp.BaseOffset != 5 {
+		t.Fatalf("sequence 1 after the wrap: %+v", sp)
+	}
+	if sp := c.produce(9, "wrap", 0, slices.Clone(wrapping)); sp.ErrorCode != 0 || sp.BaseOffset != 2 {
+		t.Fatalf("a retry of the batch that wrapped: %+v, want a duplicate at offset 2", sp)
+	}
+	if sp := c.produce(9, "wrap", 0, batch(3, "gap")); sp.ErrorCode != kerr.OutOfOrderSequenceNumber.Code {
+		t.Fatalf("sequence 3 after 1: error %d, want 45", sp.ErrorCode)
+	}
+	resp := c.roundTrip(fetchReq(12, "wrap", 0, 0, 0, 0, 1<<20, 1<<20)).(*kmsg.FetchResponse)
+	if got := values(t, resp.Topics[0].Partitions[0].RecordBatches, 0); !slices.Equal(got, []string{"a", "b", "c", "d", "e", "f"}) {
 		t.Fatalf("log holds %q", got)
 	}
 }
