@@ -135,6 +135,16 @@ func runServe(c *ucli.Context) error {
 		OffsetsRetentionCheckInterval:  c.Duration("offsets-retention-check-interval"),
 	})
 
+	// The committed offsets are read before "listening" is printed: a
+	// file the server cannot read is refused (naming it) without first
+	// telling a script waiting for that line that the server is up.
+	if err := srv.LoadOffsets(); err != nil {
+		ln.Close()
+		if cerr := store.Close(); cerr != nil {
+			logger.Warn("serve: closing the store", "err", cerr)
+		}
+		return fmt.Errorf("serve: %w", err)
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	fmt.Fprintf(c.App.Writer, "listening on %s\n", ln.Addr())

@@ -2,7 +2,9 @@ package tests
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -34,6 +36,14 @@ func TestKafkaDamagedOffsetsFileRefused(t *testing.T) {
 				{"serve", "--listen", addr, data},
 			} {
 				cliRefused(t, mp, "committed offsets: "+path+": ", args...)
+				if args[0] == "serve" {
+					// A script that waits for "listening on" before
+					// connecting must not be told the server is up.
+					out, _ := exec.Command("timeout", "-k", "5", "60", segfsBin, "serve", "--listen", addr, data).CombinedOutput()
+					if strings.Contains(string(out), "listening on") {
+						t.Fatalf("segfs serve said it was listening before refusing the offsets file: %q", out)
+					}
+				}
 				if b, err := os.ReadFile(path); err != nil || string(b) != content {
 					t.Fatalf("segfs %q changed the offsets file it refused: %q %v", args, b, err)
 				}
