@@ -517,14 +517,20 @@ func (s *Store) load(scan *dirScan) error {
 		if err != nil {
 			// An override this segfs cannot apply (a key it does not
 			// know, from a newer segfs or a hand edit; a value it
-			// refuses) is dropped alone. All of them went back to the
+			// refuses) is ignored alone, and kept in the file
+			// (Topic.unapplied). All of them went back to the
 			// defaults: a topic kept forever (retention.ms=-1) got 7
 			// days' retention, a compacted one the delete policy.
-			kept, dropped := applicableOverrides(t.overrides)
-			s.log.Warn("ignoring topic config overrides that do not apply; the topic keeps its others", "topic", name, "dropped", dropped, "err", err)
+			stored := t.overrides
+			kept, dropped := applicableOverrides(stored)
+			t.unapplied = map[string]string{}
+			for _, k := range dropped {
+				t.unapplied[k] = stored[k]
+			}
+			s.log.Warn("ignoring topic config overrides that do not apply (the topics file keeps them); the topic keeps its others", "topic", name, "ignored", dropped, "err", err)
 			t.overrides = kept
 			if cfg, err = withOverrides(kept); err != nil {
-				t.overrides, cfg = map[string]string{}, DefaultConfig()
+				t.overrides, t.unapplied, cfg = map[string]string{}, stored, DefaultConfig()
 			}
 		}
 		t.cfg.Store(&cfg)
@@ -578,10 +584,10 @@ func (s *Store) load(scan *dirScan) error {
 func (s *Store) saveTopicsLocked() error {
 	doc := topicsDoc{Topics: map[string]topicDoc{}}
 	for name, t := range s.topics {
-		doc.Topics[name] = topicDoc{ID: topicIDString(t.id), Overrides: t.Overrides(), AddingFrom: t.adding, ConfigChangedNs: t.cfgChanged.Load()}
+		doc.Topics[name] = topicDoc{ID: topicIDString(t.id), Overrides: t.fileOverrides(), AddingFrom: t.adding, ConfigChangedNs: t.cfgChanged.Load()}
 	}
 	for name, t := range s.creating {
-		doc.Topics[name] = topicDoc{ID: topicIDString(t.id), Overrides: t.Overrides(), Creating: true, ConfigChangedNs: t.cfgChanged.Load()}
+		doc.Topics[name] = topicDoc{ID: topicIDString(t.id), Overrides: t.fileOverrides(), Creating: true, ConfigChangedNs: t.cfgChanged.Load()}
 	}
 	b, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {

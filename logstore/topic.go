@@ -20,8 +20,15 @@ type Topic struct {
 	id    [16]byte
 	cfg   atomic.Pointer[Config]
 
-	mu        sync.Mutex // guards overrides, cfgGen and parts
+	mu        sync.Mutex // guards overrides, unapplied, cfgGen and parts
 	overrides map[string]string
+	// unapplied holds the overrides of the topics file this segfs cannot
+	// apply (a key it does not know, from a newer segfs or a hand edit; a
+	// value it refuses): ignored, but written back with the others, until
+	// a change of that key replaces or removes it. Open rewrites the file,
+	// and it wrote it without them: one open by an older segfs lost a
+	// newer one's setting for good.
+	unapplied map[string]string
 	// cfgGen counts the config changes committed (store.topicsMu held
 	// too), so that UpdateConfig can tell whether its snapshot is still
 	// the current config.
@@ -119,6 +126,19 @@ func (t *Topic) Overrides() map[string]string {
 	return out
 }
 
+// fileOverrides is what the topics file holds for the topic: its
+// overrides and those it keeps without applying them (unapplied).
+func (t *Topic) fileOverrides() map[string]string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[string]string, len(t.overrides)+len(t.unapplied))
+	maps.Copy(out, t.overrides)
+	for k, v := range t.unapplied {
+		out[k] = v
+	}
+	return out
+}
+
 // ConfigSnapshot returns the effective config and the overrides of one
 // moment: read one after the other, a SetConfig between them could show a
 // new override with its old effective value (DescribeConfigs).
@@ -208,8 +228,19 @@ func (t *Topic) setConfigLocked(changes map[string]string) error {
 		t.mu.Unlock()
 		return err
 	}
-	old := t.overrides
+	old, oldUnapplied := t.overrides, t.unapplied
 	t.overrides = next
+	for k := range changes {
+		if _, ok := t.unapplied[k]; ok {
+			// Set or reset in this segfs's terms: the stored value
+			// it could not apply goes.
+			t.unapplied = maps.Clone(t.unapplied)
+			for k := range changes {
+				delete(t.unapplied, k)
+			}
+			break
+		}
+	}
 	t.mu.Unlock()
 	// Only a change moves the config's mtime: writing a value it has
 	// already changes nothing a reader of the file sees.
@@ -219,7 +250,7 @@ func (t *Topic) setConfigLocked(changes map[string]string) error {
 	}
 	if err := t.store.saveTopicsLocked(); err != nil {
 		t.mu.Lock()
-		t.overrides = old
+		t.overrides, t.unapplied = old, oldUnapplied
 		t.mu.Unlock()
 		t.cfgChanged.Store(oldChanged)
 		return err

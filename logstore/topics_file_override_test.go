@@ -75,3 +75,104 @@ func TestTopicsFileBadOverrideCostsItAlone(t *testing.T) {
 		t.Fatalf("overrides after a change and a reopen: %v, want %v", got, want)
 	}
 }
+
+// TestTopicsFileBadOverrideKeptInFile: an override this segfs cannot apply
+// is ignored, not erased: Open rewrites the topics file, and it wrote the
+// file without it, so that one open by an older segfs (a downgrade, a
+// rollback) lost for good a setting a newer one had written, and a value
+// mistyped by hand could not be corrected in place. It stays in the file,
+// across opens and other config changes, until a change of its own key
+// replaces or removes it.
+func TestTopicsFileBadOverrideKeptInFile(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, nil)
+	if _, err := s.CreateTopic("kept", 1, map[string]string{"retention.ms": "-1"}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	path := filepath.Join(dir, topicsFile)
+	edit := func(fn func(ov map[string]string)) {
+		t.Helper()
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc topicsDoc
+		if err := json.Unmarshal(b, &doc); err != nil {
+			t.Fatal(err)
+		}
+		td := doc.Topics["kept"]
+		fn(td.Overrides)
+		doc.Topics["kept"] = td
+		if b, err = json.Marshal(doc); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inFile := func() map[string]string {
+		t.Helper()
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc topicsDoc
+		if err := json.Unmarshal(b, &doc); err != nil {
+			t.Fatal(err)
+		}
+		return doc.Topics["kept"].Overrides
+	}
+	edit(func(ov map[string]string) {
+		ov["some.future.key"] = "1"
+		ov["segment.bytes"] = "lots"
+	})
+
+	s = openStore(t, dir, nil)
+	tp, _ := s.Topic("kept")
+	if got, want := tp.Overrides(), map[string]string{"retention.ms": "-1"}; !maps.Equal(got, want) {
+		s.Close()
+		t.Fatalf("overrides %v, want %v", got, want)
+	}
+	want := map[string]string{"retention.ms": "-1", "some.future.key": "1", "segment.bytes": "lots"}
+	if got := inFile(); !maps.Equal(got, want) {
+		s.Close()
+		t.Fatalf("topics file after an open: %v, want %v", got, want)
+	}
+	// Another key's change keeps them; a change of the key replaces it.
+	if err := tp.SetConfig(map[string]string{"segment.ms": "100000"}); err != nil {
+		s.Close()
+		t.Fatal(err)
+	}
+	want["segment.ms"] = "100000"
+	if got := inFile(); !maps.Equal(got, want) {
+		s.Close()
+		t.Fatalf("topics file after a change of another key: %v, want %v", got, want)
+	}
+	if err := tp.SetConfig(map[string]string{"segment.bytes": "2000000"}); err != nil {
+		s.Close()
+		t.Fatal(err)
+	}
+	want["segment.bytes"] = "2000000"
+	if got := inFile(); !maps.Equal(got, want) {
+		s.Close()
+		t.Fatalf("topics file after segment.bytes was set: %v, want %v", got, want)
+	}
+	s.Close()
+
+	// Taken out by its own key's removal ("" is back to the default).
+	edit(func(ov map[string]string) { ov["segment.bytes"] = "lots" })
+	s = openStore(t, dir, nil)
+	defer s.Close()
+	tp, _ = s.Topic("kept")
+	if err := tp.SetConfig(map[string]string{"segment.bytes": ""}); err != nil {
+		t.Fatal(err)
+	}
+	delete(want, "segment.bytes")
+	if got := inFile(); !maps.Equal(got, want) {
+		t.Fatalf("topics file after segment.bytes was removed: %v, want %v", got, want)
+	}
+	if c := tp.Config(); c.SegmentBytes != DefaultConfig().SegmentBytes || c.RetentionMs != -1 {
+		t.Fatalf("config segment.bytes=%d retention.ms=%d", c.SegmentBytes, c.RetentionMs)
+	}
+}
