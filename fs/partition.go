@@ -80,7 +80,11 @@ func (n *partNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 		return n.NewInode(ctx, node, gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: ino}), 0
 	case "status":
 		s := &statusNode{lockable: lockable{n.fs.locks, ino}, fs: n.fs, part: n.part, changed: n.fs.changeTimeFor(ino, n.part.LastModified)}
-		s.attr(&out.Attr, nil)
+		if errno := s.attr(&out.Attr, nil); errno != 0 {
+			// As its Getattr answers: a lookup that ignored it answered
+			// a zeroed attribute (mode 0, 1970), kept by the kernel.
+			return nil, errno
+		}
 		out.SetAttrTimeout(textAttrTimeout)
 		return n.NewInode(ctx, s, gofs.StableAttr{Mode: syscall.S_IFREG, Ino: ino}), 0
 	}

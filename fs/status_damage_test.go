@@ -1,0 +1,62 @@
+package fs
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+// TestStatusLookupFailsAsGetattr: a status not looked up yet whose status
+// cannot be made (the store closed under the mount; the first batch of the
+// log unreadable) fails its lookup with EIO, as its getattr does. The
+// lookup ignored the error and answered a zeroed attribute: stat and
+// `ls -l` showed "---------- 0 root root 0 Jan 1 1970 status", which the
+// kernel then kept for the attribute timeout.
+func TestStatusLookupFailsAsGetattr(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		spoil func(m *testMount)
+	}{
+		{"store closed", func(m *testMount) {
+			if err := m.store.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"first batch damaged", func(m *testMount) {
+			seg := filepath.Join(filepath.Dir(m.dir), "data", "t-0", "00000000000000000000.log")
+			f, err := os.OpenFile(seg, os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if _, err := f.WriteAt([]byte{0x7f}, 16); err != nil { // its magic
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := mountForTest(t, Options{})
+			if err := os.Mkdir(m.path("t"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range []string{"a\n", "b\n"} { // two batches
+				w, err := os.OpenFile(m.path("t", "0", "data"), os.O_WRONLY|os.O_APPEND, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := w.WriteString(l); err != nil {
+					t.Fatal(err)
+				}
+				if err := w.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tc.spoil(m)
+			if fi, err := os.Stat(m.path("t", "0", "status")); !errors.Is(err, syscall.EIO) {
+				t.Errorf("stat of status: %v, %v; want EIO", fi, err)
+			}
+		})
+	}
+}
