@@ -28,7 +28,8 @@ prints kafka-log-dirs' JSON shape. Reads the files only (no lock).
 The log end offset is read as segfs get-offsets reads it: damage in the
 batches it reads is printed on stderr with its file and position and makes
 the exit status 1; a partial batch at the end of a partition's last segment
-is a warning. With --json, stdout holds only the JSON.
+is a warning (nothing beside a running mount: an append in progress). With
+--json, stdout holds only the JSON.
 
 Example:
 
@@ -88,12 +89,13 @@ func runLogDirs(c *ucli.Context) error {
 	}
 	dir := logDirJSON{LogDir: abs, Partitions: []partitionJSON{}}
 	errs, damaged := 0, []string(nil)
+	live, _ := lockHolder(dataDir)
 	for _, p := range parts {
 		po, err := offsetsOf(p, logStart)
 		if err != nil {
 			return fmt.Errorf("log-dirs: %s: %w", p.Name, err)
 		}
-		if n := reportOffsets(c.App.ErrWriter, &po); n > 0 {
+		if n := reportOffsets(c.App.ErrWriter, &po, live); n > 0 {
 			errs += n
 			damaged = append(damaged, p.Name)
 		}
