@@ -435,8 +435,6 @@ func (v *verifier) segment(s *segmentFiles, active bool) (sum *logSummary, batch
 	return sum, n, true
 }
 
-// pathErrReason is err without the path, which the report line already
-// names: "open: permission denied".
 // reasonAt is err for a message that names path before it, without path
 // again: dump-log printed "F: open F: no such file or directory" and "F:
 // F: file name does not start with a base offset", verify "error: F: read
@@ -449,6 +447,8 @@ func reasonAt(err error, path string) string {
 	return trimPathPrefix(err, path)
 }
 
+// pathErrReason is err without the path, which the report line already
+// names: "open: permission denied".
 func pathErrReason(err error) string {
 	var pe *os.PathError
 	if errors.As(err, &pe) {
