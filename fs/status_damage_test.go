@@ -54,6 +54,10 @@ func TestStatusLookupFailsAsGetattr(t *testing.T) {
 				}
 			}
 			tc.spoil(m)
+			// A listing (READDIRPLUS looks each entry up) still names it.
+			if es, err := os.ReadDir(m.path("t", "0")); err != nil || len(es) != len(partEntries) {
+				t.Errorf("listing the partition: %v, %v", es, err)
+			}
 			if fi, err := os.Stat(m.path("t", "0", "status")); !errors.Is(err, syscall.EIO) {
 				t.Errorf("stat of status: %v, %v; want EIO", fi, err)
 			}
