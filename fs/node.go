@@ -63,6 +63,8 @@ type fsys struct {
 	lookupViews lookupViews // views offset/N lookups opened, for the open that follows
 
 	dataWarned atomic.Int64 // when warnDataFailed last logged (UnixNano)
+	// statusWarned is dataWarned for warnStatusFailed.
+	statusWarned atomic.Int64
 
 	incarnations atomic.Uint64 // data nodes handed out for writers (textNode.inc)
 	wantWriter   sync.Map      // data st_ino → when a writer answered ESTALE (UnixNano)
@@ -92,12 +94,26 @@ func (f *fsys) changeTimeFor(ino uint64, since func() time.Time) *changeTime {
 // partition, a damaged segment, or a bug, and a `tail -F` retrying every
 // second must not flood the log.
 func (f *fsys) warnDataFailed(op string, p *logstore.Partition, errno syscall.Errno, err error) {
+	f.warnFailed(&f.dataWarned, op, "data", p, errno, err)
+}
+
+// warnStatusFailed is warnDataFailed for status, whose stat and open fail
+// when the first or last batch of the log cannot be read: its EIO was
+// logged nowhere. Limited on its own, so that failing opens of data do
+// not hide it.
+func (f *fsys) warnStatusFailed(op string, p *logstore.Partition, errno syscall.Errno, err error) {
+	f.warnFailed(&f.statusWarned, op, "status", p, errno, err)
+}
+
+// warnFailed logs the failure of op on the partition's file name, at most
+// once a second by warned.
+func (f *fsys) warnFailed(warned *atomic.Int64, op, name string, p *logstore.Partition, errno syscall.Errno, err error) {
 	now := time.Now().UnixNano()
-	last := f.dataWarned.Load()
-	if now-last < int64(time.Second) || !f.dataWarned.CompareAndSwap(last, now) {
+	last := warned.Load()
+	if now-last < int64(time.Second) || !warned.CompareAndSwap(last, now) {
 		return
 	}
-	f.log.Warn(op+" of data failed", "topic", p.Topic().Name(), "partition", p.Num(),
+	f.log.Warn(op+" of "+name+" failed", "topic", p.Topic().Name(), "partition", p.Num(),
 		"errno", errno.Error(), "err", err)
 }
 

@@ -253,7 +253,9 @@ func (n *statusNode) attr(a *fuse.Attr, f gofs.FileHandle) syscall.Errno {
 	} else if h, ok := f.(*snapshotHandle); ok {
 		text = h.data
 	} else {
-		return toErrno(err)
+		errno := toErrno(err)
+		n.fs.warnStatusFailed("stat", n.part, errno, err)
+		return errno
 	}
 	n.fs.setAttr(a, modeReadOnly, snapshotSize(f, text), n.changed.of(text))
 	return 0
@@ -291,7 +293,9 @@ func (n *statusNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, u
 	}
 	st, err := n.part.Status()
 	if err != nil {
-		return nil, 0, toErrno(err)
+		errno := toErrno(err)
+		n.fs.warnStatusFailed("open", n.part, errno, err)
+		return nil, 0, errno
 	}
 	return &snapshotHandle{data: renderStatus(st)}, fuse.FOPEN_DIRECT_IO, 0
 }

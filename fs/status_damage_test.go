@@ -2,8 +2,10 @@ package fs
 
 import (
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -13,17 +15,19 @@ import (
 // log unreadable) fails its lookup with EIO, as its getattr does. The
 // lookup ignored the error and answered a zeroed attribute: stat and
 // `ls -l` showed "---------- 0 root root 0 Jan 1 1970 status", which the
-// kernel then kept for the attribute timeout.
+// kernel then kept for the attribute timeout. The mount's log says why,
+// as it does for data.
 func TestStatusLookupFailsAsGetattr(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		spoil func(m *testMount)
+		log   string // what the mount's log says of it
 	}{
 		{"store closed", func(m *testMount) {
 			if err := m.store.Close(); err != nil {
 				t.Fatal(err)
 			}
-		}},
+		}, "store closed"},
 		{"first batch damaged", func(m *testMount) {
 			seg := filepath.Join(filepath.Dir(m.dir), "data", "t-0", "00000000000000000000.log")
 			f, err := os.OpenFile(seg, os.O_WRONLY, 0)
@@ -34,10 +38,11 @@ func TestStatusLookupFailsAsGetattr(t *testing.T) {
 			if _, err := f.WriteAt([]byte{0x7f}, 16); err != nil { // its magic
 				t.Fatal(err)
 			}
-		}},
+		}, "00000000000000000000.log"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := mountForTest(t, Options{})
+			var log lockedBuffer
+			m := mountForTest(t, Options{Logger: slog.New(slog.NewTextHandler(&log, nil))})
 			if err := os.Mkdir(m.path("t"), 0o755); err != nil {
 				t.Fatal(err)
 			}
@@ -60,6 +65,11 @@ func TestStatusLookupFailsAsGetattr(t *testing.T) {
 			}
 			if fi, err := os.Stat(m.path("t", "0", "status")); !errors.Is(err, syscall.EIO) {
 				t.Errorf("stat of status: %v, %v; want EIO", fi, err)
+			}
+			// The mount's log says why, naming the file: the EIO of
+			// status was logged nowhere.
+			if out := log.String(); !strings.Contains(out, `msg="stat of status failed" topic=t partition=0`) || !strings.Contains(out, tc.log) {
+				t.Errorf("the mount's log does not say why status failed (%s):\n%s", tc.log, out)
 			}
 		})
 	}
