@@ -35,7 +35,7 @@ func TestStatusAfterStoreClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer open.Close() // and below; a second close is harmless
+	defer open.Close()
 	if err := m.store.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -51,10 +51,10 @@ func TestStatusAfterStoreClose(t *testing.T) {
 		strings.Contains(string(b), "timestamp=-1") {
 		t.Errorf("status opened before the close: %q (size %d), %v", b, fi.Size(), err)
 	}
-	// A stat without a handle (go-fuse answers one with the first open
-	// handle's snapshot, as fstat).
-	open.Close()
-	if _, err := os.Stat(status); !errors.Is(err, syscall.EIO) {
-		t.Errorf("stat of status after the store closed: %v, want EIO", err)
-	}
+	// A stat without a handle is TestStatusLookupFailsAsGetattr's: one
+	// here, after open.Close(), raced the release of the handle, which
+	// the kernel sends after close(2) returns (go-fuse answers a stat
+	// with the snapshot of an open handle of the node while it has one),
+	// and passed only when the release came first (it failed 2 runs in
+	// 12).
 }
