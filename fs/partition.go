@@ -252,10 +252,16 @@ func (n *statusNode) attr(a *fuse.Attr, f gofs.FileHandle) syscall.Errno {
 		text = renderStatus(st)
 	} else if h, ok := f.(*snapshotHandle); ok {
 		text = h.data
-	} else {
+	} else if errors.Is(err, logstore.ErrClosed) {
 		errno := toErrno(err)
 		n.fs.warnStatusFailed("stat", n.part, errno, err)
 		return errno
+	} else {
+		// The first or last batch cannot be read (damage, an I/O
+		// error): stat answers, with size 0, so that ls -l, du, find
+		// and rsync of the partition go on, as data's stat does in the
+		// same state; the open answers EIO and logs why.
+		n.fs.warnStatusFailed("stat", n.part, toErrno(err), err)
 	}
 	n.fs.setAttr(a, modeReadOnly, snapshotSize(f, text), n.changed.of(text))
 	return 0

@@ -11,23 +11,25 @@ import (
 )
 
 // TestStatusLookupFailsAsGetattr: a status not looked up yet whose status
-// cannot be made (the store closed under the mount; the first batch of the
-// log unreadable) fails its lookup with EIO, as its getattr does. The
-// lookup ignored the error and answered a zeroed attribute: stat and
-// `ls -l` showed "---------- 0 root root 0 Jan 1 1970 status", which the
-// kernel then kept for the attribute timeout. The mount's log says why,
-// as it does for data.
+// cannot be made answers its lookup as its getattr does: with the store
+// closed under the mount, EIO; with the first batch of the log unreadable,
+// the attributes of an empty file (ls -l, du and rsync of the partition go
+// on, as data's stat does then) and EIO from the open. The lookup ignored
+// the error and answered a zeroed attribute: stat and `ls -l` showed
+// "---------- 0 root root 0 Jan 1 1970 status", which the kernel then kept
+// for the attribute timeout. The mount's log says why, as it does for data.
 func TestStatusLookupFailsAsGetattr(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		spoil func(m *testMount)
-		log   string // what the mount's log says of it
+		name   string
+		spoil  func(m *testMount)
+		log    string // what the mount's log says of it
+		statOK bool   // stat answers (size 0) and the open fails
 	}{
 		{"store closed", func(m *testMount) {
 			if err := m.store.Close(); err != nil {
 				t.Fatal(err)
 			}
-		}, "store closed"},
+		}, "store closed", false},
 		{"first batch damaged", func(m *testMount) {
 			seg := filepath.Join(filepath.Dir(m.dir), "data", "t-0", "00000000000000000000.log")
 			f, err := os.OpenFile(seg, os.O_WRONLY, 0)
@@ -38,7 +40,7 @@ func TestStatusLookupFailsAsGetattr(t *testing.T) {
 			if _, err := f.WriteAt([]byte{0x7f}, 16); err != nil { // its magic
 				t.Fatal(err)
 			}
-		}, "00000000000000000000.log"},
+		}, "00000000000000000000.log", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var log lockedBuffer
@@ -63,7 +65,17 @@ func TestStatusLookupFailsAsGetattr(t *testing.T) {
 			if es, err := os.ReadDir(m.path("t", "0")); err != nil || len(es) != len(partEntries) {
 				t.Errorf("listing the partition: %v, %v", es, err)
 			}
-			if fi, err := os.Stat(m.path("t", "0", "status")); !errors.Is(err, syscall.EIO) {
+			fi, err := os.Stat(m.path("t", "0", "status"))
+			if tc.statOK {
+				// A damaged log: stat answers (ls -l, du, rsync go on,
+				// as for data), the open says EIO.
+				if err != nil || fi.Size() != 0 {
+					t.Errorf("stat of status: %v, %v; want size 0", fi, err)
+				}
+				if b, err := os.ReadFile(m.path("t", "0", "status")); !errors.Is(err, syscall.EIO) {
+					t.Errorf("read of status: %q, %v; want EIO", b, err)
+				}
+			} else if !errors.Is(err, syscall.EIO) {
 				t.Errorf("stat of status: %v, %v; want EIO", fi, err)
 			}
 			// The mount's log says why, naming the file: the EIO of
