@@ -1,6 +1,7 @@
 package logstore
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -55,12 +56,16 @@ var (
 	bigRecs int64
 )
 
-// TestMain removes the shared benchmark partitions (about 1 GB, and the
-// 1,000 segments of BenchmarkReadManySegments) once every benchmark that
-// used them has run: each is built once per process, so no single
-// benchmark's cleanup can own it.
+// TestMain puts the tests' temporary files on a tmpfs (tmpfsForTests),
+// and removes the shared benchmark partitions (about 1 GB, and the 1,000
+// segments of BenchmarkReadManySegments) once every benchmark that used
+// them has run: each is built once per process, so no single benchmark's
+// cleanup can own it.
 func TestMain(m *testing.M) {
+	flag.Parse()
+	removeTmpfs := tmpfsForTests()
 	code := m.Run()
+	removeTmpfs()
 	for _, dir := range []string{bigDir, manySegDir} {
 		if dir != "" {
 			os.RemoveAll(dir)
