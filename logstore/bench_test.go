@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/segfs/segfs/internal/tmpfstest"
 	"github.com/segfs/segfs/logstore/record"
 )
 
@@ -56,14 +57,14 @@ var (
 	bigRecs int64
 )
 
-// TestMain puts the tests' temporary files on a tmpfs (tmpfsForTests),
+// TestMain puts the tests' temporary files on a tmpfs (tmpfstest.Use),
 // and removes the shared benchmark partitions (about 1 GB, and the 1,000
 // segments of BenchmarkReadManySegments) once every benchmark that used
 // them has run: each is built once per process, so no single benchmark's
 // cleanup can own it.
 func TestMain(m *testing.M) {
 	flag.Parse()
-	removeTmpfs := tmpfsForTests()
+	removeTmpfs := tmpfstest.Use("logstore")
 	code := m.Run()
 	removeTmpfs()
 	for _, dir := range []string{bigDir, manySegDir} {
