@@ -174,6 +174,9 @@ func TestRefusedMountLeavesDataDir(t *testing.T) {
 // is held by process P". The daemon's refusal, relayed by the mount
 // command, lacked the "mount: " the --foreground mount gives.
 func TestLockedDataDirMessage(t *testing.T) {
+	// It mostly waits (three refused starts of segfs) on a mount of its
+	// own: it runs beside the other tests that wait (t.Parallel).
+	t.Parallel()
 	m := mntNew(t)
 	other := filepath.Join(t.TempDir(), "mnt")
 	os.Mkdir(other, 0o755)

@@ -24,6 +24,10 @@ import (
 // latest, a Fetch below it is OFFSET_OUT_OF_RANGE and a consumer at it
 // reads the later records. The next record keeps its offset.
 func TestRetentionPurgeQuietTopic(t *testing.T) {
+	// It mostly waits (retention passes, tail's polls) on a mount and
+	// Kafka port of its own: it runs beside the other tests that wait
+	// (t.Parallel).
+	t.Parallel()
 	addr := kafkaFreeAddr(t)
 	m := mntNew(t, append([]string{"--kafka-listen", addr}, cleanerFlags...)...)
 	kafkaWaitListening(t, addr)

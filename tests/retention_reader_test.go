@@ -15,6 +15,10 @@ import (
 // deleted files stay on disk while it reads and go once it is done; a new
 // open sees the log as it is now.
 func TestRetentionLongReader(t *testing.T) {
+	// It mostly waits (a blocked reader, a retention or cleaner pass) on
+	// mounts of its own: it runs beside the other tests that wait
+	// (t.Parallel).
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		trigger string                          // config that starts the change

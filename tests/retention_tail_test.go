@@ -27,6 +27,10 @@ import (
 // OFFSET_OUT_OF_RANGE, and the deleted files' space returns once the
 // readers close.
 func TestRetentionTailFollow(t *testing.T) {
+	// It mostly waits (paced writers, tail's 0.1 s polls, retention
+	// passes, idle periods) on a mount and Kafka port of its own: it runs
+	// beside the other tests that wait (t.Parallel).
+	t.Parallel()
 	const writers, lines = 2, 2500
 	addr := kafkaFreeAddr(t)
 	m := mntNew(t, append([]string{"--kafka-listen", addr}, cleanerFlags...)...)

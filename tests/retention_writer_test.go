@@ -24,6 +24,10 @@ import (
 // opened it ("read first": `cat data`, whose node the writer's open then
 // reaches, so that the node has pages in the kernel).
 func TestRetentionHeldWriter(t *testing.T) {
+	// It mostly waits (the writer's paced rounds, retention.ms, the
+	// reader's release) on mounts of its own: it runs beside the other
+	// tests that wait (t.Parallel).
+	t.Parallel()
 	for _, readFirst := range []bool{false, true} {
 		name := "fresh"
 		if readFirst {
