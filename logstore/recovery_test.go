@@ -19,6 +19,13 @@ import (
 // damaged one, whichever goroutine of the pipeline checks what, and the
 // rebuilt text map and indexes must serve the kept records.
 func TestRecoveryDamageAcrossChunks(t *testing.T) {
+	// Chunks of 256 KiB, not 4 MiB: the segment spans three and a half
+	// of them as before, with four to eight batches in each (30-70 KB,
+	// none as large as a chunk, as before), so every case below is the
+	// same case, and each copies, recovers and reads 1 MB, not 15 (59
+	// cases took 15-20 s under -race).
+	defer func(n int) { recoverChunkSize = n }(recoverChunkSize)
+	recoverChunkSize = 256 << 10
 	src := t.TempDir()
 	s := openStore(t, src, newClock())
 	if _, err := s.CreateTopic("d", 1, map[string]string{"index.interval.bytes": "4096"}); err != nil {
@@ -31,7 +38,7 @@ func TestRecoveryDamageAcrossChunks(t *testing.T) {
 		texts []string // text of the batches before batch i
 		acc   strings.Builder
 	)
-	for i := 0; p.active().size.Load() < 3*recoverChunkSize+recoverChunkSize/2; i++ {
+	for i := 0; p.active().size.Load() < int64(3*recoverChunkSize+recoverChunkSize/2); i++ {
 		pos = append(pos, p.active().size.Load())
 		bases = append(bases, p.LogEndOffset())
 		texts = append(texts, acc.String())
@@ -54,11 +61,11 @@ func TestRecoveryDamageAcrossChunks(t *testing.T) {
 	pick := map[int]bool{0: true, 1: true, n - 1: true}
 	for i := 0; i < n; i++ {
 		for k := int64(1); k <= 3; k++ {
-			edge := k * recoverChunkSize
+			edge := k * int64(recoverChunkSize)
 			if pos[i] <= edge && pos[i+1] > edge {
 				pick[max(i-1, 0)], pick[i], pick[min(i+1, n-1)] = true, true, true
 			}
-			if mid := edge - recoverChunkSize/2; pos[i] <= mid && pos[i+1] > mid {
+			if mid := edge - int64(recoverChunkSize/2); pos[i] <= mid && pos[i+1] > mid {
 				pick[i] = true
 			}
 		}
