@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"testing"
 
 	"golang.org/x/sys/unix"
 )
@@ -37,21 +38,11 @@ func Use(pkg string) (cleanup func()) {
 	if b := flag.Lookup("test.bench"); b != nil && b.Value.String() != "" {
 		return
 	}
-	root := os.Getenv("SEGFS_TEST_TMPFS")
-	switch root {
-	case "off":
-		return
-	case "":
-		root = "/dev/shm"
-	}
-	var st unix.Statfs_t
-	if err := unix.Statfs(root, &st); err != nil || st.Type != unix.TMPFS_MAGIC {
-		fmt.Fprintf(os.Stderr, "%s tests: %s is not a tmpfs; temporary files stay in %s\n", pkg, root, os.TempDir())
-		return
-	}
-	// The largest test (logstore's TestMillionRecords) writes about 150 MB.
-	if free := st.Bavail * uint64(st.Bsize); free < 1<<30 {
-		fmt.Fprintf(os.Stderr, "%s tests: %s has %d MiB free; temporary files stay in %s\n", pkg, root, free>>20, os.TempDir())
+	root, why := tmpfs()
+	if root == "" {
+		if why != "" {
+			fmt.Fprintf(os.Stderr, "%s tests: %s; temporary files stay in %s\n", pkg, why, os.TempDir())
+		}
 		return
 	}
 	removeDead(root)
@@ -62,6 +53,41 @@ func Use(pkg string) (cleanup func()) {
 	}
 	os.Setenv("TMPDIR", dir)
 	return func() { os.RemoveAll(dir) }
+}
+
+// Dir is a new directory for t alone on the tmpfs Use would choose,
+// removed when t ends (after the cleanups t registers later, such as an
+// unmount); where there is none, t.TempDir().
+func Dir(t testing.TB) string {
+	t.Helper()
+	if root, _ := tmpfs(); root != "" {
+		removeDead(root)
+		if dir, err := os.MkdirTemp(root, fmt.Sprintf("segfs-test-%d-dir-", os.Getpid())); err == nil {
+			t.Cleanup(func() { os.RemoveAll(dir) })
+			return dir
+		}
+	}
+	return t.TempDir()
+}
+
+// tmpfs is the tmpfs to use, or "" and why not ("" when turned off).
+func tmpfs() (root, why string) {
+	root = os.Getenv("SEGFS_TEST_TMPFS")
+	switch root {
+	case "off":
+		return "", ""
+	case "":
+		root = "/dev/shm"
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(root, &st); err != nil || st.Type != unix.TMPFS_MAGIC {
+		return "", root + " is not a tmpfs"
+	}
+	// The largest test (logstore's TestMillionRecords) writes about 150 MB.
+	if free := st.Bavail * uint64(st.Bsize); free < 1<<30 {
+		return "", fmt.Sprintf("%s has %d MiB free", root, free>>20)
+	}
+	return root, ""
 }
 
 // removeDead removes what Use left in root for a test process that is
