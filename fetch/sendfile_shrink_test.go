@@ -1,0 +1,122 @@
+package fetch
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestFetchSegmentShrankUnderResponse: a segment file cut short behind the
+// store's back (truncated by hand, a disk that lost its tail) makes the
+// record range the store hands a Fetch reach past the file's end. The
+// response frame's size is written before the records, so the server
+// must send the bytes the file still has, exactly as they are, and close
+// the connection, by sendfile and by the pread fallback (CopyRecords):
+// the client sees a prefix of the response it got before the cut and then
+// the end of the stream, never bytes made up to fill the frame nor a
+// frame left waiting forever for the rest (which would make the client
+// read the next response's bytes as records). A file cut to nothing is
+// found before the frame is started, and answered with a whole response
+// (UNKNOWN_SERVER_ERROR today) on a connection that goes on. The server
+// goes on serving other connections. No test made a segment end under a
+// fetch.
+func TestFetchSegmentShrankUnderResponse(t *testing.T) {
+	for _, copyRecords := range []bool{false, true} {
+		for _, cut := range []string{"mid-batch", "empty"} {
+			t.Run(fmt.Sprintf("copy=%v/%s", copyRecords, cut), func(t *testing.T) {
+				ts := startServer(t, Config{CopyRecords: copyRecords})
+				createTopic(t, ts, "shrink", 1)
+				c := dial(t, ts.addr)
+				for i := 0; i < 3; i++ {
+					v := fmt.Sprintf("%d%s", i, strings.Repeat("x", 1000))
+					if pr := c.produce(9, "shrink", 0, produceBatch(t, v)); pr.ErrorCode != 0 {
+						t.Fatalf("produce: error %d", pr.ErrorCode)
+					}
+				}
+				req := fetchReq(11, "shrink", 0, 0, 0, 1, 1<<20, 1<<20)
+				corr := c.send(req)
+				before, err := c.readFrame()
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp := decodeResponse(t, before, corr, req.ResponseKind()).(*kmsg.FetchResponse)
+				recs := resp.Topics[0].Partitions[0].RecordBatches
+				if got := batchOffsets(recs); len(got) != 3 {
+					t.Fatalf("fetch before the cut: batches %v, want 3", got)
+				}
+				logs, _ := filepath.Glob(filepath.Join(ts.dir, "shrink-0", "*.log"))
+				if len(logs) != 1 {
+					t.Fatalf("segment files %v, want one", logs)
+				}
+				size := int64(0)
+				if cut == "mid-batch" {
+					size = int64(len(recs)/3 + 100) // into the second batch
+				}
+				if err := os.Truncate(logs[0], size); err != nil {
+					t.Fatal(err)
+				}
+
+				// The records are the last field of this one-partition
+				// response: they start hdr bytes into any of its frames.
+				hdr := len(before) - len(recs)
+				c2 := dial(t, ts.addr)
+				corr2 := c2.send(req)
+				c2.conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+				var sz [4]byte
+				if _, err := io.ReadFull(c2.conn, sz[:]); err != nil {
+					t.Fatalf("no response: %v", err)
+				}
+				frame := make([]byte, binary.BigEndian.Uint32(sz[:]))
+				n, err := io.ReadFull(c2.conn, frame)
+				var ne interface{ Timeout() bool }
+				switch {
+				case err == nil:
+					// A whole frame: it must decode, its records a prefix of
+					// the log's bytes, and the connection goes on.
+					r := decodeResponse(t, frame, corr2, req.ResponseKind()).(*kmsg.FetchResponse)
+					rp := r.Topics[0].Partitions[0]
+					if !bytes.HasPrefix(recs[:size], rp.RecordBatches) {
+						t.Fatalf("a whole response whose %d record bytes are not the %d the file still has", len(rp.RecordBatches), size)
+					}
+					t.Logf("a whole response: error %d, %d record bytes", rp.ErrorCode, len(rp.RecordBatches))
+					if v := c2.roundTrip(kmsg.NewPtrApiVersionsRequest()).(*kmsg.ApiVersionsResponse); v.ErrorCode != 0 {
+						t.Fatalf("ApiVersions after the response: error %d", v.ErrorCode)
+					}
+				case errors.As(err, &ne) && ne.Timeout():
+					t.Fatalf("the connection stayed open after %d bytes of a %d-byte frame: the client waits for bytes that never come", n, len(frame))
+				case errors.Is(err, io.ErrUnexpectedEOF):
+					// Cut short and closed: what came is the response's
+					// header and the bytes the file still has, unchanged.
+					got := frame[:n]
+					if n < hdr {
+						t.Fatalf("the connection closed after %d bytes, inside the response header", n)
+					}
+					if binary.BigEndian.Uint32(got[hdr-4:hdr]) != uint32(len(frame)-hdr) {
+						t.Fatalf("a header unlike the response's: %x", got[:hdr])
+					}
+					if sent := got[hdr:]; !bytes.Equal(sent, recs[:len(sent)]) || int64(len(sent)) != size {
+						t.Fatalf("%d record bytes sent from a file cut to %d; they are the log's: %v", len(sent), size, bytes.Equal(sent, recs[:min(len(sent), len(recs))]))
+					}
+				default:
+					t.Fatalf("reading the response: %v", err)
+				}
+
+				// Other connections are served.
+				c3 := dial(t, ts.addr)
+				av := kmsg.NewPtrApiVersionsRequest()
+				if r := c3.roundTrip(av).(*kmsg.ApiVersionsResponse); r.ErrorCode != 0 {
+					t.Fatalf("ApiVersions after the cut: error %d", r.ErrorCode)
+				}
+			})
+		}
+	}
+}
