@@ -37,6 +37,30 @@ var errMapFull = errors.New("offset map full")
 // is), "swapped" (the new segment serves the group's offsets).
 var cleanerCrash func(step string) error
 
+// cleanerFault is set only by tests: it is called before each rename and
+// directory sync of a swap with the operation ("rename", "syncdir") and
+// the file it is about, and an error from it is that call's failure (the
+// process goes on, unlike cleanerCrash).
+var cleanerFault func(op, name string) error
+
+func cleanerRename(from, to string) error {
+	if cleanerFault != nil {
+		if err := cleanerFault("rename", to); err != nil {
+			return &os.LinkError{Op: "rename", Old: from, New: to, Err: err}
+		}
+	}
+	return os.Rename(from, to)
+}
+
+func cleanerSyncDir(dir string) error {
+	if cleanerFault != nil {
+		if err := cleanerFault("syncdir", dir); err != nil {
+			return &os.PathError{Op: "fsync", Path: dir, Err: err}
+		}
+	}
+	return syncDir(dir)
+}
+
 // Compact runs one cleaning pass if the partition is eligible (the store
 // runs it every Options.CleanerInterval).
 func (p *Partition) Compact() (CleanupStats, error) {
@@ -563,7 +587,7 @@ func (p *Partition) cleanSegments(group []*segment, r *cleanRound) (removed, fre
 	// or above a .cleaned file's base; from it on, the loader completes
 	// the swap (completeSwaps).
 	for _, suf := range files {
-		if err := os.Rename(cleaned(suf), swapped(suf)); err != nil {
+		if err := cleanerRename(cleaned(suf), swapped(suf)); err != nil {
 			drop()
 			os.Remove(txnSwap)
 			return 0, 0, err
@@ -572,7 +596,7 @@ func (p *Partition) cleanSegments(group []*segment, r *cleanRound) (removed, fre
 			return 0, 0, err
 		}
 	}
-	if err := syncDir(p.dir); err != nil {
+	if err := cleanerSyncDir(p.dir); err != nil {
 		return 0, 0, err
 	}
 	// Oldest first: a crash part way leaves the swap and the segments it
@@ -586,7 +610,7 @@ func (p *Partition) cleanSegments(group []*segment, r *cleanRound) (removed, fre
 	// already renamed with the rest of the swap's offsets, renames the
 	// rest and rebuilds what is missing.
 	for _, suf := range files {
-		if err := os.Rename(swapped(suf), old.path(suf)); err != nil {
+		if err := cleanerRename(swapped(suf), old.path(suf)); err != nil {
 			return 0, 0, err
 		}
 		step := "placing"
@@ -599,11 +623,11 @@ func (p *Partition) cleanSegments(group []*segment, r *cleanRound) (removed, fre
 	}
 	if len(txns) > 0 {
 		// The old segments' .txnindex files are .deleted by now.
-		if err := os.Rename(txnSwap, old.path(txnIndexSuffix)); err != nil {
+		if err := cleanerRename(txnSwap, old.path(txnIndexSuffix)); err != nil {
 			return 0, 0, err
 		}
 	}
-	if err := syncDir(p.dir); err != nil {
+	if err := cleanerSyncDir(p.dir); err != nil {
 		return 0, 0, err
 	}
 	// The new segment is served as written: the sealed indexes stay
