@@ -3,10 +3,13 @@ package logstore
 import (
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // latestByKey is each key's last record, as compaction must keep it.
@@ -34,6 +37,150 @@ func indexByte(s string, c byte) int {
 	return len(s)
 }
 
+// faultCompactionLog opens a store in dir with a compacted topic x whose
+// next pass merges groups of segments (as TestCompactionCrashAtEveryStep's),
+// flushed.
+func faultCompactionLog(t *testing.T, dir string) (*Store, *Partition) {
+	t.Helper()
+	s, err := Open(dir, Options{Now: newClock().now, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp, _ := s.CreateTopic("x", 1, swapTestConfig)
+	p, _ := tp.Partition(0)
+	swapTestLog(t, p, 24)
+	if _, err := p.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	swapTestLog(t, p, 12)
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// The first pass's segments are removed by timers: wait for them, or
+	// the inodes they free would come back under TestCompactionENOSPC.
+	for i := 0; ; i++ {
+		if m, _ := filepath.Glob(filepath.Join(p.dir, "*.deleted")); len(m) == 0 {
+			break
+		}
+		if i == 1000 {
+			t.Fatal("the first pass's .deleted files stay")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return s, p
+}
+
+func noLeftovers(t *testing.T, p *Partition, pats ...string) {
+	t.Helper()
+	for _, pat := range pats {
+		if m, _ := filepath.Glob(filepath.Join(p.dir, pat)); len(m) != 0 {
+			t.Fatalf("leftover %v", m)
+		}
+	}
+}
+
+// compactionStates runs the reference pass over faultCompactionLog's log
+// and returns what the partition holds before it and after each group is
+// swapped in, and the text of the log after it.
+func compactionStates(t *testing.T) (states [][]storedRecord, doneText string) {
+	t.Helper()
+	s, p := faultCompactionLog(t, t.TempDir())
+	defer s.Close()
+	states = [][]storedRecord{recordsOf(t, p)}
+	cleanerCrash = func(step string) error {
+		if step == "swapped" {
+			states = append(states, recordsOf(t, p))
+		}
+		return nil
+	}
+	_, err := p.Compact()
+	cleanerCrash = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	return states, textOf(t, p, 0)
+}
+
+// TestCompactionENOSPC: a compaction pass on a full disk, out of inodes
+// (the new segment's .log, .index or .timeindex cannot be created, or its
+// text map saved) or out of blocks (the new .log cannot be written): the
+// pass fails with ENOSPC or goes on without the text map, the partition
+// serves what it held (the groups swapped before, compacted), no .cleaned
+// file is left, and once space is back the next pass and a restart give
+// the log of a pass that never failed. No test compacted on a full disk.
+func TestCompactionENOSPC(t *testing.T) {
+	states, doneText := compactionStates(t)
+	for _, full := range []string{"inodes=0", "inodes=1", "inodes=2", "inodes=3", "blocks"} {
+		t.Run(full, func(t *testing.T) {
+			fs := smallTmpfs(t, "size=16m,nr_inodes=500")
+			dir := filepath.Join(fs, "data")
+			s, p := faultCompactionLog(t, dir)
+			defer func() { s.Close() }()
+			var fillers []string
+			if full == "blocks" {
+				filler := filepath.Join(fs, "filler")
+				exec.Command("dd", "if=/dev/zero", "of="+filler, "bs=4k", "status=none").Run()
+				fillers = []string{filler}
+			} else {
+				var free int
+				fmt.Sscanf(full, "inodes=%d", &free)
+				fillers = exhaustInodes(t, fs)
+				for _, f := range fillers[len(fillers)-free:] {
+					os.Remove(f)
+				}
+				fillers = fillers[:len(fillers)-free]
+			}
+			swapped := 0
+			cleanerCrash = func(step string) error {
+				if step == "swapped" {
+					swapped++
+				}
+				return nil
+			}
+			_, err := p.Compact()
+			cleanerCrash = nil
+			t.Logf("the pass on the full disk: %d groups swapped, %v", swapped, err)
+			if err != nil && !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("the pass on a full disk: %v", err)
+			}
+			if full != "inodes=3" && err == nil {
+				t.Fatal("the pass succeeded on a full disk")
+			}
+			if got := recordsOf(t, p); !sameRecords(got, states[swapped]) {
+				t.Fatalf("after the failed pass (%d groups swapped) the partition holds %d records, not the %d it held before", swapped, len(got), len(states[swapped]))
+			}
+			noLeftovers(t, p, "*.cleaned")
+			for _, f := range fillers {
+				if err := os.Remove(f); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := p.Compact(); err != nil {
+				t.Fatalf("the pass once space is back: %v", err)
+			}
+			if got := textOf(t, p, 0); got != doneText {
+				t.Fatalf("once space is back the log reads\n%.300s\nwant, as after a pass that never failed,\n%.300s", got, doneText)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			s, err = Open(dir, Options{Logger: discardLogger()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p = mustPartition(t, s, "x")
+			noLeftovers(t, p, "*.swap", "*.cleaned", "*.deleted", "*.tmp")
+			if got := textOf(t, p, 0); got != doneText {
+				t.Fatalf("after a restart the log reads\n%.300s\nwant\n%.300s", got, doneText)
+			}
+			checkBatches(t, p)
+			for _, prob := range indexProblems(t, p.config(), p.dir, p.active().base) {
+				t.Errorf("after a restart: %s", prob)
+			}
+		})
+	}
+}
+
 // TestCompactionFailureAtEveryCall fails each rename and directory sync of
 // a compaction pass's swaps in turn (cleanerFault: EIO, the process goes
 // on, unlike TestCompactionCrashAtEveryStep's crashes). The pass must
@@ -57,27 +204,8 @@ func TestCompactionFailureAtEveryCall(t *testing.T) {
 	}
 	setup := func() (string, *Store, *Partition) {
 		dir := t.TempDir()
-		clock := newClock()
-		s := open(dir, clock)
-		tp, _ := s.CreateTopic("x", 1, swapTestConfig)
-		p, _ := tp.Partition(0)
-		swapTestLog(t, p, 24)
-		if _, err := p.Compact(); err != nil {
-			t.Fatal(err)
-		}
-		swapTestLog(t, p, 12)
-		if err := s.Flush(); err != nil {
-			t.Fatal(err)
-		}
+		s, p := faultCompactionLog(t, dir)
 		return dir, s, p
-	}
-	noLeftovers := func(t *testing.T, p *Partition, pats ...string) {
-		t.Helper()
-		for _, pat := range pats {
-			if m, _ := filepath.Glob(filepath.Join(p.dir, pat)); len(m) != 0 {
-				t.Fatalf("leftover %v", m)
-			}
-		}
 	}
 	// The reference: a pass that never fails.
 	// states[g] is what the partition holds once g groups are swapped in.
