@@ -38,9 +38,10 @@ var errMapFull = errors.New("offset map full")
 var cleanerCrash func(step string) error
 
 // cleanerFault is set only by tests: it is called before each rename and
-// directory sync of a swap with the operation ("rename", "syncdir") and
-// the file it is about, and an error from it is that call's failure (the
-// process goes on, unlike cleanerCrash).
+// directory sync of a swap, and each rename of a deleted segment's files
+// to .deleted, with the operation ("rename", "syncdir") and the file it
+// is about (the rename's target), and an error from it is that call's
+// failure (the process goes on, unlike cleanerCrash).
 var cleanerFault func(op, name string) error
 
 func cleanerRename(from, to string) error {
@@ -543,22 +544,22 @@ func (p *Partition) cleanSegments(group []*segment, r *cleanRound) (removed, fre
 	// offsets a swap holds (completeSwaps), so after a crash they would
 	// come back whole, superseded values and expired tombstones with them.
 	// Deleting them first is itself a compacted state of the log (the
-	// records that supersede theirs lie beyond this group).
-	retire := func(segs []*segment) error {
-		for _, s := range segs {
-			s.markDeleted()
-			if err := crash("deleting"); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
+	// records that supersede theirs lie beyond this group). A file that
+	// cannot be renamed .deleted stops the pass, here and below: left
+	// under its name, a restart served it beside the new segment. Here
+	// the new segment is dropped.
 	tail := len(group)
 	for tail > 1 && group[tail-1].base >= ns.next.Load() {
 		tail--
 	}
-	if err := retire(group[tail:]); err != nil {
-		return 0, 0, err
+	for _, s := range group[tail:] {
+		if err := s.markDeleted(); err != nil {
+			drop()
+			return 0, 0, err
+		}
+		if err := crash("deleting"); err != nil {
+			return 0, 0, err
+		}
 	}
 	// The cleaner keeps transactional batches and their markers, so the
 	// group's aborted transactions all still apply: the merged segment
@@ -601,8 +602,15 @@ func (p *Partition) cleanSegments(group []*segment, r *cleanRound) (removed, fre
 	}
 	// Oldest first: a crash part way leaves the swap and the segments it
 	// replaces, which the loader deletes by offset range (completeSwaps).
-	if err := retire(group[:tail]); err != nil {
-		return 0, 0, err
+	// So does a file that cannot be renamed .deleted: the pass stops with
+	// the swap committed, for the loader or the next pass to complete.
+	for _, s := range group[:tail] {
+		if err := s.markDeleted(); err != nil {
+			return 0, 0, err
+		}
+		if err := crash("deleting"); err != nil {
+			return 0, 0, err
+		}
 	}
 	// .swap → final names, the .log last again: whenever the new .log is
 	// at its name, its indexes are at theirs, complete. A crash before the

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -332,4 +333,101 @@ func mapsEqual(a, b map[string]storedRecord) bool {
 		}
 	}
 	return true
+}
+
+// TestCompactionDeleteRenameFails: a pass whose rename of a replaced
+// segment's file to .deleted fails (cleanerFault: EIO), each such rename
+// in turn. Whatever the pass returns, the log must then read consistently
+// (offsets rising, every key's latest record kept) in the running process,
+// after its next pass, and after a clean restart or a crash, with no
+// leftover, and the next pass give the log of a pass that never failed. A failed rename used to be ignored: the
+// replaced segment stayed on disk under its own name beside the new one
+// holding its offsets, and the restart served both.
+func TestCompactionDeleteRenameFails(t *testing.T) {
+	states, doneText := compactionStates(t)
+	before := states[0]
+	var calls []string
+	{
+		s, p := faultCompactionLog(t, t.TempDir())
+		cleanerFault = func(op, name string) error {
+			if strings.HasSuffix(name, deletedSuffix) {
+				calls = append(calls, filepath.Base(name))
+			}
+			return nil
+		}
+		_, err := p.Compact()
+		cleanerFault = nil
+		s.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("renames to .deleted: %v", calls)
+	check := func(t *testing.T, p *Partition, when string) {
+		t.Helper()
+		got := recordsOf(t, p)
+		for i, r := range got {
+			if r.line != swapTestLine(r.offset) || i > 0 && r.offset <= got[i-1].offset {
+				t.Fatalf("%s, offset %d holds %q after offset %d", when, r.offset, r.line, got[max(i-1, 0)].offset)
+			}
+		}
+		if !mapsEqual(latestByKey(before), latestByKey(got)) {
+			t.Fatalf("%s the keys' latest records changed", when)
+		}
+		checkBatches(t, p)
+	}
+	for k, name := range calls {
+		if !strings.HasSuffix(name, logSuffix+deletedSuffix) && !strings.HasSuffix(name, indexSuffix+deletedSuffix) {
+			continue
+		}
+		for _, stop := range []string{"next", "close", "crash"} {
+			t.Run(fmt.Sprintf("%d_%s/%s", k+1, name, stop), func(t *testing.T) {
+				dir := t.TempDir()
+				s, p := faultCompactionLog(t, dir)
+				n := 0
+				cleanerFault = func(op, target string) error {
+					if strings.HasSuffix(target, deletedSuffix) {
+						if n++; n == k+1 {
+							return syscall.EIO
+						}
+					}
+					return nil
+				}
+				_, err := p.Compact()
+				cleanerFault = nil
+				t.Logf("the pass: %v", err)
+				check(t, p, "after the pass")
+				if stop == "next" {
+					if _, err := p.Compact(); err != nil {
+						t.Fatalf("the next pass: %v", err)
+					}
+					if got := textOf(t, p, 0); got != doneText {
+						t.Fatalf("after the next pass the log reads\n%.300s\nwant, as after a pass that never failed,\n%.300s", got, doneText)
+					}
+				}
+				if stop == "crash" {
+					s.abandon()
+				} else if err := s.Close(); err != nil {
+					t.Fatal(err)
+				}
+				s, err = Open(dir, Options{Logger: discardLogger()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer func() { s.Close() }()
+				p = mustPartition(t, s, "x")
+				noLeftovers(t, p, "*.swap", "*.cleaned", "*.deleted", "*.tmp")
+				check(t, p, "after a restart")
+				for _, prob := range indexProblems(t, p.config(), p.dir, p.active().base) {
+					t.Errorf("after a restart: %s", prob)
+				}
+				if _, err := p.Compact(); err != nil {
+					t.Fatalf("the pass after the restart: %v", err)
+				}
+				if got := textOf(t, p, 0); got != doneText {
+					t.Fatalf("after the pass after the restart the log reads\n%.300s\nwant, as after a pass that never failed,\n%.300s", got, doneText)
+				}
+			})
+		}
+	}
 }

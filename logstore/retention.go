@@ -174,7 +174,11 @@ func (p *Partition) deleteOldestLocked(del []*segment, next int64, cfg *Config) 
 	p.truncateEpochsStart(st.NewLogStart)
 	for _, s := range del {
 		st.BytesFreed += s.size.Load()
-		s.markDeleted()
+		if err := s.markDeleted(); err != nil {
+			// Below the log start, which the checkpoint keeps: a restart
+			// hides it and the next pass deletes it again.
+			p.log().Warn("deleted segment not renamed", "segment", segmentName(s.base), "err", err)
+		}
 		p.store.scheduleRelease(s, time.Duration(cfg.FileDeleteDelayMs)*time.Millisecond)
 	}
 	syncDir(p.dir)
@@ -184,12 +188,20 @@ func (p *Partition) deleteOldestLocked(del []*segment, next int64, cfg *Config) 
 }
 
 // markDeleted renames the segment's files with the .deleted suffix; open
-// descriptors keep working.
-func (s *segment) markDeleted() {
+// descriptors keep working. It returns the first rename that failed, a
+// file already gone aside (a segment has no .txnindex unless it holds an
+// abort, no .textindex on a full disk, and a pass that failed after
+// renaming some files renames the rest): the file is still there under
+// its name, and the loader takes it as a live segment.
+func (s *segment) markDeleted() error {
+	var first error
 	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, textIndexSuffix, txnIndexSuffix} {
-		os.Rename(s.path(suf), s.path(suf)+deletedSuffix)
+		if err := cleanerRename(s.path(suf), s.path(suf)+deletedSuffix); err != nil && !errors.Is(err, os.ErrNotExist) && first == nil {
+			first = err
+		}
 	}
 	s.deleted.Store(true)
+	return first
 }
 
 // scheduleRelease drops the partition's reference to a deleted segment
