@@ -38,12 +38,17 @@ type Partition struct {
 	// ErrClosed, or ends with what it has read.
 	closed bool
 
-	logStart      atomic.Int64
-	savedStart    atomic.Int64 // the log start the checkpoint on disk holds (DeleteRecords)
-	leo           atomic.Int64
-	recoveryPoint atomic.Int64
-	gen           atomic.Uint64
-	firstDirty    atomic.Int64 // compaction: end of the last cleaned range
+	logStart   atomic.Int64
+	savedStart atomic.Int64 // the log start the checkpoint on disk holds (DeleteRecords)
+	// strayBelowStart: a segment deleted below the log start could not be
+	// renamed .deleted and is still under its name, so the log-start
+	// checkpoint must name the log start even where it is the first
+	// segment's base in memory (writeLogStartsLocked).
+	strayBelowStart atomic.Bool
+	leo             atomic.Int64
+	recoveryPoint   atomic.Int64
+	gen             atomic.Uint64
+	firstDirty      atomic.Int64 // compaction: end of the last cleaned range
 	// compaction: the latest delete horizon of the tombstones the cleaner
 	// kept (0: none; -1: not known yet, after a restart). Kafka's
 	// latestDeleteHorizon: once it passes, the cleaner runs without new

@@ -175,8 +175,12 @@ func (p *Partition) deleteOldestLocked(del []*segment, next int64, cfg *Config) 
 	for _, s := range del {
 		st.BytesFreed += s.size.Load()
 		if err := s.markDeleted(); err != nil {
-			// Below the log start, which the checkpoint keeps: a restart
-			// hides it and the next pass deletes it again.
+			// Left under its name, the segment is loaded again at the
+			// next open: the log-start checkpoint must then hold the log
+			// start, which it names only above the first segment's base,
+			// or the deleted records came back. The next pass deletes
+			// the segment again (it lies below the log start).
+			p.strayBelowStart.Store(true)
 			p.log().Warn("deleted segment not renamed", "segment", segmentName(s.base), "err", err)
 		}
 		p.store.scheduleRelease(s, time.Duration(cfg.FileDeleteDelayMs)*time.Millisecond)

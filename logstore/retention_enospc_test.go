@@ -172,3 +172,63 @@ func testRetentionPurgeRollENOSPC(t *testing.T, crash bool, free int) {
 		t.Fatalf("after a restart: %+v", st)
 	}
 }
+
+// TestRetentionDeleteRenameFails: retention deletes the oldest segment but
+// cannot rename its .log to .deleted (cleanerFault: EIO). The pass logs it
+// and the log start moves on; the file left under its name lies below the
+// log start, so a restart serves nothing of it, and the next pass deletes
+// it. The log-start checkpoint named no log start equal to the first
+// segment's base in memory, so the restart served the deleted records
+// again from offset 0.
+func TestRetentionDeleteRenameFails(t *testing.T) {
+	dir := t.TempDir()
+	logBuf := &lockedBuffer{}
+	s, err := Open(dir, Options{Now: newClock().now, Logger: slog.New(slog.NewTextHandler(logBuf, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { s.Close() }()
+	tp, _ := s.CreateTopic("r", 1, map[string]string{"segment.bytes": "1000", "file.delete.delay.ms": "0"})
+	p, _ := tp.Partition(0)
+	for i := 0; i < 60; i++ {
+		if _, _, err := p.AppendLines([]byte(fmt.Sprintf("line %02d %s\n", i, strings.Repeat("x", 30)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.mu.RLock()
+	first, second := p.segs[0], p.segs[1]
+	p.mu.RUnlock()
+	tp.SetConfig(map[string]string{"retention.bytes": fmt.Sprint(p.Size() - first.size.Load())})
+	cleanerFault = func(op, name string) error {
+		if name == first.path(logSuffix)+deletedSuffix {
+			return syscall.EIO
+		}
+		return nil
+	}
+	st, err := p.ApplyRetention()
+	cleanerFault = nil
+	if err != nil || st.SegmentsDeleted != 1 || st.NewLogStart != second.base {
+		t.Fatalf("the pass: %+v %v, want the first segment deleted, the log start at %d", st, err, second.base)
+	}
+	if !strings.Contains(logBuf.String(), "deleted segment not renamed") {
+		t.Fatalf("the failed rename was not logged:\n%s", logBuf.String())
+	}
+	want := textOf(t, p, second.base)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openStore(t, dir, nil)
+	p = mustPartition(t, s, "r")
+	if p.LogStartOffset() != second.base || textOf(t, p, second.base) != want {
+		t.Fatalf("after a restart: log start %d, want %d", p.LogStartOffset(), second.base)
+	}
+	if _, err := p.Text(0); !errors.Is(err, ErrOffsetOutOfRange) {
+		t.Fatalf("Text(0) below the log start after a restart: %v", err)
+	}
+	if _, err := p.ApplyRetention(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(first.path(logSuffix)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the next pass left the deleted segment's .log: %v", err)
+	}
+}

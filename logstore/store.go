@@ -969,8 +969,9 @@ func (s *Store) saveLogStarts() error {
 
 // writeLogStartsLocked writes the log-start checkpoint (ckMu held): the
 // log start of every partition where it lies above the first segment's
-// base (elsewhere the segment files say it), and on success notes in each
-// partition what is now on disk.
+// base (elsewhere the segment files say it) or a deleted segment is left
+// on disk below it, and on success notes in each partition what is now on
+// disk.
 func (s *Store) writeLogStartsLocked() error {
 	ls := map[tp]int64{}
 	type saved struct {
@@ -984,7 +985,7 @@ func (s *Store) writeLogStartsLocked() error {
 			p.mu.RLock()
 			first := p.segs[0].base
 			p.mu.RUnlock()
-			if st > first {
+			if st > first || st > 0 && p.strayBelowStart.Load() {
 				ls[tp{t.name, p.num}] = st
 			}
 			all = append(all, saved{p, st})
