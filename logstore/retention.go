@@ -172,18 +172,27 @@ func (p *Partition) deleteOldestLocked(del []*segment, next int64, cfg *Config) 
 	}
 	st.NewLogStart = p.logStart.Load()
 	p.truncateEpochsStart(st.NewLogStart)
+	stray := false
 	for _, s := range del {
 		st.BytesFreed += s.size.Load()
 		if err := s.markDeleted(); err != nil {
 			// Left under its name, the segment is loaded again at the
 			// next open: the log-start checkpoint must then hold the log
 			// start, which it names only above the first segment's base,
-			// or the deleted records came back. The next pass deletes
-			// the segment again (it lies below the log start).
+			// or the deleted records came back. It is written now, not
+			// at the next checkpoint, so that a crash meanwhile does not
+			// bring them back either. The next pass deletes the segment
+			// again (it lies below the log start).
 			p.strayBelowStart.Store(true)
+			stray = true
 			p.log().Warn("deleted segment not renamed", "segment", segmentName(s.base), "err", err)
 		}
 		p.store.scheduleRelease(s, time.Duration(cfg.FileDeleteDelayMs)*time.Millisecond)
+	}
+	if stray {
+		if err := p.store.saveLogStarts(); err != nil {
+			p.log().Warn("log-start checkpoint not written", "err", err)
+		}
 	}
 	syncDir(p.dir)
 	p.store.markDirty()

@@ -177,10 +177,16 @@ func testRetentionPurgeRollENOSPC(t *testing.T, crash bool, free int) {
 // cannot rename its .log to .deleted (cleanerFault: EIO). The pass logs it
 // and the log start moves on; the file left under its name lies below the
 // log start, so a restart serves nothing of it, and the next pass deletes
-// it. The log-start checkpoint named no log start equal to the first
-// segment's base in memory, so the restart served the deleted records
-// again from offset 0.
+// it, after a clean restart or a crash. The log-start checkpoint named no
+// log start equal to the first segment's base in memory, so the restart
+// served the deleted records again from offset 0.
 func TestRetentionDeleteRenameFails(t *testing.T) {
+	for _, crash := range []bool{false, true} {
+		t.Run(fmt.Sprintf("crash=%v", crash), func(t *testing.T) { testRetentionDeleteRenameFails(t, crash) })
+	}
+}
+
+func testRetentionDeleteRenameFails(t *testing.T, crash bool) {
 	dir := t.TempDir()
 	logBuf := &lockedBuffer{}
 	s, err := Open(dir, Options{Now: newClock().now, Logger: slog.New(slog.NewTextHandler(logBuf, nil))})
@@ -214,7 +220,9 @@ func TestRetentionDeleteRenameFails(t *testing.T) {
 		t.Fatalf("the failed rename was not logged:\n%s", logBuf.String())
 	}
 	want := textOf(t, p, second.base)
-	if err := s.Close(); err != nil {
+	if crash {
+		s.abandon()
+	} else if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
 	s = openStore(t, dir, nil)
