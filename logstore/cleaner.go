@@ -377,9 +377,17 @@ func (p *Partition) cleanSegments(group []*segment, r *cleanRound) (removed, fre
 	}
 	ns := newSegmentStruct(p.dir, old.base)
 	installed := false
+	committed := false // the new .log's swap exists
 	defer func() {
 		if !installed {
 			ns.closeFiles() // a crash in a test, or a failure: the files are the loader's or dropped
+		}
+		if !installed && committed {
+			// Stopped with the swap for the loader to complete: if
+			// retention deletes the group before a pass completes it,
+			// the restart brings the new segment back below the log
+			// start, which the checkpoint must then name.
+			p.strayBelowStart.Store(true)
 		}
 	}()
 	// drop abandons the new segment, before its .log's swap exists.
@@ -592,6 +600,9 @@ func (p *Partition) cleanSegments(group []*segment, r *cleanRound) (removed, fre
 			drop()
 			os.Remove(txnSwap)
 			return 0, 0, err
+		}
+		if suf == logSuffix {
+			committed = true
 		}
 		if err := crash("swapping"); err != nil {
 			return 0, 0, err

@@ -431,3 +431,76 @@ func TestCompactionDeleteRenameFails(t *testing.T) {
 		}
 	}
 }
+
+// TestCompactionFailedSwapThenRetention: a compaction pass stops with its
+// swap committed (the rename of the new .log to its final name fails), and
+// retention then deletes the segments the swap was to replace before any
+// pass completes it. A restart completes the swap from the .swap files
+// left; the log-start checkpoint must then hold the log start, or the
+// compacted copy of the deleted records is served again from offset 0.
+func TestCompactionFailedSwapThenRetention(t *testing.T) {
+	for _, crash := range []bool{false, true} {
+		t.Run(fmt.Sprintf("crash=%v", crash), func(t *testing.T) {
+			dir := t.TempDir()
+			s, p := faultCompactionLog(t, dir)
+			defer func() { s.Close() }()
+			p.mu.RLock()
+			first := p.segs[0]
+			p.mu.RUnlock()
+			cleanerFault = func(op, name string) error {
+				if op == "rename" && name == first.path(logSuffix) {
+					return syscall.EIO
+				}
+				return nil
+			}
+			_, err := p.Compact()
+			cleanerFault = nil
+			if !errors.Is(err, syscall.EIO) {
+				t.Fatalf("the pass: %v", err)
+			}
+			if m, _ := filepath.Glob(filepath.Join(p.dir, "*.log.swap")); len(m) != 1 {
+				t.Fatalf("the failed pass left %v, want its .log.swap", m)
+			}
+			p.mu.RLock()
+			keep := p.segs[2].base // retention deletes the first two segments
+			p.mu.RUnlock()
+			var size int64
+			p.mu.RLock()
+			for _, sg := range p.segs[2:] {
+				size += sg.size.Load()
+			}
+			p.mu.RUnlock()
+			p.topic.SetConfig(map[string]string{"cleanup.policy": "compact,delete", "retention.bytes": fmt.Sprint(size)})
+			st, err := p.ApplyRetention()
+			if err != nil || st.NewLogStart != keep {
+				t.Fatalf("retention: %+v %v, want the log start at %d", st, err, keep)
+			}
+			want := textOf(t, p, keep)
+			if crash {
+				s.abandon()
+			} else if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			s, err = Open(dir, Options{Logger: discardLogger()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p = mustPartition(t, s, "x")
+			if p.LogStartOffset() != keep {
+				t.Fatalf("after a restart the log starts at %d, want %d, where retention left it", p.LogStartOffset(), keep)
+			}
+			if got := textOf(t, p, keep); got != want {
+				t.Fatalf("after a restart the log reads\n%.300s\nwant\n%.300s", got, want)
+			}
+			if _, err := p.Text(0); !errors.Is(err, ErrOffsetOutOfRange) {
+				t.Fatalf("Text(0) below the log start after a restart: %v", err)
+			}
+			if _, err := p.ApplyRetention(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(first.path(logSuffix)); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("the next retention pass left the segment below the log start: %v", err)
+			}
+		})
+	}
+}

@@ -40,10 +40,12 @@ type Partition struct {
 
 	logStart   atomic.Int64
 	savedStart atomic.Int64 // the log start the checkpoint on disk holds (DeleteRecords)
-	// strayBelowStart: a segment deleted below the log start could not be
-	// renamed .deleted and is still under its name, so the log-start
-	// checkpoint must name the log start even where it is the first
-	// segment's base in memory (writeLogStartsLocked).
+	// strayBelowStart: files that a restart loads as a segment may lie
+	// below the log start (a deleted segment that could not be renamed
+	// .deleted, a compaction swap left for the loader to complete), so
+	// the log-start checkpoint must name the log start even where it is
+	// the first segment's base in memory (writeLogStartsLocked), and
+	// retention writes it at once.
 	strayBelowStart atomic.Bool
 	leo             atomic.Int64
 	recoveryPoint   atomic.Int64

@@ -189,7 +189,7 @@ func (p *Partition) deleteOldestLocked(del []*segment, next int64, cfg *Config) 
 		}
 		p.store.scheduleRelease(s, time.Duration(cfg.FileDeleteDelayMs)*time.Millisecond)
 	}
-	if stray {
+	if stray || p.strayBelowStart.Load() {
 		if err := p.store.saveLogStarts(); err != nil {
 			p.log().Warn("log-start checkpoint not written", "err", err)
 		}
