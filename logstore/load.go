@@ -161,7 +161,12 @@ func (s *Store) loadPartition(t *Topic, n int32, clean bool, recoveryPoint, logS
 		log.Warn("the log ends below the checkpointed log start: deleting every segment, the log restarts at the log start",
 			"log_end_offset", leo, "log_start_offset", logStartCk, "segments", n)
 		for _, seg := range p.segs {
-			seg.markDeleted()
+			if err := seg.markDeleted(); err != nil {
+				// Left under its name below the new log start: the
+				// checkpoint must go on naming that start.
+				p.strayBelowStart.Store(true)
+				log.Warn("deleted segment not renamed", "segment", segmentName(seg.base), "err", err)
+			}
 			seg.release() // removes the .deleted files: nobody reads them yet
 		}
 		p.segs = nil

@@ -240,3 +240,69 @@ func testRetentionDeleteRenameFails(t *testing.T, crash bool) {
 		t.Fatalf("the next pass left the deleted segment's .log: %v", err)
 	}
 }
+
+// TestLoadWipeRenameFails: a load that finds the log ending below the
+// checkpointed log start deletes every segment and starts the log afresh
+// there (TestLoadLogEndBelowCheckpointedLogStart); when it cannot rename
+// the old segment's .log to .deleted (cleanerFault: EIO), the file stays
+// under its name below the new log start, and the log-start checkpoint
+// must go on naming that start, or the next open serves the deleted
+// records again from offset 0.
+func TestLoadWipeRenameFails(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, nil)
+	tp, err := s.CreateTopic("lost", 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := tp.Partition(0)
+	if _, _, err := p.AppendLines([]byte("0\n1\n2\n3\n4\n5\n6\n7\n8\n9\n")); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	segLog := filepath.Join(dir, "lost-0", segmentName(0)+logSuffix)
+	fi, err := os.Stat(segLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	durable := fi.Size()
+	s = openStore(t, dir, nil)
+	p = mustPartition(t, s, "lost")
+	if _, _, err := p.AppendLines([]byte("10\n11\n")); err != nil {
+		t.Fatal(err)
+	}
+	if start, err := p.DeleteRecords(12); err != nil || start != 12 {
+		t.Fatalf("DeleteRecords(12): %d %v", start, err)
+	}
+	s.abandon()
+	if err := os.Truncate(segLog, durable); err != nil { // the power cut took 10-11
+		t.Fatal(err)
+	}
+	cleanerFault = func(op, name string) error {
+		if name == segLog+deletedSuffix {
+			return syscall.EIO
+		}
+		return nil
+	}
+	s, err = Open(dir, Options{Logger: discardLogger()})
+	cleanerFault = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	p = mustPartition(t, s, "lost")
+	if p.LogStartOffset() != 12 || p.LogEndOffset() != 12 {
+		t.Fatalf("after the load: start %d end %d, want 12 12", p.LogStartOffset(), p.LogEndOffset())
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openStore(t, dir, nil)
+	defer s.Close()
+	p = mustPartition(t, s, "lost")
+	if p.LogStartOffset() != 12 || p.LogEndOffset() != 12 {
+		t.Fatalf("after the next open: start %d end %d, want 12 12", p.LogStartOffset(), p.LogEndOffset())
+	}
+	if _, err := p.Text(0); !errors.Is(err, ErrOffsetOutOfRange) {
+		t.Fatalf("Text(0) below the log start: %v", err)
+	}
+}
