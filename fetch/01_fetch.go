@@ -170,7 +170,7 @@ func (s *Server) readFetch(req *kmsg.FetchRequest) *fetchRead {
 					// for the high watermark and log start and no
 					// last stable offset (-1 on the wire). Clients
 					// reset with ListOffsets, not from these.
-					sp.ErrorCode = errorCode(err)
+					sp.ErrorCode = readErrorCode(err)
 					sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
 					fr.failed = true
 					st.Partitions = append(st.Partitions, sp)

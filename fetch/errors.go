@@ -2,6 +2,8 @@ package fetch
 
 import (
 	"errors"
+	"io"
+	"io/fs"
 	"syscall"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -71,6 +73,30 @@ func errorCode(err error) int16 {
 		}
 	}
 	return kerr.UnknownServerError.Code
+}
+
+// readErrorCode is errorCode for the error of a partition's read (a
+// Fetch): a read of the log's segment file that failed (a *fs.PathError:
+// EIO, a file gone) or came up short (io.ErrUnexpectedEOF: the file cut
+// behind the store's back, by hand or by a disk that lost its tail) is
+// Kafka's answer for a log whose file cannot be read, KAFKA_STORAGE_ERROR
+// (its LogSegment reads throw IOException, which the log wraps as
+// KafkaStorageException), retriable for clients. Every mapped error
+// (offset out of range, corrupt batch, unknown partition) keeps its code,
+// and anything else (a file read after the server closed it) stays
+// UNKNOWN_SERVER_ERROR.
+func readErrorCode(err error) int16 {
+	code := errorCode(err)
+	if code != kerr.UnknownServerError.Code {
+		return code
+	}
+	if errors.Is(err, fs.ErrClosed) {
+		return code // the server's own misstep, not the disk's
+	}
+	if _, ok := errors.AsType[*fs.PathError](err); ok || errors.Is(err, io.ErrUnexpectedEOF) {
+		return kerr.KafkaStorageError.Code
+	}
+	return code
 }
 
 // offsetsWriteErrorCode is the answer to a group request whose write of

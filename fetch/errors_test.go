@@ -3,6 +3,7 @@ package fetch
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"syscall"
 	"testing"
@@ -56,6 +57,32 @@ func TestErrorCode(t *testing.T) {
 	}
 	if got := errorCode(nil); got != 0 {
 		t.Errorf("errorCode(nil) = %d", got)
+	}
+}
+
+// TestReadErrorCode: a Fetch's read that fails on the log's file (a
+// pread error, or a file cut short behind the store) is
+// KAFKA_STORAGE_ERROR; the mapped errors keep their codes, and a file
+// closed under the read or an error of no file stays UNKNOWN_SERVER_ERROR.
+func TestReadErrorCode(t *testing.T) {
+	tests := []struct {
+		err  error
+		want *kerr.Error
+	}{
+		{io.ErrUnexpectedEOF, kerr.KafkaStorageError},
+		{fmt.Errorf("segment 0: %w", io.ErrUnexpectedEOF), kerr.KafkaStorageError},
+		{&os.PathError{Op: "read", Path: "x.log", Err: syscall.EIO}, kerr.KafkaStorageError},
+		{fmt.Errorf("orders-0: %w", logstore.ErrOffsetOutOfRange), kerr.OffsetOutOfRange},
+		{&logstore.CorruptError{Path: "x.log", Pos: 10, Err: record.ErrShort}, kerr.CorruptMessage},
+		{logstore.ErrClosed, kerr.NotLeaderForPartition},
+		{logstore.ErrUnknownPartition, kerr.UnknownTopicOrPartition},
+		{&os.PathError{Op: "read", Path: "x.log", Err: os.ErrClosed}, kerr.UnknownServerError},
+		{errors.New("something else"), kerr.UnknownServerError},
+	}
+	for _, tt := range tests {
+		if got := readErrorCode(tt.err); got != tt.want.Code {
+			t.Errorf("readErrorCode(%v) = %d (%v), want %d (%s)", tt.err, got, kerr.ErrorForCode(got), tt.want.Code, tt.want.Message)
+		}
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -26,7 +27,8 @@ import (
 // frame left waiting forever for the rest (which would make the client
 // read the next response's bytes as records). A file cut to nothing is
 // found before the frame is started, and answered with a whole response
-// (UNKNOWN_SERVER_ERROR today) on a connection that goes on. The server
+// (KAFKA_STORAGE_ERROR, as a fetch of a batch wholly past the cut is) on
+// a connection that goes on. The server
 // goes on serving other connections. No test made a segment end under a
 // fetch.
 func TestFetchSegmentShrankUnderResponse(t *testing.T) {
@@ -88,6 +90,9 @@ func TestFetchSegmentShrankUnderResponse(t *testing.T) {
 						t.Fatalf("a whole response whose %d record bytes are not the %d the file still has", len(rp.RecordBatches), size)
 					}
 					t.Logf("a whole response: error %d, %d record bytes", rp.ErrorCode, len(rp.RecordBatches))
+					if size == 0 && rp.ErrorCode != kerr.KafkaStorageError.Code {
+						t.Fatalf("a fetch of a segment cut to nothing: error %d, want KAFKA_STORAGE_ERROR (%d)", rp.ErrorCode, kerr.KafkaStorageError.Code)
+					}
 					if v := c2.roundTrip(kmsg.NewPtrApiVersionsRequest()).(*kmsg.ApiVersionsResponse); v.ErrorCode != 0 {
 						t.Fatalf("ApiVersions after the response: error %d", v.ErrorCode)
 					}
@@ -115,6 +120,19 @@ func TestFetchSegmentShrankUnderResponse(t *testing.T) {
 				av := kmsg.NewPtrApiVersionsRequest()
 				if r := c3.roundTrip(av).(*kmsg.ApiVersionsResponse); r.ErrorCode != 0 {
 					t.Fatalf("ApiVersions after the cut: error %d", r.ErrorCode)
+				}
+				// A fetch of the third batch, wholly past the cut, finds
+				// the file short before the frame is started: the log's
+				// file cannot be read, KAFKA_STORAGE_ERROR (retriable),
+				// not UNKNOWN_SERVER_ERROR; an offset past the log end
+				// keeps its OFFSET_OUT_OF_RANGE.
+				r := c3.roundTrip(fetchReq(11, "shrink", 0, 2, 0, 1, 1<<20, 1<<20)).(*kmsg.FetchResponse)
+				if rp := r.Topics[0].Partitions[0]; rp.ErrorCode != kerr.KafkaStorageError.Code || len(rp.RecordBatches) != 0 {
+					t.Fatalf("a fetch past the cut: error %d, %d record bytes; want KAFKA_STORAGE_ERROR (%d) and none", rp.ErrorCode, len(rp.RecordBatches), kerr.KafkaStorageError.Code)
+				}
+				r = c3.roundTrip(fetchReq(11, "shrink", 0, 4, 0, 1, 1<<20, 1<<20)).(*kmsg.FetchResponse)
+				if rp := r.Topics[0].Partitions[0]; rp.ErrorCode != kerr.OffsetOutOfRange.Code {
+					t.Fatalf("a fetch past the log end: error %d, want OFFSET_OUT_OF_RANGE", rp.ErrorCode)
 				}
 			})
 		}
