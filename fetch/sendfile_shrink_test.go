@@ -2,17 +2,20 @@ package fetch
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -136,5 +139,75 @@ func TestFetchSegmentShrankUnderResponse(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestFetchStorageErrorFranzGo: franz-go, consuming a partition whose
+// segment file was cut to nothing behind the store, takes the fetch's
+// KAFKA_STORAGE_ERROR as retriable: it reports no error to the
+// application and fetches again, and once the file holds its bytes again
+// (put back by whoever cut it) it returns the records. UNKNOWN_SERVER_ERROR
+// reached the application as a fetch error on every poll.
+func TestFetchStorageErrorFranzGo(t *testing.T) {
+	ts := startServer(t, Config{})
+	createTopic(t, ts, "cut", 1)
+	c := dial(t, ts.addr)
+	for i := 0; i < 3; i++ {
+		if pr := c.produce(9, "cut", 0, produceBatch(t, fmt.Sprintf("value %d", i))); pr.ErrorCode != 0 {
+			t.Fatalf("produce: error %d", pr.ErrorCode)
+		}
+	}
+	logs, _ := filepath.Glob(filepath.Join(ts.dir, "cut-0", "*.log"))
+	if len(logs) != 1 {
+		t.Fatalf("segment files %v, want one", logs)
+	}
+	data, err := os.ReadFile(logs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(logs[0], 0); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(ts.addr),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"cut": {0: kgo.NewOffset().At(0)}}),
+		kgo.FetchMaxWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	// While the file is cut: no records and no error for the application,
+	// for 2 s of polling (many fetches at franz-go's backoff).
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		fs := cl.PollFetches(ctx)
+		cancel()
+		for _, e := range fs.Errors() {
+			if !errors.Is(e.Err, context.DeadlineExceeded) {
+				t.Fatalf("a fetch error reached the application while the file is cut: %v", e.Err)
+			}
+		}
+		if n := fs.NumRecords(); n != 0 {
+			t.Fatalf("%d records from a file cut to nothing", n)
+		}
+	}
+	if err := os.WriteFile(logs[0], data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var got []string
+	for len(got) < 3 {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("after the file was put back: records %q, want 3: %v", got, err)
+		}
+		for _, e := range fs.Errors() {
+			t.Fatalf("fetch error after the file was put back: %v", e.Err)
+		}
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	if want := []string{"value 0", "value 1", "value 2"}; !slices.Equal(got, want) {
+		t.Fatalf("records %q, want %q", got, want)
 	}
 }
