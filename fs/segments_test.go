@@ -7,15 +7,18 @@ import (
 	"io"
 	"os"
 	"testing"
+	"time"
 )
 
 // TestSegmentFileAcrossRetention: a segments/ file opened before retention
 // deletes its segment reads whole afterwards, as an unlinked file does (a
 // backup copying segments/ while retention runs gets every byte of what it
 // opened), while an open after the deletion, through the dentry the kernel
-// still holds, is ENOENT, and the name leaves the listing and the lookup.
+// still holds, is ENOENT, as is a stat of it, and the name leaves the
+// listing.
 func TestSegmentFileAcrossRetention(t *testing.T) {
-	m := mountForTest(t, Options{})
+	// No attribute caching: each stat below asks the daemon.
+	m := mountForTest(t, Options{attrTimeout: time.Nanosecond})
 	if _, err := m.store.CreateTopic("sg", 1, map[string]string{"segment.bytes": "4096", "file.delete.delay.ms": "0"}); err != nil {
 		t.Fatal(err)
 	}
@@ -72,6 +75,10 @@ func TestSegmentFileAcrossRetention(t *testing.T) {
 		t.Fatalf("retention left %s", first)
 	}
 
+	// The open file keeps its size, as an unlinked file does.
+	if st, err := f.Stat(); err != nil || st.Size() != int64(len(want)) {
+		t.Fatalf("fstat of %s opened before retention: %v, %v; want size %d", first, st, err, len(want))
+	}
 	got, err := io.ReadAll(f)
 	if err != nil {
 		t.Fatalf("read of %s opened before retention: %v", first, err)
@@ -94,8 +101,13 @@ func TestSegmentFileAcrossRetention(t *testing.T) {
 			t.Fatalf("segments/ still lists %s", first)
 		}
 	}
-	waitFor(t, func() bool {
-		_, err := os.Stat(name)
-		return errors.Is(err, os.ErrNotExist)
-	})
+	// The kernel still has the name's dentry (cacheTimeout): the
+	// GETATTR of the gone file is ESTALE, and the VFS's retry looks the
+	// name up again: ENOENT, not an error of the file's. (While a
+	// description of it is open, go-fuse answers the GETATTR from that
+	// handle: closed first.)
+	f.Close()
+	if _, err := os.Stat(name); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("stat of %s after retention: %v, want ENOENT", first, err)
+	}
 }
