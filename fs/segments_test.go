@@ -105,9 +105,18 @@ func TestSegmentFileAcrossRetention(t *testing.T) {
 	// GETATTR of the gone file is ESTALE, and the VFS's retry looks the
 	// name up again: ENOENT, not an error of the file's. (While a
 	// description of it is open, go-fuse answers the GETATTR from that
-	// handle: closed first.)
+	// handle: closed first. The kernel sends the RELEASE after close(2)
+	// returns, so a stat may still meet the handle for a moment: it is
+	// asked again until the handle is gone, and must then be ENOENT,
+	// never another error.)
 	f.Close()
-	if _, err := os.Stat(name); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("stat of %s after retention: %v, want ENOENT", first, err)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		_, err := os.Stat(name)
+		if errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		if err != nil || time.Now().After(deadline) {
+			t.Fatalf("stat of %s after retention: %v, want ENOENT", first, err)
+		}
 	}
 }
